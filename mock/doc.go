@@ -1,0 +1,57 @@
+// Package mock is a stateful fake WeCom (企业微信) server for tests and
+// examples.
+//
+// It speaks the WeCom JSON-over-HTTP protocol for the access token and the
+// tag APIs, and it enforces the limits the real service enforces, so code
+// that talks to WeCom can be tested for its behaviour under throttling
+// without a network or an account:
+//
+//   - GET /cgi-bin/gettoken issues one token per (corp, app secret), reuses it
+//     while it is valid and answers 40013, 40001, 41002 or 41004 for bad
+//     credentials. Expired tokens answer 42001, unknown or invalidated ones
+//     40014, a missing one 41001.
+//   - Every other API is limited per (corp, API) by exact sliding rate
+//     windows (default 10,000 per minute and 150,000 per hour). Going over
+//     answers 45009 and blocks that API for that corp for the window's whole
+//     period, as WeCom does.
+//   - The tag APIs are limited per (corp, API) in concurrency (default 5 calls
+//     in flight) and mark_tag per customer (default 1); going over answers
+//     45033 at once.
+//   - Latency, "system busy" answers, HTTP 502s, truncated JSON and slow
+//     answers can be injected, reproducibly from a seed.
+//
+// The contact tags (/cgi-bin/tag/*) and the customer-contact tags
+// (/cgi-bin/externalcontact/{get_corp_tag_list,add_corp_tag,edit_corp_tag,
+// del_corp_tag,mark_tag}) keep real state that tests can read back with
+// [Server.Tags], [Server.CorpTagGroups] and [Server.Marks].
+//
+// A Server can be served three ways: [Server.Handler] for any HTTP server,
+// [Server.Start] for an [net/http/httptest.Server], and [Server.Responder] or
+// [Server.Register] for github.com/jarcoal/httpmock.
+//
+// # Answers where WeCom's documentation is silent
+//
+// Every error is an HTTP 200 answer {"errcode":N,"errmsg":"..."} whose errmsg
+// has WeCom's shape ("..., hint: [...], from ip: ..., more info at ..."),
+// except -1 which is exactly "system busy". Where the documentation names no
+// code, this package answers:
+//
+//   - 41002 / 41004: gettoken without corpid / corpsecret.
+//   - 41017: a contact-tag call without tagid (absent or 0); 40068 for a
+//     tagid that is not a number, is negative, or names no tag.
+//   - 45024: creating a contact tag when the corp already has 3,000.
+//   - 40070 / 40031: addtagusers / deltagusers with both lists empty (as if
+//     every member were invalid).
+//   - 40072: a customer-contact tag or group name that is empty or longer
+//     than 30 characters (40071 is kept for names already taken).
+//   - 40068: add_corp_tag with neither group_id nor group_name,
+//     edit_corp_tag without id, del_corp_tag and mark_tag with both lists
+//     empty.
+//   - 40058: add_corp_tag without any tag.
+//   - 41009 / 40096: mark_tag without userid / external_userid.
+//   - 47001: a body that is not valid JSON of the expected shape (including
+//     an empty body, except for get_corp_tag_list, which treats it as {}).
+//
+// A Server is safe for use by any number of goroutines. It holds no
+// goroutines of its own.
+package mock

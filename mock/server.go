@@ -1,0 +1,466 @@
+package mock
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+)
+
+// Defaults applied by New to the zero fields of a Config.
+const (
+	// DefaultTokenTTL is the lifetime of an access token, as WeCom's
+	// expires_in of 7200 seconds.
+	DefaultTokenTTL = 7200 * time.Second
+	// DefaultConcurrency is the number of calls one corp may have in flight
+	// on one tag API.
+	DefaultConcurrency = 5
+	// DefaultPerCustomerConcurrency is the number of mark_tag calls one corp
+	// may have in flight for one (userid, external_userid).
+	DefaultPerCustomerConcurrency = 1
+)
+
+// DefaultWindows returns WeCom's per-corp, per-API rate windows: 10,000 calls
+// per minute and 150,000 calls per hour. It returns a new slice on every call.
+func DefaultWindows() []Window {
+	return []Window{
+		{Limit: 10000, Period: time.Minute},
+		{Limit: 150000, Period: time.Hour},
+	}
+}
+
+// Config configures a Server. Zero values mean the documented defaults.
+type Config struct {
+	// Latency is the service time of every API call except gettoken
+	// (default 0). Waits end early when the request's context ends, and
+	// then nothing is applied.
+	Latency time.Duration
+
+	// TokenTTL is the lifetime of an access token (default DefaultTokenTTL).
+	TokenTTL time.Duration
+
+	// Concurrency is the most calls in flight per (corp, API) for every
+	// contact-tag API (/cgi-bin/tag/*) and customer-contact-tag API
+	// (/cgi-bin/externalcontact/{get_corp_tag_list,add_corp_tag,
+	// edit_corp_tag,del_corp_tag,mark_tag}); a call over it gets 45033.
+	// Zero means DefaultConcurrency; negative means unlimited.
+	Concurrency int
+
+	// PerCustomerConcurrency is the most mark_tag calls in flight per
+	// (corp, userid, external_userid); a call over it gets 45033.
+	// Zero means DefaultPerCustomerConcurrency; negative means unlimited.
+	PerCustomerConcurrency int
+
+	// Windows are the rate windows applied per (corp, API) to every API
+	// except gettoken. A nil slice means DefaultWindows(); a non-nil empty
+	// slice means no rate limit at all.
+	Windows []Window
+
+	// Now is the clock used for token expiry, rate windows and create
+	// times (default time.Now). It is called with the server's lock held
+	// and must not call back into the Server.
+	Now func() time.Time
+
+	// Seed seeds the randomness of fault injection (0 means 1), so a run
+	// with faults can be repeated exactly.
+	Seed int64
+}
+
+// Window is one rate window: at most Limit calls in any Period. Going over
+// it answers 45009 and blocks the (corp, API) for Period.
+type Window struct {
+	Limit  int
+	Period time.Duration
+}
+
+// Faults configures fault injection. Each fraction is clamped to [0, 1].
+// Faults apply to every API except gettoken; whether a call is faulted is
+// decided with a math/rand/v2 source seeded by Config.Seed, under the
+// server's lock, after the token and rate checks.
+type Faults struct {
+	// SystemBusy is the fraction of calls answered at once with
+	// {"errcode":-1,"errmsg":"system busy"}; nothing is applied.
+	SystemBusy float64
+	// HTTP5xx is the fraction of calls answered at once with HTTP 502 and
+	// a non-JSON (HTML) body; nothing is applied.
+	HTTP5xx float64
+	// Malformed is the fraction of calls answered HTTP 200 with truncated,
+	// invalid JSON. These calls are otherwise served normally, so their
+	// change IS applied: the answer is lost, not the request.
+	Malformed float64
+	// Slow is the fraction of calls delayed by SlowLatency on top of the
+	// configured latency.
+	Slow float64
+	// SlowLatency is the extra delay of a slow call.
+	SlowLatency time.Duration
+}
+
+// Stats counts what a Server has seen since New or the last ResetStats.
+type Stats struct {
+	// Calls counts every request received, by URL path (gettoken and
+	// unknown paths included).
+	Calls map[string]int
+	// MaxInFlight is, by API path, the highest number of admitted calls in
+	// flight at once for any one corp.
+	MaxInFlight map[string]int
+	// Refusals counts, by errcode, the answers that carried each non-zero
+	// errcode (truncated answers from the Malformed fault excluded).
+	Refusals map[int]int
+	// GetTokenCalls counts every gettoken request, failed ones included.
+	GetTokenCalls int
+}
+
+// Tag is a contact tag (通讯录标签) as held by a Server.
+type Tag struct {
+	ID      int
+	Name    string
+	Users   []string // sorted; nil when empty
+	Parties []int    // sorted; nil when empty
+}
+
+// CorpTagGroup is a customer-contact tag group (企业客户标签组) as held by a
+// Server.
+type CorpTagGroup struct {
+	ID    string
+	Name  string
+	Order uint32
+	Tags  []CorpTag
+}
+
+// CorpTag is a customer-contact tag (企业客户标签) as held by a Server.
+type CorpTag struct {
+	ID    string
+	Name  string
+	Order uint32
+}
+
+// Server is a fake WeCom server. Create it with New; it is safe for
+// concurrent use.
+type Server struct {
+	// Fixed by New.
+	now         func() time.Time
+	tokenTTL    time.Duration
+	concurrency int
+	perCustomer int
+	windows     []Window
+	maxPeriod   time.Duration
+
+	mu               sync.Mutex
+	latency          time.Duration
+	faults           Faults
+	rng              *rand.Rand
+	corps            map[string]*corp
+	tokens           map[string]*token
+	rates            map[apiKey]*rateLog
+	inFlight         map[apiKey]int
+	customerInFlight map[customerKey]int
+	stats            Stats
+	markCalls        int
+	hintSeq          uint64
+}
+
+type apiKey struct{ corp, path string }
+
+type customerKey struct{ corp, user, external string }
+
+// New returns a Server configured by cfg. It fails when cfg.Latency or
+// cfg.TokenTTL is negative, or when a Window has a Limit or Period that is
+// not positive.
+func New(cfg Config) (*Server, error) {
+	if cfg.Latency < 0 {
+		return nil, fmt.Errorf("mock: negative Latency %v", cfg.Latency)
+	}
+	if cfg.TokenTTL < 0 {
+		return nil, fmt.Errorf("mock: negative TokenTTL %v", cfg.TokenTTL)
+	}
+	windows := DefaultWindows()
+	if cfg.Windows != nil {
+		windows = slices.Clone(cfg.Windows)
+	}
+	var maxPeriod time.Duration
+	for i, w := range windows {
+		if w.Limit <= 0 {
+			return nil, fmt.Errorf("mock: Windows[%d]: Limit %d is not positive", i, w.Limit)
+		}
+		if w.Period <= 0 {
+			return nil, fmt.Errorf("mock: Windows[%d]: Period %v is not positive", i, w.Period)
+		}
+		maxPeriod = max(maxPeriod, w.Period)
+	}
+	s := &Server{
+		now:              cfg.Now,
+		tokenTTL:         cfg.TokenTTL,
+		concurrency:      cfg.Concurrency,
+		perCustomer:      cfg.PerCustomerConcurrency,
+		windows:          windows,
+		maxPeriod:        maxPeriod,
+		latency:          cfg.Latency,
+		corps:            make(map[string]*corp),
+		tokens:           make(map[string]*token),
+		rates:            make(map[apiKey]*rateLog),
+		inFlight:         make(map[apiKey]int),
+		customerInFlight: make(map[customerKey]int),
+		stats:            newStats(),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.tokenTTL == 0 {
+		s.tokenTTL = DefaultTokenTTL
+	}
+	if s.concurrency == 0 {
+		s.concurrency = DefaultConcurrency
+	}
+	if s.perCustomer == 0 {
+		s.perCustomer = DefaultPerCustomerConcurrency
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	s.rng = rand.New(rand.NewPCG(uint64(seed), 0))
+	return s, nil
+}
+
+func newStats() Stats {
+	return Stats{
+		Calls:       make(map[string]int),
+		MaxInFlight: make(map[string]int),
+		Refusals:    make(map[int]int),
+	}
+}
+
+// corpLocked returns the corp with that id, creating it. s.mu must be held.
+func (s *Server) corpLocked(id string) *corp {
+	c := s.corps[id]
+	if c == nil {
+		c = newCorp(id)
+		s.corps[id] = c
+	}
+	return c
+}
+
+// AddApp registers the credentials of one app of a corp. A corp may have
+// many apps; each gets its own token. Registering the same pair twice is a
+// no-op.
+func (s *Server) AddApp(corpID, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.corpLocked(corpID)
+	if _, ok := c.apps[secret]; !ok {
+		c.apps[secret] = nil
+	}
+}
+
+// AddUsers adds members to a corp's contact directory. Only these userids
+// are valid in addtagusers.
+func (s *Server) AddUsers(corpID string, userIDs ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.corpLocked(corpID)
+	for _, u := range userIDs {
+		c.users[u] = true
+	}
+}
+
+// AddParties adds departments to a corp's contact directory. Only these ids
+// are valid in addtagusers.
+func (s *Server) AddParties(corpID string, partyIDs ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.corpLocked(corpID)
+	for _, p := range partyIDs {
+		c.parties[p] = true
+	}
+}
+
+// Handler returns an http.Handler serving every WeCom path under /cgi-bin/
+// that the Server knows; other paths get a plain HTTP 404.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r)
+	})
+}
+
+// Start starts an httptest.Server serving Handler. The caller must Close
+// it.
+func (s *Server) Start() *httptest.Server {
+	return httptest.NewServer(s.Handler())
+}
+
+// Responder returns an httpmock.Responder that behaves exactly as Handler.
+// The request's context is kept: latency waits end when it ends, and the
+// responder then returns the context's error.
+func (s *Server) Responder() httpmock.Responder {
+	return s.responder("")
+}
+
+// responder serves req with the Handler logic after removing prefix (the
+// path of a registered base URL) from the request path.
+func (s *Server) responder(prefix string) httpmock.Responder {
+	return func(req *http.Request) (*http.Response, error) {
+		r := req
+		if prefix != "" && strings.HasPrefix(req.URL.Path, prefix+"/") {
+			r = req.Clone(req.Context())
+			r.URL.Path = strings.TrimPrefix(r.URL.Path, prefix)
+			r.URL.RawPath = ""
+		}
+		rec := httptest.NewRecorder()
+		if !s.serve(rec, r) {
+			if err := req.Context().Err(); err != nil {
+				return nil, err
+			}
+		}
+		resp := rec.Result()
+		resp.Request = req
+		return resp, nil
+	}
+}
+
+// Register registers Responder on mt for every API the Server knows, with
+// the HTTP method that API uses, under baseURL (for example
+// "https://qyapi.weixin.qq.com"). A path in baseURL is accepted and removed
+// before routing. Register does nothing when mt is nil.
+func (s *Server) Register(mt *httpmock.MockTransport, baseURL string) {
+	if mt == nil {
+		return
+	}
+	base := strings.TrimRight(baseURL, "/")
+	prefix := ""
+	if u, err := url.Parse(base); err == nil {
+		prefix = strings.TrimRight(u.Path, "/")
+	}
+	resp := s.responder(prefix)
+	for _, rt := range routes() {
+		mt.RegisterResponder(rt.method, base+rt.path, resp)
+	}
+}
+
+// SetLatency changes the service time of every later API call except
+// gettoken. A negative d counts as 0.
+func (s *Server) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = max(d, 0)
+}
+
+// SetFaults replaces the fault injection settings for later calls.
+func (s *Server) SetFaults(f Faults) {
+	clamp := func(x float64) float64 {
+		if !(x > 0) { // also catches NaN
+			return 0
+		}
+		return min(x, 1)
+	}
+	f.SystemBusy = clamp(f.SystemBusy)
+	f.HTTP5xx = clamp(f.HTTP5xx)
+	f.Malformed = clamp(f.Malformed)
+	f.Slow = clamp(f.Slow)
+	f.SlowLatency = max(f.SlowLatency, 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+}
+
+// InvalidateTokens makes every token issued so far invalid at once: calls
+// with one get 40014, and the next gettoken of each app issues a new token.
+func (s *Server) InvalidateTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens = make(map[string]*token)
+	for _, c := range s.corps {
+		for secret := range c.apps {
+			c.apps[secret] = nil
+		}
+	}
+}
+
+// Stats returns a deep copy of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{
+		Calls:         maps.Clone(s.stats.Calls),
+		MaxInFlight:   maps.Clone(s.stats.MaxInFlight),
+		Refusals:      maps.Clone(s.stats.Refusals),
+		GetTokenCalls: s.stats.GetTokenCalls,
+	}
+}
+
+// ResetStats zeroes every counter of Stats, and MarkCalls.
+func (s *Server) ResetStats() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats = newStats()
+	s.markCalls = 0
+}
+
+// Tags returns the contact tags of a corp sorted by id, with their members
+// sorted. It returns nil for an unknown corp.
+func (s *Server) Tags(corpID string) []Tag {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.corps[corpID]
+	if c == nil {
+		return nil
+	}
+	var out []Tag
+	for _, t := range c.sortedTags() {
+		out = append(out, Tag{
+			ID:      t.id,
+			Name:    t.name,
+			Users:   sortedKeys(t.users),
+			Parties: sortedKeys(t.parties),
+		})
+	}
+	return out
+}
+
+// CorpTagGroups returns the customer-contact tag groups of a corp, and their
+// tags, in the order get_corp_tag_list answers them: larger order first,
+// then oldest first. It returns nil for an unknown corp.
+func (s *Server) CorpTagGroups(corpID string) []CorpTagGroup {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.corps[corpID]
+	if c == nil {
+		return nil
+	}
+	var out []CorpTagGroup
+	for _, g := range c.sortedGroups() {
+		cg := CorpTagGroup{ID: g.id, Name: g.name, Order: g.order}
+		for _, t := range g.sortedTags() {
+			cg.Tags = append(cg.Tags, CorpTag{ID: t.id, Name: t.name, Order: t.order})
+		}
+		out = append(out, cg)
+	}
+	return out
+}
+
+// Marks returns the ids of the customer-contact tags currently marked on
+// one customer of one member, sorted; nil when there are none.
+func (s *Server) Marks(corpID, userID, externalUserID string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.corps[corpID]
+	if c == nil {
+		return nil
+	}
+	return sortedKeys(c.marks[markKey{userID, externalUserID}])
+}
+
+// MarkCalls returns the number of mark_tag calls that succeeded (errcode 0)
+// since New or the last ResetStats.
+func (s *Server) MarkCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.markCalls
+}

@@ -1,0 +1,379 @@
+package throttle
+
+import (
+	"container/list"
+	"context"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Memory is the in-process Backend: limits hold among the goroutines of one
+// process that share the *Memory. It starts no goroutine; a released slot is
+// handed to the next waiter inside Release, and a timer (armed only while
+// someone waits) wakes the head of a queue when a window opens, a cooldown ends
+// or an unreleased lease expires.
+//
+// Waiters on one key are served strictly in arrival order. The zero value is not
+// usable; call NewMemory. A Memory is safe for concurrent use.
+type Memory struct {
+	mu        sync.Mutex
+	keys      map[string]*keyState
+	seq       uint64
+	nextSweep time.Time
+}
+
+// NewMemory returns an empty in-process backend.
+func NewMemory() *Memory {
+	return &Memory{keys: make(map[string]*keyState)}
+}
+
+type keyState struct {
+	holders  map[string]time.Time // lease id -> expiry
+	windows  map[time.Duration]*history
+	cooldown time.Time
+	queue    list.List // of *waiter
+	timer    *time.Timer
+}
+
+type waiter struct {
+	req      Request
+	deadline time.Time // zero: none
+	elem     *list.Element
+	ready    chan struct{} // closed once lease or err is set
+	lease    Lease
+	err      error
+}
+
+// verdict is the answer of check.
+type verdict struct {
+	ok     bool
+	reason Reason
+	at     time.Time // when the refusing limit frees up; zero if unknown
+}
+
+func (m *Memory) state(key string) *keyState {
+	ks := m.keys[key]
+	if ks == nil {
+		ks = &keyState{holders: make(map[string]time.Time), windows: make(map[time.Duration]*history)}
+		m.keys[key] = ks
+	}
+	return ks
+}
+
+// check decides whether r can be granted at now, without taking anything.
+func (ks *keyState) check(r Request, now time.Time) verdict {
+	if now.Before(ks.cooldown) {
+		return verdict{reason: ReasonCooldown, at: ks.cooldown}
+	}
+	var v verdict
+	ns := now.UnixNano()
+	for _, w := range r.Windows {
+		h := ks.windows[w.Period]
+		if h == nil {
+			continue
+		}
+		h.prune(ns)
+		if ok, at := h.admit(w.Limit); !ok {
+			t := time.Unix(0, at)
+			if v.reason == 0 || t.After(v.at) {
+				v = verdict{reason: ReasonRate, at: t}
+			}
+		}
+	}
+	if v.reason != 0 {
+		return v
+	}
+	if r.Concurrency > 0 {
+		ks.purge(now)
+		if len(ks.holders) >= r.Concurrency {
+			return verdict{reason: ReasonConcurrency, at: ks.nextExpiry()}
+		}
+	}
+	return verdict{ok: true}
+}
+
+func (ks *keyState) purge(now time.Time) {
+	for id, exp := range ks.holders {
+		if !now.Before(exp) {
+			delete(ks.holders, id)
+		}
+	}
+}
+
+func (ks *keyState) nextExpiry() time.Time {
+	var first time.Time
+	for _, exp := range ks.holders {
+		if first.IsZero() || exp.Before(first) {
+			first = exp
+		}
+	}
+	return first
+}
+
+func (m *Memory) take(key string, ks *keyState, r Request, now time.Time) Lease {
+	m.seq++
+	l := Lease{Key: key, ID: strconv.FormatUint(m.seq, 36), Granted: now}
+	ns := now.UnixNano()
+	for _, w := range r.Windows {
+		h := ks.windows[w.Period]
+		if h == nil {
+			h = newHistory(w.Period)
+			ks.windows[w.Period] = h
+		}
+		h.add(ns)
+	}
+	if r.Concurrency > 0 {
+		l.Expires = now.Add(r.LeaseTTL())
+		ks.holders[l.ID] = l.Expires
+	}
+	return l
+}
+
+// untake gives back everything a lease took: its slot and its window counts. Used
+// when a grant raced with its waiter's cancellation, so the grant never started.
+func (ks *keyState) untake(l Lease, r Request) {
+	delete(ks.holders, l.ID)
+	for _, w := range r.Windows {
+		if h := ks.windows[w.Period]; h != nil {
+			h.remove(l.Granted.UnixNano())
+		}
+	}
+}
+
+func (v verdict) err(key string, now time.Time) *LimitError {
+	e := &LimitError{Key: key, Reason: v.reason}
+	if v.reason != ReasonConcurrency && v.at.After(now) {
+		e.RetryAfter = v.at.Sub(now)
+	}
+	return e
+}
+
+// TryAcquire implements Backend.
+func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
+	if err := r.Validate(); err != nil {
+		return Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	m.sweep(now)
+	ks := m.state(r.Key)
+	v := ks.check(r, now)
+	if !v.ok {
+		m.forget(r.Key, ks, now)
+		return Lease{}, v.err(r.Key, now)
+	}
+	return m.take(r.Key, ks, r, now), nil
+}
+
+// Acquire implements Backend.
+func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
+	if err := r.Validate(); err != nil {
+		return Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	m.mu.Lock()
+	now := time.Now()
+	m.sweep(now)
+	ks := m.state(r.Key)
+	v := ks.check(r, now)
+	if v.ok && ks.queue.Len() == 0 {
+		l := m.take(r.Key, ks, r, now)
+		m.mu.Unlock()
+		return l, nil
+	}
+	// v is a lower bound on the wait even when others queue ahead.
+	if !v.ok && v.reason != ReasonConcurrency &&
+		((v.reason == ReasonCooldown && !r.WaitCooldown) || deadlineBefore(ctx, v.at)) {
+		m.forget(r.Key, ks, now)
+		m.mu.Unlock()
+		return Lease{}, v.err(r.Key, now)
+	}
+	w := &waiter{req: r, ready: make(chan struct{})}
+	w.deadline, _ = ctx.Deadline()
+	w.elem = ks.queue.PushBack(w)
+	m.dispatch(r.Key, ks, now)
+	m.mu.Unlock()
+
+	select {
+	case <-w.ready:
+		return w.lease, w.err
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-w.ready:
+		if w.err == nil && m.keys[r.Key] == ks {
+			// Granted while we gave up: the call never starts, so give back all.
+			ks.untake(w.lease, w.req)
+			m.dispatch(r.Key, ks, time.Now())
+		}
+	default:
+		wasHead := ks.queue.Front() == w.elem
+		ks.queue.Remove(w.elem)
+		if wasHead {
+			m.dispatch(r.Key, ks, time.Now())
+		}
+	}
+	return Lease{}, ctx.Err()
+}
+
+// dispatch grants the queue's head as long as it fits, fails heads that cannot
+// be served in time, and arms the key's timer for the next change. Called with
+// m.mu held.
+func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
+	for e := ks.queue.Front(); e != nil; e = ks.queue.Front() {
+		w := e.Value.(*waiter)
+		v := ks.check(w.req, now)
+		switch {
+		case v.ok:
+			w.lease = m.take(key, ks, w.req, now)
+		case v.reason == ReasonCooldown && !w.req.WaitCooldown,
+			v.reason != ReasonConcurrency && !w.deadline.IsZero() && w.deadline.Before(v.at):
+			w.err = v.err(key, now)
+		default:
+			m.arm(key, ks, v.at, now)
+			return
+		}
+		ks.queue.Remove(e)
+		close(w.ready)
+	}
+	if ks.timer != nil {
+		ks.timer.Stop()
+	}
+	m.forget(key, ks, now)
+}
+
+// arm sets the key's timer to run dispatch at `at` (zero: no known time).
+func (m *Memory) arm(key string, ks *keyState, at, now time.Time) {
+	if at.IsZero() {
+		if ks.timer != nil {
+			ks.timer.Stop()
+		}
+		return
+	}
+	d := at.Sub(now)
+	if ks.timer == nil {
+		ks.timer = time.AfterFunc(d, func() { m.wake(key, ks) })
+		return
+	}
+	ks.timer.Reset(d)
+}
+
+func (m *Memory) wake(key string, ks *keyState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.keys[key] == ks {
+		m.dispatch(key, ks, time.Now())
+	}
+}
+
+// idle reports whether the key's state is all in its default, so it can go.
+func (ks *keyState) idle(now time.Time) bool {
+	if ks.queue.Len() > 0 || now.Before(ks.cooldown) {
+		return false
+	}
+	ks.purge(now)
+	if len(ks.holders) > 0 {
+		return false
+	}
+	ns := now.UnixNano()
+	for _, h := range ks.windows {
+		h.prune(ns)
+		if len(h.buckets) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Memory) forget(key string, ks *keyState, now time.Time) {
+	if ks.idle(now) {
+		if ks.timer != nil {
+			ks.timer.Stop()
+		}
+		delete(m.keys, key)
+	}
+}
+
+// sweep drops idle keys now and then, so keys touched once do not stay forever.
+func (m *Memory) sweep(now time.Time) {
+	if now.Before(m.nextSweep) {
+		return
+	}
+	m.nextSweep = now.Add(time.Minute)
+	for key, ks := range m.keys {
+		m.forget(key, ks, now)
+	}
+}
+
+// Release implements Backend.
+func (m *Memory) Release(ctx context.Context, l Lease) error {
+	if !l.HoldsSlot() {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	ks := m.keys[l.Key]
+	if ks == nil {
+		return ErrLeaseNotHeld
+	}
+	exp, ok := ks.holders[l.ID]
+	if !ok || !now.Before(exp) {
+		delete(ks.holders, l.ID)
+		m.dispatch(l.Key, ks, now)
+		return ErrLeaseNotHeld
+	}
+	delete(ks.holders, l.ID)
+	m.dispatch(l.Key, ks, now)
+	return nil
+}
+
+// Extend implements Backend.
+func (m *Memory) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	if ttl <= 0 {
+		return l, invalidf("key %q: non-positive TTL %s", l.Key, ttl)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	ks := m.keys[l.Key]
+	if ks == nil {
+		return l, ErrLeaseNotHeld
+	}
+	if exp, ok := ks.holders[l.ID]; !ok || !now.Before(exp) {
+		return l, ErrLeaseNotHeld
+	}
+	l.Expires = now.Add(ttl)
+	ks.holders[l.ID] = l.Expires
+	return l, nil
+}
+
+// Cooldown implements Backend.
+func (m *Memory) Cooldown(ctx context.Context, key string, d time.Duration) error {
+	if key == "" {
+		return invalidf("empty key")
+	}
+	if d <= 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	ks := m.state(key)
+	if until := now.Add(d); until.After(ks.cooldown) {
+		ks.cooldown = until
+	}
+	m.dispatch(key, ks, now)
+	return nil
+}
+
+var _ Backend = (*Memory)(nil)

@@ -1,0 +1,216 @@
+// Package throttle limits how many operations may run at once and how many may
+// start per time window, per key, across goroutines and (with a shared backend)
+// across processes.
+//
+// It knows three kinds of limit, all checked and taken together, all-or-nothing,
+// by one [Backend.Acquire]:
+//
+//   - concurrency: at most [Request.Concurrency] leases on a key at once. A lease
+//     is released explicitly with [Backend.Release]; a lease that is never released
+//     (its holder crashed) frees its slot when its TTL ends. A long operation can
+//     push the end out with [Backend.Extend].
+//   - rate windows: for every [Window] in [Request.Windows], never more than
+//     Window.Limit acquisitions in any sliding interval of length Window.Period.
+//     Several windows (10,000 a minute and 150,000 an hour, say) apply together.
+//   - cooldown: [Backend.Cooldown] blocks a key until a time, for an upstream
+//     "you are blocked for the rest of the window" answer.
+//
+// Acquire waits (bounded by its context) and TryAcquire refuses at once with a
+// [*LimitError] that says why and, where known, for how long. A wait that cannot
+// end before the context's deadline fails at once instead of sleeping in vain.
+//
+// # Precision of rate windows
+//
+// A window's history is kept in [BucketsPerWindow] buckets of Period/BucketsPerWindow
+// each, and the oldest, partly expired bucket is still counted in full. The limit is
+// therefore never exceeded in any sliding window, and a caller that saturates a
+// window still gets BucketsPerWindow/(BucketsPerWindow+1), 99%, of Limit/Period.
+// Memory per key is bounded by the number of buckets, not by the number of calls.
+//
+// [Memory] is the in-process backend and the default of the wecom client. Other
+// backends (a Redis one, for a fleet of processes) implement [Backend] and prove it
+// by running the conformance suite in package throttletest.
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// BucketsPerWindow is how many buckets a rate window's history is divided into.
+// See the package documentation for what it means for precision.
+const BucketsPerWindow = 100
+
+// DefaultTTL is the lease TTL used when a Request asks for a concurrency slot and
+// leaves TTL zero.
+const DefaultTTL = time.Minute
+
+// Window is a sliding rate window: at most Limit acquisitions in any interval of
+// length Period.
+type Window struct {
+	Limit  int
+	Period time.Duration
+}
+
+// String returns the window as "limit/period", for example "10000/1m0s".
+func (w Window) String() string { return fmt.Sprintf("%d/%s", w.Limit, w.Period) }
+
+// Request says what one acquisition takes from a key.
+type Request struct {
+	// Key names the limited resource. Backends may prefix it; it must not hold
+	// secrets because backends may store or log it.
+	Key string
+	// Concurrency is the most leases that may be held on Key at once.
+	// Zero means no concurrency limit: the lease then holds no slot.
+	Concurrency int
+	// TTL is how long a concurrency slot is held if the lease is not released or
+	// extended. Zero means DefaultTTL. Ignored when Concurrency is zero.
+	TTL time.Duration
+	// Windows are the rate windows the acquisition counts against, all of them.
+	// Windows with the same Period share one history.
+	Windows []Window
+	// WaitCooldown makes Acquire wait for a cooldown on Key to end (as it waits
+	// for a slot or a window) instead of failing at once with ReasonCooldown.
+	WaitCooldown bool
+}
+
+// Validate reports whether r is well formed. Its errors match ErrInvalidRequest.
+func (r Request) Validate() error {
+	switch {
+	case r.Key == "":
+		return invalidf("empty key")
+	case r.Concurrency < 0:
+		return invalidf("key %q: negative concurrency %d", r.Key, r.Concurrency)
+	case r.TTL < 0:
+		return invalidf("key %q: negative TTL %s", r.Key, r.TTL)
+	}
+	for _, w := range r.Windows {
+		if w.Limit <= 0 || w.Period < BucketsPerWindow {
+			return invalidf("key %q: window %s: limit must be positive and period at least %dns", r.Key, w, BucketsPerWindow)
+		}
+	}
+	return nil
+}
+
+// LeaseTTL returns the TTL the lease of r gets: r.TTL, or DefaultTTL when zero.
+func (r Request) LeaseTTL() time.Duration {
+	if r.TTL == 0 {
+		return DefaultTTL
+	}
+	return r.TTL
+}
+
+// Lease is the proof of one acquisition. It is a value: copy it freely, release it
+// once.
+type Lease struct {
+	// Key is the request's key.
+	Key string
+	// ID identifies the lease within its backend.
+	ID string
+	// Granted is when the backend granted the lease, by the backend's clock. It is
+	// the instant the rate windows counted.
+	Granted time.Time
+	// Expires is when the concurrency slot frees itself if not released or
+	// extended, by the backend's clock; zero if the lease holds no slot.
+	Expires time.Time
+}
+
+// HoldsSlot reports whether the lease holds a concurrency slot that must be
+// released.
+func (l Lease) HoldsSlot() bool { return !l.Expires.IsZero() }
+
+// Backend is a limiter store. Implementations are safe for concurrent use.
+type Backend interface {
+	// TryAcquire takes what r asks for if all of it is free now, and otherwise
+	// takes nothing and returns a *LimitError.
+	TryAcquire(ctx context.Context, r Request) (Lease, error)
+	// Acquire is TryAcquire that waits, in arrival order per key, until all of r
+	// is free or ctx ends. When the wait is known to outlast ctx's deadline (a
+	// rate window or a cooldown), it fails at once with a *LimitError. When ctx
+	// ends first it returns ctx.Err() and holds nothing.
+	Acquire(ctx context.Context, r Request) (Lease, error)
+	// Release frees the lease's concurrency slot at once and hands it to the next
+	// waiter. It returns ErrLeaseNotHeld when the lease had already expired or
+	// been released. Releasing a lease that holds no slot does nothing.
+	Release(ctx context.Context, l Lease) error
+	// Extend moves the lease's expiry to ttl from now and returns the updated
+	// lease, or ErrLeaseNotHeld when it has already expired or been released.
+	Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// Cooldown refuses every acquisition on key for d from now (a later end
+	// already in force is kept). Waiters that do not wait out cooldowns fail.
+	Cooldown(ctx context.Context, key string, d time.Duration) error
+}
+
+// Reason says which limit refused an acquisition.
+type Reason int
+
+// The reasons a LimitError gives.
+const (
+	// ReasonConcurrency: every concurrency slot is held.
+	ReasonConcurrency Reason = iota + 1
+	// ReasonRate: a rate window is full.
+	ReasonRate
+	// ReasonCooldown: the key is cooling down.
+	ReasonCooldown
+)
+
+// String names the reason.
+func (r Reason) String() string {
+	switch r {
+	case ReasonConcurrency:
+		return "concurrency"
+	case ReasonRate:
+		return "rate"
+	case ReasonCooldown:
+		return "cooldown"
+	}
+	return fmt.Sprintf("Reason(%d)", int(r))
+}
+
+var (
+	// ErrLimited matches every *LimitError with errors.Is.
+	ErrLimited = errors.New("throttle: limited")
+	// ErrInvalidRequest matches the errors of malformed requests.
+	ErrInvalidRequest = errors.New("throttle: invalid request")
+	// ErrLeaseNotHeld is returned by Release and Extend for a lease that has
+	// expired or was already released.
+	ErrLeaseNotHeld = errors.New("throttle: lease not held")
+)
+
+// LimitError is a refusal. It matches ErrLimited.
+type LimitError struct {
+	Key    string
+	Reason Reason
+	// RetryAfter is how long until the refusing limit frees up, when known: the
+	// end of a cooldown or the next opening of a rate window. It is zero for
+	// ReasonConcurrency, which frees up when some holder releases.
+	RetryAfter time.Duration
+}
+
+// Error describes the refusal.
+func (e *LimitError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("throttle: %q limited by %s, retry after %s", e.Key, e.Reason, e.RetryAfter)
+	}
+	return fmt.Sprintf("throttle: %q limited by %s", e.Key, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrLimited) true.
+func (e *LimitError) Is(target error) bool { return target == ErrLimited }
+
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return "throttle: invalid request: " + e.msg }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalidRequest }
+
+func invalidf(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+// deadlineBefore reports whether ctx has a deadline earlier than at.
+func deadlineBefore(ctx context.Context, at time.Time) bool {
+	d, ok := ctx.Deadline()
+	return ok && d.Before(at)
+}
