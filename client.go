@@ -1,0 +1,545 @@
+package wecom
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-resty/resty/v2"
+
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// DefaultBaseURL is WeCom's API endpoint.
+const DefaultBaseURL = "https://qyapi.weixin.qq.com"
+
+// Client calls the WeCom server API for one app of one corp. It is safe for
+// concurrent use, cheap to create, and starts no goroutine: run one Client per
+// (corp, app) and let them share one limiter backend, one token store and one
+// HTTP transport through the options.
+type Client struct {
+	corpID          string
+	secret          string
+	agentID         int
+	baseURL         string
+	http            *resty.Client
+	limiter         throttle.Backend
+	tokens          *tokenManager
+	overrides       map[string]Limits
+	retry           RetryPolicy
+	logger          *slog.Logger
+	observer        Observer
+	waitOnRateLimit bool
+	attemptTimeout  time.Duration
+
+	// Tags calls the contact tag (通讯录标签) APIs.
+	Tags *TagService
+	// CustomerTags calls the customer-contact corp tag (客户联系企业标签) APIs.
+	CustomerTags *CustomerTagService
+}
+
+type service struct{ client *Client }
+
+// Option configures a Client. Options validate their input: New fails on a bad
+// one.
+type Option func(*Client) error
+
+// RetryPolicy bounds the SDK's retries. Retries wait with exponential backoff
+// and jitter, and never outlast the caller's context.
+type RetryPolicy struct {
+	// MaxRetries bounds retries after -1 (system busy), 6000, HTTP 5xx,
+	// malformed answers and transport errors. These retries happen only for
+	// calls that are safe to repeat (GETs and idempotent POSTs). Default 3.
+	MaxRetries int
+	// MaxConcurrencyRetries bounds retries after 45033, which WeCom answers
+	// without doing anything, so every call may be retried. Default 10.
+	MaxConcurrencyRetries int
+	// InitialInterval and MaxInterval shape the backoff. Defaults 200ms and 5s.
+	InitialInterval time.Duration
+	MaxInterval     time.Duration
+}
+
+// DefaultRetryPolicy returns the policy a Client uses unless told otherwise.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{MaxRetries: 3, MaxConcurrencyRetries: 10, InitialInterval: 200 * time.Millisecond, MaxInterval: 5 * time.Second}
+}
+
+func (p RetryPolicy) newBackOff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = p.InitialInterval
+	b.MaxInterval = p.MaxInterval
+	b.RandomizationFactor = 0.5
+	b.Multiplier = 2
+	b.MaxElapsedTime = 0 // bounded by attempts and ctx instead
+	b.Reset()
+	return b
+}
+
+// Attempt describes one attempt of a call, for an Observer.
+type Attempt struct {
+	Method string
+	Path   string
+	// Number is 1 for the first attempt of a call, 2 for its first retry, ...
+	Number int
+	// ErrCode is WeCom's errcode (0 on success and when there was no answer).
+	ErrCode int
+	// Err is the attempt's error, nil on success. It never holds a token.
+	Err error
+	// Duration is the time from sending the request to its answer.
+	Duration time.Duration
+	// LeaseWait is the time spent waiting for the limiter before sending.
+	LeaseWait time.Duration
+}
+
+// Observer is called after every attempt of every call, gettoken included, in
+// the calling goroutine. It must be safe for concurrent use. If it panics, the
+// call's leases are still released.
+type Observer func(ctx context.Context, a Attempt)
+
+// WithBaseURL sets the API endpoint (default DefaultBaseURL), for a proxy or a
+// mock server.
+func WithBaseURL(u string) Option {
+	return func(c *Client) error {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return invalid("base URL", "%q is not an http(s) URL", u)
+		}
+		c.baseURL = strings.TrimRight(u, "/")
+		return nil
+	}
+}
+
+// WithHTTPClient sets the HTTP client. It is copied, never modified.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) error {
+		if hc == nil {
+			return invalid("HTTP client", "nil")
+		}
+		cp := *hc
+		c.http = newResty(&cp)
+		return nil
+	}
+}
+
+// WithTransport sets the HTTP transport, shared as it is (share one among
+// clients).
+func WithTransport(rt http.RoundTripper) Option {
+	return func(c *Client) error {
+		if rt == nil {
+			return invalid("transport", "nil")
+		}
+		c.http = newResty(&http.Client{Transport: rt})
+		return nil
+	}
+}
+
+// WithAgentID sets the app's agent id, sent where an API asks for it.
+func WithAgentID(id int) Option {
+	return func(c *Client) error {
+		if id <= 0 {
+			return invalid("agent id", "%d is not positive", id)
+		}
+		c.agentID = id
+		return nil
+	}
+}
+
+// WithLimiter sets the limiter backend (default: a private throttle.Memory).
+// Clients sharing a backend share every limit; use one backend per process,
+// or a distributed one for a fleet.
+func WithLimiter(b throttle.Backend) Option {
+	return func(c *Client) error {
+		if b == nil {
+			return invalid("limiter", "nil")
+		}
+		c.limiter = b
+		return nil
+	}
+}
+
+// WithLimits overrides the limits of one API path (see DefaultLimits).
+func WithLimits(path string, l Limits) Option {
+	return func(c *Client) error {
+		if !strings.HasPrefix(path, "/") {
+			return invalid("limits path", "%q does not start with /", path)
+		}
+		if err := l.validate(path); err != nil {
+			return err
+		}
+		c.overrides[path] = l
+		return nil
+	}
+}
+
+// WithRetryPolicy sets the retry policy (default DefaultRetryPolicy).
+func WithRetryPolicy(p RetryPolicy) Option {
+	return func(c *Client) error {
+		if p.MaxRetries < 0 || p.MaxConcurrencyRetries < 0 || p.InitialInterval <= 0 || p.MaxInterval < p.InitialInterval {
+			return invalid("retry policy", "%+v: retries must not be negative, intervals positive and ordered", p)
+		}
+		c.retry = p
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: discard). The SDK logs retries,
+// cooldowns and token refreshes; never a token or a secret.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Client) error {
+		if l == nil {
+			return invalid("logger", "nil")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithObserver sets a hook called after every attempt.
+func WithObserver(o Observer) Option {
+	return func(c *Client) error {
+		if o == nil {
+			return invalid("observer", "nil")
+		}
+		c.observer = o
+		return nil
+	}
+}
+
+// WithWaitOnRateLimit makes calls to an API that is cooling down after a 45009
+// wait for the block to end when their context allows it, instead of failing at
+// once with a *RateLimitError (the default). A call whose deadline comes before
+// the end of the block still fails at once.
+func WithWaitOnRateLimit(wait bool) Option {
+	return func(c *Client) error {
+		c.waitOnRateLimit = wait
+		return nil
+	}
+}
+
+// WithAttemptTimeout bounds each HTTP attempt (default 30s). Leases outlive it
+// by 15 s, so no call in flight loses its slot.
+func WithAttemptTimeout(d time.Duration) Option {
+	return func(c *Client) error {
+		if d <= 0 {
+			return invalid("attempt timeout", "%s is not positive", d)
+		}
+		c.attemptTimeout = d
+		return nil
+	}
+}
+
+// New returns a client for the app whose secret is given, in the corp whose id
+// is given. Without options it calls DefaultBaseURL through
+// http.DefaultTransport, throttles with a private in-process limiter and caches
+// tokens in memory.
+func New(corpID, secret string, opts ...Option) (*Client, error) {
+	c := &Client{
+		corpID:         corpID,
+		secret:         secret,
+		baseURL:        DefaultBaseURL,
+		overrides:      make(map[string]Limits),
+		retry:          DefaultRetryPolicy(),
+		logger:         slog.New(slog.DiscardHandler),
+		attemptTimeout: 30 * time.Second,
+	}
+	c.tokens = &tokenManager{c: c, store: NewMemoryTokenStore(), refreshAhead: 5 * time.Minute, badFor: time.Minute}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalid("option", "nil")
+		}
+		if err := opt(c); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case corpID == "" || strings.ContainsAny(corpID, " \t\r\n{}|"):
+		return nil, invalid("corp id", "%q is empty or holds a space, brace or bar", corpID)
+	case secret == "" && c.tokens.source == nil:
+		return nil, invalid("secret", "empty (give a secret, or WithTokenSource)")
+	}
+	if c.http == nil {
+		c.http = newResty(&http.Client{Transport: http.DefaultTransport})
+	}
+	if c.limiter == nil {
+		c.limiter = throttle.NewMemory()
+	}
+	c.tokens.init()
+	c.Tags = &TagService{client: c}
+	c.CustomerTags = &CustomerTagService{client: c}
+	return c, nil
+}
+
+// CorpID returns the corp id the client calls for.
+func (c *Client) CorpID() string { return c.corpID }
+
+func newResty(hc *http.Client) *resty.Client {
+	r := resty.NewWithClient(hc)
+	r.SetLogger(quietLogger{}) // resty's own logs may carry URLs with tokens
+	r.SetRetryCount(0)
+	return r
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Warnf(string, ...any)  {}
+func (quietLogger) Debugf(string, ...any) {}
+
+// call is one API call as the pipeline sees it.
+type call struct {
+	method     string
+	path       string
+	query      url.Values
+	body       any
+	out        any
+	idempotent bool
+	// resource names what PerResource limits (a customer for mark_tag).
+	resource string
+	// noToken: the call carries no access_token (gettoken).
+	noToken bool
+}
+
+// Do calls an API the SDK does not wrap, through the same pipeline as every
+// typed method: limits (DefaultLimits of path, or its override), token,
+// retries, errors. method is GET or POST; the access_token is added to query;
+// body (POST only) is sent as JSON; the answer is decoded into out if out is
+// not nil. GETs are retried after -1 and transport errors; POSTs are not, as
+// Do cannot know they are safe to repeat.
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	switch {
+	case method != http.MethodGet && method != http.MethodPost:
+		return invalid("method", "%q is not GET or POST", method)
+	case !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#"):
+		return invalid("path", "%q is not an absolute path without query", path)
+	case query.Has("access_token"):
+		return invalid("query", "access_token is added by the client")
+	case method == http.MethodGet && body != nil:
+		return invalid("body", "a GET has no body")
+	}
+	return c.do(ctx, &call{method: method, path: path, query: query, body: body, out: out, idempotent: method == http.MethodGet})
+}
+
+// do runs a call to completion: token, leases, send, classify, retry.
+func (c *Client) do(ctx context.Context, cl *call) error {
+	var (
+		bo                      = c.retry.newBackOff()
+		tokenRetried            bool
+		busyRetries, concRetries int
+	)
+	for n := 1; ; n++ {
+		var tok string
+		if !cl.noToken {
+			var err error
+			if tok, err = c.tokens.token(ctx); err != nil {
+				return err
+			}
+		}
+		err := c.attempt(ctx, cl, tok, n)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		var ae *APIError
+		code := 0
+		if errors.As(err, &ae) {
+			code = ae.Code
+		}
+		switch {
+		case isTokenCode(code) && !cl.noToken && !tokenRetried:
+			tokenRetried = true
+			c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: access token rejected, fetching a new one", slog.String("path", cl.path), slog.Int("errcode", code))
+			c.tokens.invalidate(ctx, tok)
+			continue
+		case code == CodeFrequencyLimited:
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", c.limits(cl.path).blockFor()))
+			rl := &RateLimitError{Path: cl.path, RetryAfter: c.limits(cl.path).blockFor(), Err: ae}
+			if c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) && busyRetries < c.retry.MaxRetries {
+				busyRetries++
+				continue // the next lease waits out the cooldown
+			}
+			return rl
+		case code == CodeConcurrencyLimited && concRetries < c.retry.MaxConcurrencyRetries:
+			concRetries++
+		case retryable(err) && cl.idempotent && busyRetries < c.retry.MaxRetries:
+			busyRetries++
+		default:
+			return err
+		}
+		d := bo.NextBackOff()
+		if deadlineBefore(ctx, time.Now().Add(d)) {
+			return err
+		}
+		c.logger.LogAttrs(ctx, slog.LevelDebug, "wecom: retrying", slog.String("path", cl.path), slog.Int("attempt", n), slog.Int("errcode", code), slog.Duration("backoff", d))
+		if werr := sleep(ctx, d); werr != nil {
+			return err
+		}
+	}
+}
+
+// retryable reports whether err is a failure worth repeating for a call that is
+// safe to repeat: system busy, HTTP 5xx, malformed answers, transport errors.
+func retryable(err error) bool {
+	if errors.Is(err, ErrSystemBusy) {
+		return true
+	}
+	var re *ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode >= 500 || re.StatusCode == http.StatusOK
+	}
+	var ae *APIError
+	var le *RateLimitError
+	return !errors.As(err, &ae) && !errors.As(err, &le) && !errors.Is(err, ErrInvalidRequest)
+}
+
+// attempt sends the call once, holding its leases from before sending until the
+// answer is in. Every lease is released on every path.
+func (c *Client) attempt(ctx context.Context, cl *call, tok string, n int) (err error) {
+	lim := c.limits(cl.path)
+	waitStart := time.Now()
+	leases, err := c.acquire(ctx, cl, lim)
+	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart)}
+	if err != nil {
+		a.Err = err
+		c.observe(ctx, a)
+		return err
+	}
+	defer c.release(ctx, leases)
+
+	actx, cancel := context.WithTimeout(ctx, c.attemptTimeout)
+	defer cancel()
+	q := url.Values{}
+	for k, v := range cl.query {
+		q[k] = v
+	}
+	if !cl.noToken {
+		q.Set("access_token", tok)
+	}
+	start := time.Now()
+	err = c.send(actx, cl, q, tok)
+	a.Duration, a.Err = time.Since(start), err
+	var ae *APIError
+	if errors.As(err, &ae) {
+		a.ErrCode = ae.Code
+		if ae.Code == CodeFrequencyLimited {
+			// Before the leases go back: nobody starts on this API until the block ends.
+			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), lim.blockFor()); cerr != nil {
+				c.logger.LogAttrs(ctx, slog.LevelError, "wecom: could not record cooldown", slog.String("path", cl.path), slog.String("error", cerr.Error()))
+			}
+		}
+	}
+	c.observe(ctx, a)
+	return err
+}
+
+func (c *Client) observe(ctx context.Context, a Attempt) {
+	if c.observer != nil {
+		c.observer(ctx, a)
+	}
+}
+
+// acquire takes the call's leases in order, giving back those taken if one
+// fails.
+func (c *Client) acquire(ctx context.Context, cl *call, lim Limits) ([]throttle.Lease, error) {
+	var leases []throttle.Lease
+	for _, r := range c.requests(cl, lim) {
+		l, err := c.limiter.Acquire(ctx, r)
+		if err != nil {
+			c.release(ctx, leases)
+			return nil, c.limitError(cl.path, err)
+		}
+		leases = append(leases, l)
+	}
+	return leases, nil
+}
+
+// release gives leases back, even when ctx is already cancelled.
+func (c *Client) release(ctx context.Context, leases []throttle.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for i := len(leases) - 1; i >= 0; i-- {
+		if err := c.limiter.Release(rctx, leases[i]); err != nil {
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: lease release failed", slog.String("key", leases[i].Key), slog.String("error", err.Error()))
+		}
+	}
+}
+
+// limitError turns a limiter refusal into the client's error.
+func (c *Client) limitError(path string, err error) error {
+	var le *throttle.LimitError
+	if errors.As(err, &le) {
+		return &RateLimitError{Path: path, RetryAfter: le.RetryAfter, Err: le}
+	}
+	return fmt.Errorf("wecom: %s: waiting for the limiter: %w", path, err)
+}
+
+// envelope is the part of every answer the pipeline reads.
+type envelope struct {
+	ErrCode *int   `json:"errcode"`
+	ErrMsg  string `json:"errmsg"`
+}
+
+// send makes one HTTP exchange and decodes its answer.
+func (c *Client) send(ctx context.Context, cl *call, q url.Values, tok string) error {
+	req := c.http.R().SetContext(ctx).SetQueryParamsFromValues(q).SetDoNotParseResponse(true)
+	if cl.body != nil {
+		req.SetHeader("Content-Type", "application/json").SetBody(cl.body)
+	}
+	resp, err := req.Execute(cl.method, c.baseURL+cl.path)
+	if err != nil {
+		return fmt.Errorf("wecom: %s: %w", cl.path, sanitizeError(err, tok, c.secret))
+	}
+	body := resp.RawBody()
+	defer body.Close()
+	raw, err := io.ReadAll(io.LimitReader(body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("wecom: %s: reading answer: %w", cl.path, sanitizeError(err, tok, c.secret))
+	}
+	if resp.StatusCode() != http.StatusOK {
+		return &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
+	}
+	return decode(cl.path, raw, cl.out)
+}
+
+// decode reads an answer: errcode first (absent means success), then out.
+func decode(path string, raw []byte, out any) error {
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err}
+	}
+	if env.ErrCode != nil && *env.ErrCode != CodeOK {
+		return &APIError{Code: *env.ErrCode, Message: env.ErrMsg, Path: path}
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err}
+		}
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func deadlineBefore(ctx context.Context, at time.Time) bool {
+	d, ok := ctx.Deadline()
+	return ok && d.Before(at)
+}

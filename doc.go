@@ -1,0 +1,56 @@
+// Package wecom is a client for the WeCom (企业微信) server API that throttles
+// itself, so that a busy program runs as close to WeCom's limits as they allow
+// and never over them.
+//
+// WeCom enforces two kinds of limit, and a program that tags thousands of
+// users or customers meets both:
+//
+//   - a frequency limit (限频): 10,000 calls a minute and 150,000 an hour per
+//     corp per API. Going over answers 45009 and blocks the API for the whole
+//     window.
+//   - a concurrency limit (限流): about 5 calls in flight at once per corp for
+//     the tag APIs, and one at a time per customer for mark_tag. Going over
+//     answers 45033.
+//
+// "5 at a time" is not "5 a second": with 20 ms calls it allows 250 a second.
+// Every typed method of this package carries its API's documented limits (see
+// DefaultLimits; each can be overridden with WithLimits). Each call takes a
+// lease from a throttle.Backend before it is sent and gives it back when the
+// answer arrives, so that every goroutine, and with a shared backend every
+// process, stays under the limits together.
+//
+// # Calls
+//
+// A Client serves one app of one corp:
+//
+//	c, err := wecom.New(corpID, secret, wecom.WithAgentID(1000002))
+//	id, err := c.Tags.Create(ctx, wecom.TagCreateRequest{Name: "VIP"})
+//	err = c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmXXX", AddTags: []string{"etXXX"}})
+//
+// APIs the SDK does not wrap yet go through Client.Do, with the same limits,
+// token handling, retries and errors.
+//
+// # Tokens
+//
+// The access token is fetched once, cached per (corp, app) under a key that
+// holds a hash of the secret, refreshed ahead of expiry by one caller while the
+// others go on, and refetched exactly once when WeCom rejects it. Share tokens
+// with WithTokenStore, or take them from a central service with
+// WithTokenSource.
+//
+// # Errors
+//
+// Failures are *APIError (WeCom's errcode), *RateLimitError (45009 or the
+// cooldown after one), *ValidationError (refused before sending),
+// *ResponseError (not a WeCom answer) or transport errors. Branch with
+// errors.Is on ErrConcurrencyLimited, ErrRateLimited, ErrTokenInvalid,
+// ErrBadCredentials, ErrSystemBusy and ErrInvalidRequest. No error or log line
+// holds an access token or a secret.
+//
+// # Retries
+//
+// 45033 is retried with jittered backoff. -1, 6000, HTTP 5xx and transport
+// errors are retried only for calls that are safe to repeat. 45009 puts the API
+// into a cooldown for its block window: later calls fail at once without
+// touching the network, or wait, with WithWaitOnRateLimit.
+package wecom

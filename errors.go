@@ -1,0 +1,249 @@
+package wecom
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// WeCom error codes (errcode) the SDK knows by name. The meanings are those of the
+// official error code page; codes not listed here still come back as *APIError.
+const (
+	// CodeSystemBusy (-1): system busy; WeCom advises retrying at most 3 times.
+	CodeSystemBusy = -1
+	// CodeOK (0): success.
+	CodeOK = 0
+	// CodeDataVersionConflict (6000): data version conflict; retry later.
+	CodeDataVersionConflict = 6000
+	// CodeInvalidSecret (40001): invalid secret (not an invalid token).
+	CodeInvalidSecret = 40001
+	// CodeInvalidCorpID (40013): invalid corpid.
+	CodeInvalidCorpID = 40013
+	// CodeInvalidAccessToken (40014): invalid access_token.
+	CodeInvalidAccessToken = 40014
+	// CodeInvalidTagID (40068): invalid tag id or tag group id.
+	CodeInvalidTagID = 40068
+	// CodeAllTagUsersInvalid (40070): addtagusers: every user and party is invalid.
+	CodeAllTagUsersInvalid = 40070
+	// CodeTagNameExists (40071): the tag name already exists.
+	CodeTagNameExists = 40071
+	// CodeTagNameLength (40072): tag name length invalid (1 to 32 characters).
+	CodeTagNameLength = 40072
+	// CodeAllDelTagUsersInvalid (40031): deltagusers: every user and party is invalid.
+	CodeAllDelTagUsersInvalid = 40031
+	// CodeSecretOfOtherCorp (40091): the secret belongs to another corp.
+	CodeSecretOfOtherCorp = 40091
+	// CodeTooManyCorpTags (40126): the corp has the maximum of 3,000 customer tags.
+	CodeTooManyCorpTags = 40126
+	// CodeAccessTokenMissing (41001): access_token missing (a bug).
+	CodeAccessTokenMissing = 41001
+	// CodeAccessTokenExpired (42001): access_token expired.
+	CodeAccessTokenExpired = 42001
+	// CodeFrequencyLimited (45009): call frequency over the limit; the API is
+	// blocked for the rest of the window.
+	CodeFrequencyLimited = 45009
+	// CodeConcurrencyLimited (45033): too many calls in flight at once.
+	CodeConcurrencyLimited = 45033
+	// CodeAPINotAllowed (48002): the API is not allowed for this app.
+	CodeAPINotAllowed = 48002
+	// CodeNoPrivilege (60011): no privilege on the member, department or tag.
+	CodeNoPrivilege = 60011
+	// CodeIPNotTrusted (60020): the calling IP is not trusted.
+	CodeIPNotTrusted = 60020
+	// CodeTagNotOwned (81011): the app may not operate this tag.
+	CodeTagNotOwned = 81011
+	// CodeTooManyTagUsers (81014): too many users or parties in one call.
+	CodeTooManyTagUsers = 81014
+	// CodeTokenOfOtherApp (301002): the token belongs to another app.
+	CodeTokenOfOtherApp = 301002
+)
+
+// Sentinels for the classes of failure a caller branches on. Match them with
+// errors.Is; the errors that match carry the details (errors.As to *APIError or
+// *RateLimitError).
+var (
+	// ErrConcurrencyLimited: WeCom answered 45033, after the SDK's retries.
+	ErrConcurrencyLimited = errors.New("wecom: concurrency limited")
+	// ErrRateLimited: WeCom answered 45009, or the API is cooling down after one
+	// (then no request was sent). The error is a *RateLimitError.
+	ErrRateLimited = errors.New("wecom: rate limited")
+	// ErrTokenInvalid: WeCom rejected the access token (40014, 42001, 41001) even
+	// after one refetch.
+	ErrTokenInvalid = errors.New("wecom: access token invalid")
+	// ErrBadCredentials: gettoken refused the corp id or secret (40001, 40013,
+	// 40091). The SDK does not ask again for a while (see WithBadCredentialsBackoff).
+	ErrBadCredentials = errors.New("wecom: bad credentials")
+	// ErrSystemBusy: WeCom answered -1 or 6000, after the retries that were safe.
+	ErrSystemBusy = errors.New("wecom: system busy")
+	// ErrInvalidRequest: the SDK refused a request before sending it, for input
+	// WeCom would reject. The error is a *ValidationError.
+	ErrInvalidRequest = errors.New("wecom: invalid request")
+)
+
+// APIError is a non-zero errcode answered by WeCom.
+type APIError struct {
+	Code    int
+	Message string
+	// Path is the API path called, such as "/cgi-bin/tag/create".
+	Path string
+}
+
+// Error describes the answer.
+func (e *APIError) Error() string {
+	return fmt.Sprintf("wecom: %s: errcode %d: %s", e.Path, e.Code, e.Message)
+}
+
+// Is matches the class sentinels: errors.Is(err, ErrConcurrencyLimited) and so on.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrConcurrencyLimited:
+		return e.Code == CodeConcurrencyLimited
+	case ErrRateLimited:
+		return e.Code == CodeFrequencyLimited
+	case ErrTokenInvalid:
+		return isTokenCode(e.Code) || e.Code == CodeAccessTokenMissing
+	case ErrBadCredentials:
+		return isCredentialCode(e.Code)
+	case ErrSystemBusy:
+		return e.Code == CodeSystemBusy || e.Code == CodeDataVersionConflict
+	}
+	return false
+}
+
+func isTokenCode(code int) bool { return code == CodeInvalidAccessToken || code == CodeAccessTokenExpired }
+
+func isCredentialCode(code int) bool {
+	return code == CodeInvalidSecret || code == CodeInvalidCorpID || code == CodeSecretOfOtherCorp
+}
+
+// RateLimitError reports that an API may not be called until RetryAfter has
+// passed: WeCom answered 45009, or the API is cooling down after one. It matches
+// ErrRateLimited and unwraps to the *APIError when there was an answer.
+type RateLimitError struct {
+	Path       string
+	RetryAfter time.Duration
+	// Err is the *APIError that started the block, or nil when the call was
+	// refused locally during the block.
+	Err error
+}
+
+// Error describes the block.
+func (e *RateLimitError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("wecom: %s: rate limited, retry after %s: %v", e.Path, e.RetryAfter, e.Err)
+	}
+	return fmt.Sprintf("wecom: %s: rate limited (cooling down), retry after %s", e.Path, e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// Unwrap returns the answer that started the block, if any.
+func (e *RateLimitError) Unwrap() error { return e.Err }
+
+// ValidationError is a request the SDK refused to send. It matches
+// ErrInvalidRequest.
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+// Error describes the problem.
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("wecom: invalid request: %s: %s", e.Field, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidRequest) true.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalidRequest }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// ResponseError is an answer that is not a WeCom answer: an HTTP status other
+// than 200, or a body that is not the expected JSON.
+type ResponseError struct {
+	Path       string
+	StatusCode int
+	// Err is the decoding error, if the status was 200.
+	Err error
+}
+
+// Error describes the answer.
+func (e *ResponseError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("wecom: %s: HTTP %d: malformed answer: %v", e.Path, e.StatusCode, e.Err)
+	}
+	return fmt.Sprintf("wecom: %s: HTTP %d", e.Path, e.StatusCode)
+}
+
+// Unwrap returns the decoding error.
+func (e *ResponseError) Unwrap() error { return e.Err }
+
+// redactedToken replaces secrets in URLs that reach errors and logs.
+const redactedToken = "REDACTED"
+
+// sanitizeURL returns u with access_token and corpsecret redacted.
+func sanitizeURL(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	c := *u
+	q := c.Query()
+	for _, k := range []string{"access_token", "corpsecret"} {
+		if q.Has(k) {
+			q.Set(k, redactedToken)
+		}
+	}
+	c.RawQuery = q.Encode()
+	return c.String()
+}
+
+// sanitizeError rewrites transport errors so that no URL in them carries a
+// token or a secret. The secrets are also scrubbed from the text of any inner
+// error, as a last line of defence.
+func sanitizeError(err error, secrets ...string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		u, perr := url.Parse(ue.URL)
+		redacted := redactedToken
+		if perr == nil {
+			redacted = sanitizeURL(u)
+		}
+		err = &url.Error{Op: ue.Op, URL: redacted, Err: scrub(ue.Err, secrets)}
+	}
+	return scrub(err, secrets)
+}
+
+// scrub returns err, or an error with the same chain and a text free of
+// secrets if its text holds one.
+func scrub(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	dirty := false
+	for _, s := range secrets {
+		if s != "" && strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, redactedToken)
+			dirty = true
+		}
+	}
+	if !dirty {
+		return err
+	}
+	return &scrubbedError{msg: msg, err: err}
+}
+
+// scrubbedError keeps errors.Is working on an error whose text was cleaned. It
+// does not unwrap: the original's text, which held a secret, stays out of reach.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+
+func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }

@@ -1,0 +1,351 @@
+package wecom
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// Token is an access token and when it stops being valid.
+type Token struct {
+	Value     string
+	ExpiresAt time.Time
+}
+
+// ErrNoToken is returned by TokenStore.Get when no token is stored.
+var ErrNoToken = errors.New("wecom: no token stored")
+
+// TokenStore holds access tokens where several clients, or several processes,
+// can share them. Keys name a (corp, app) and hold a hash of the app's secret,
+// never the secret. Implementations are safe for concurrent use.
+type TokenStore interface {
+	// Get returns the token stored under key, or ErrNoToken.
+	Get(ctx context.Context, key string) (Token, error)
+	// Set stores t under key until t expires.
+	Set(ctx context.Context, key string, t Token) error
+	// Delete removes the token under key only if its value is still value, so
+	// that a token found invalid never removes a newer one.
+	Delete(ctx context.Context, key, value string) error
+}
+
+// TokenSource hands out access tokens from somewhere other than gettoken,
+// such as a central token service. The client still caches what it returns
+// and asks again when WeCom rejects a token.
+type TokenSource interface {
+	Token(ctx context.Context) (Token, error)
+}
+
+// TokenSourceFunc adapts a function to TokenSource.
+type TokenSourceFunc func(ctx context.Context) (Token, error)
+
+// Token calls f.
+func (f TokenSourceFunc) Token(ctx context.Context) (Token, error) { return f(ctx) }
+
+// WithTokenStore sets where tokens are cached (default: a private
+// MemoryTokenStore). Clients and processes sharing a store share tokens.
+func WithTokenStore(s TokenStore) Option {
+	return func(c *Client) error {
+		if s == nil {
+			return invalid("token store", "nil")
+		}
+		c.tokens.store = s
+		return nil
+	}
+}
+
+// WithTokenSource makes the client take tokens from src instead of calling
+// gettoken. The secret may then be empty.
+func WithTokenSource(src TokenSource) Option {
+	return func(c *Client) error {
+		if src == nil {
+			return invalid("token source", "nil")
+		}
+		c.tokens.source = src
+		return nil
+	}
+}
+
+// WithTokenRefreshAhead sets how long before expiry a token is refreshed
+// (default 5 minutes, less a random up to 20% so that processes spread out).
+func WithTokenRefreshAhead(d time.Duration) Option {
+	return func(c *Client) error {
+		if d < 0 {
+			return invalid("token refresh ahead", "%s is negative", d)
+		}
+		c.tokens.refreshAhead = d
+		return nil
+	}
+}
+
+// WithBadCredentialsBackoff sets how long the client refuses to call gettoken
+// again after it answered 40001, 40013 or 40091 (default one minute): WeCom
+// bans an IP that repeats bad secrets.
+func WithBadCredentialsBackoff(d time.Duration) Option {
+	return func(c *Client) error {
+		if d <= 0 {
+			return invalid("bad credentials backoff", "%s is not positive", d)
+		}
+		c.tokens.badFor = d
+		return nil
+	}
+}
+
+// MemoryTokenStore is an in-process TokenStore. The zero value is not usable;
+// call NewMemoryTokenStore.
+type MemoryTokenStore struct {
+	mu     sync.Mutex
+	tokens map[string]Token
+}
+
+// NewMemoryTokenStore returns an empty store.
+func NewMemoryTokenStore() *MemoryTokenStore {
+	return &MemoryTokenStore{tokens: make(map[string]Token)}
+}
+
+// Get implements TokenStore.
+func (s *MemoryTokenStore) Get(_ context.Context, key string) (Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tokens[key]
+	if !ok || !time.Now().Before(t.ExpiresAt) {
+		delete(s.tokens, key)
+		return Token{}, ErrNoToken
+	}
+	return t, nil
+}
+
+// Set implements TokenStore.
+func (s *MemoryTokenStore) Set(_ context.Context, key string, t Token) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens[key] = t
+	return nil
+}
+
+// Delete implements TokenStore.
+func (s *MemoryTokenStore) Delete(_ context.Context, key, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tokens[key]; ok && t.Value == value {
+		delete(s.tokens, key)
+	}
+	return nil
+}
+
+// tokenSkew is how long before its expiry a token stops being used.
+const tokenSkew = 10 * time.Second
+
+// tokenManager hands out the client's access token: from its local copy, else
+// from the store, else from one fetch shared by every caller that needs it.
+type tokenManager struct {
+	c            *Client
+	store        TokenStore
+	source       TokenSource
+	refreshAhead time.Duration
+	badFor       time.Duration
+	key          string // store key
+	app          string // app id for limiter keys: a hash of the secret
+
+	mu       sync.Mutex
+	cur      cachedToken
+	flight   *tokenFlight
+	bad      error
+	badUntil time.Time
+}
+
+type cachedToken struct {
+	tok Token
+	// usable: before this the token is handed out; refresh: from this on one
+	// caller fetches a new one while the others keep using this one.
+	usable, refresh time.Time
+}
+
+type tokenFlight struct {
+	done chan struct{}
+	tok  Token
+	err  error
+}
+
+func (m *tokenManager) init() {
+	if m.c.secret != "" {
+		sum := sha256.Sum256([]byte(m.c.corpID + "\x00" + m.c.secret))
+		m.app = hex.EncodeToString(sum[:8])
+	} else {
+		m.app = "source-" + strconv.Itoa(m.c.agentID)
+	}
+	m.key = "wecom:token:{" + m.c.corpID + "}:" + m.app
+}
+
+// token returns a usable access token.
+func (m *tokenManager) token(ctx context.Context) (string, error) {
+	now := time.Now()
+	m.mu.Lock()
+	if now.Before(m.badUntil) {
+		err := m.bad
+		m.mu.Unlock()
+		return "", fmt.Errorf("wecom: not calling gettoken again before %s: %w", m.badUntil.Format(time.RFC3339), err)
+	}
+	usable := m.cur.tok.Value != "" && now.Before(m.cur.usable)
+	if usable && (now.Before(m.cur.refresh) || m.flight != nil) {
+		v := m.cur.tok.Value
+		m.mu.Unlock()
+		return v, nil
+	}
+	f := m.flight
+	if f == nil {
+		f = &tokenFlight{done: make(chan struct{})}
+		m.flight = f
+		prev := m.cur
+		go m.fetch(context.WithoutCancel(ctx), f, prev)
+	}
+	m.mu.Unlock()
+	select {
+	case <-f.done:
+		if f.err != nil {
+			return "", f.err
+		}
+		return f.tok.Value, nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("wecom: waiting for an access token: %w", ctx.Err())
+	}
+}
+
+// invalidate drops tok, WeCom having refused it, unless a newer token already
+// replaced it.
+func (m *tokenManager) invalidate(ctx context.Context, tok string) {
+	m.mu.Lock()
+	if m.cur.tok.Value == tok {
+		m.cur = cachedToken{}
+	}
+	m.mu.Unlock()
+	if err := m.store.Delete(context.WithoutCancel(ctx), m.key, tok); err != nil {
+		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store delete failed", slog.String("error", err.Error()))
+	}
+}
+
+// fetch gets a token for flight f, replacing prev (empty, expiring, or
+// refused), and publishes it. It runs detached from any one caller's
+// cancellation, bounded by the client's attempt timeout and retries.
+func (m *tokenManager) fetch(ctx context.Context, f *tokenFlight, prev cachedToken) {
+	ctx, cancel := context.WithTimeout(ctx, 4*m.c.leaseTTL())
+	defer cancel()
+	tok, err := m.obtain(ctx, prev)
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.flight = nil
+	if err != nil {
+		if errors.Is(err, ErrBadCredentials) {
+			m.bad, m.badUntil = err, now.Add(m.badFor)
+		}
+		f.err = err
+	} else {
+		m.cur = m.accept(prev, tok, now)
+		f.tok = tok
+	}
+	close(f.done)
+}
+
+// better reports whether a stored token t can replace prev: it must be valid
+// for a while and, when prev is being refreshed, newer than prev.
+func better(prev cachedToken, t Token, now time.Time) bool {
+	if !now.Add(tokenSkew).Before(t.ExpiresAt) {
+		return false
+	}
+	return prev.tok.Value == "" || (t.Value != prev.tok.Value && t.ExpiresAt.After(prev.tok.ExpiresAt))
+}
+
+func (m *tokenManager) obtain(ctx context.Context, prev cachedToken) (Token, error) {
+	if t, ok := m.stored(ctx, prev); ok {
+		return t, nil
+	}
+	// One fetch at a time per app, across everything that shares the limiter.
+	lim := m.c.limits(pathGetToken)
+	if lim.PerResource > 0 {
+		r := throttle.Request{Key: m.c.apiKey(pathGetToken) + "|" + m.app, Concurrency: lim.PerResource, TTL: m.c.leaseTTL()}
+		l, err := m.c.limiter.Acquire(ctx, r)
+		if err != nil {
+			return Token{}, m.c.limitError(pathGetToken, err)
+		}
+		defer m.c.release(ctx, []throttle.Lease{l})
+		// Whoever held the lease before us may have stored a fresh token.
+		if t, ok := m.stored(ctx, prev); ok {
+			return t, nil
+		}
+	}
+	t, err := m.get(ctx)
+	if err != nil {
+		return Token{}, err
+	}
+	if err := m.store.Set(ctx, m.key, t); err != nil {
+		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store set failed", slog.String("error", err.Error()))
+	}
+	m.c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: access token fetched", slog.String("corp", m.c.corpID), slog.Time("expires", t.ExpiresAt))
+	return t, nil
+}
+
+// stored returns a token from the store that can replace prev.
+func (m *tokenManager) stored(ctx context.Context, prev cachedToken) (Token, bool) {
+	t, err := m.store.Get(ctx, m.key)
+	if err != nil {
+		if !errors.Is(err, ErrNoToken) {
+			m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store get failed", slog.String("error", err.Error()))
+		}
+		return Token{}, false
+	}
+	return t, better(prev, t, time.Now())
+}
+
+// get asks the token source, or gettoken.
+func (m *tokenManager) get(ctx context.Context) (Token, error) {
+	if m.source != nil {
+		t, err := m.source.Token(ctx)
+		if err != nil {
+			return Token{}, fmt.Errorf("wecom: token source: %w", err)
+		}
+		if t.Value == "" || !time.Now().Before(t.ExpiresAt) {
+			return Token{}, fmt.Errorf("wecom: token source returned an empty or expired token")
+		}
+		return t, nil
+	}
+	var out struct {
+		AccessToken string `json:"access_token"`
+		ExpiresIn   int64  `json:"expires_in"`
+	}
+	q := url.Values{"corpid": {m.c.corpID}, "corpsecret": {m.c.secret}}
+	start := time.Now()
+	if err := m.c.do(ctx, &call{method: "GET", path: pathGetToken, query: q, out: &out, idempotent: true, noToken: true}); err != nil {
+		return Token{}, err
+	}
+	if out.AccessToken == "" || out.ExpiresIn <= 0 {
+		return Token{}, &ResponseError{Path: pathGetToken, StatusCode: 200, Err: errors.New("answer without access_token or expires_in")}
+	}
+	return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+}
+
+// accept turns a fetched token into the local copy, with its refresh time.
+func (m *tokenManager) accept(prev cachedToken, t Token, now time.Time) cachedToken {
+	ct := cachedToken{tok: t, usable: t.ExpiresAt.Add(-tokenSkew)}
+	if t.Value == prev.tok.Value {
+		// WeCom hands out the same token until it expires: refreshing it
+		// early again gains nothing, so use it to the end.
+		ct.refresh = ct.usable
+		if !now.Before(ct.usable) {
+			ct.usable = t.ExpiresAt
+		}
+		return ct
+	}
+	ahead := m.refreshAhead - time.Duration(rand.Int64N(int64(m.refreshAhead)/5+1))
+	ct.refresh = t.ExpiresAt.Add(-ahead)
+	return ct
+}
