@@ -330,8 +330,8 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 // do runs a call to completion: token, leases, send, classify, retry.
 func (c *Client) do(ctx context.Context, cl *call) error {
 	var (
-		bo                      = c.retry.newBackOff()
-		tokenRetried            bool
+		bo                       = c.retry.newBackOff()
+		tokenRetried             bool
 		busyRetries, concRetries int
 	)
 	for n := 1; ; n++ {

@@ -112,7 +112,9 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
-func isTokenCode(code int) bool { return code == CodeInvalidAccessToken || code == CodeAccessTokenExpired }
+func isTokenCode(code int) bool {
+	return code == CodeInvalidAccessToken || code == CodeAccessTokenExpired
+}
 
 func isCredentialCode(code int) bool {
 	return code == CodeInvalidSecret || code == CodeInvalidCorpID || code == CodeSecretOfOtherCorp
