@@ -1,0 +1,608 @@
+package wecom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+
+	"github.com/wecomkit/wecom/throttle"
+)
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name           string
+		corp, secret   string
+		opts           []Option
+		wantInvalidArg string
+	}{
+		{"empty corp", "", testSecret, nil, "corp id"},
+		{"corp with brace", "a{b", testSecret, nil, "corp id"},
+		{"empty secret", testCorp, "", nil, "secret"},
+		{"bad base URL", testCorp, testSecret, []Option{WithBaseURL("ftp://x")}, "base URL"},
+		{"nil http client", testCorp, testSecret, []Option{WithHTTPClient(nil)}, "HTTP client"},
+		{"nil transport", testCorp, testSecret, []Option{WithTransport(nil)}, "transport"},
+		{"zero agent", testCorp, testSecret, []Option{WithAgentID(0)}, "agent id"},
+		{"nil limiter", testCorp, testSecret, []Option{WithLimiter(nil)}, "limiter"},
+		{"nil store", testCorp, testSecret, []Option{WithTokenStore(nil)}, "token store"},
+		{"nil source", testCorp, testSecret, []Option{WithTokenSource(nil)}, "token source"},
+		{"negative limits", testCorp, testSecret, []Option{WithLimits(pathMarkTag, Limits{Concurrency: -1})}, "limits " + pathMarkTag},
+		{"relative limits path", testCorp, testSecret, []Option{WithLimits("cgi-bin/x", Limits{})}, "limits path"},
+		{"bad retry policy", testCorp, testSecret, []Option{WithRetryPolicy(RetryPolicy{MaxRetries: -1})}, "retry policy"},
+		{"nil logger", testCorp, testSecret, []Option{WithLogger(nil)}, "logger"},
+		{"nil observer", testCorp, testSecret, []Option{WithObserver(nil)}, "observer"},
+		{"zero attempt timeout", testCorp, testSecret, []Option{WithAttemptTimeout(0)}, "attempt timeout"},
+		{"nil option", testCorp, testSecret, []Option{nil}, "option"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.corp, tc.secret, tc.opts...)
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidRequest) || ve.Field != tc.wantInvalidArg {
+				t.Fatalf("New = %v, want a *ValidationError on %q", err, tc.wantInvalidArg)
+			}
+			if strings.Contains(err.Error(), testSecret) {
+				t.Fatalf("error %q holds the secret", err)
+			}
+		})
+	}
+	if _, err := New(testCorp, "", WithTokenSource(TokenSourceFunc(func(context.Context) (Token, error) { return Token{}, nil }))); err != nil {
+		t.Errorf("New without secret but with a token source: %v", err)
+	}
+}
+
+// Clients are cheap: creating many starts no goroutine.
+func TestNewStartsNoGoroutine(t *testing.T) {
+	shared := throttle.NewMemory()
+	before := runtime.NumGoroutine()
+	for i := range 100 {
+		if _, err := New(fmt.Sprintf("corp%d", i), testSecret, WithLimiter(shared)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines after creating 100 clients, %d before", after, before)
+	}
+}
+
+func TestColdCallersShareOneFetch(t *testing.T) {
+	f := setup(t)
+	f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() {
+			_, err := f.c.Tags.List(context.Background())
+			if f.record(err) != nil {
+				t.Errorf("List: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := f.tokenHits.Load(); n != 1 {
+		t.Errorf("gettoken called %d times for 100 cold callers, want 1", n)
+	}
+	if n := f.calls("GET", pathTagList); n != 100 {
+		t.Errorf("%d list calls, want 100", n)
+	}
+}
+
+// tokenServer hands out TOKEN-1, TOKEN-2, ... one per gettoken call, and
+// accepts only the latest one.
+type tokenServer struct {
+	mu      sync.Mutex
+	issued  int
+	fetches atomic.Int64
+	apiHits atomic.Int64
+	code    int // errcode for a stale token
+	// barrier, when set, holds rejections until that many are in flight.
+	barrier *sync.WaitGroup
+}
+
+func (s *tokenServer) register(mt *httpmock.MockTransport, path string) {
+	mt.RegisterResponder("GET", testBaseURL+pathGetToken, func(*http.Request) (*http.Response, error) {
+		s.fetches.Add(1)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.issued++
+		return httpmock.NewStringResponse(200, fmt.Sprintf(`{"access_token":"TOKEN-%d","expires_in":7200}`, s.issued)), nil
+	})
+	mt.RegisterResponder("GET", testBaseURL+path, func(r *http.Request) (*http.Response, error) {
+		s.apiHits.Add(1)
+		s.mu.Lock()
+		stale := r.URL.Query().Get("access_token") != fmt.Sprintf("TOKEN-%d", s.issued)
+		b := s.barrier
+		s.mu.Unlock()
+		if stale {
+			if b != nil {
+				b.Done()
+				b.Wait()
+			}
+			return httpmock.NewStringResponse(200, fmt.Sprintf(`{"errcode":%d,"errmsg":"invalid access_token"}`, s.code)), nil
+		}
+		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`), nil
+	})
+}
+
+// 40014 and 42001: the token that failed is dropped once, one new token is
+// fetched, every caller retries once with it, and the newer token is never
+// thrown away by late reports about the old one.
+func TestRejectedTokenRefetchedOnce(t *testing.T) {
+	for _, code := range []int{CodeInvalidAccessToken, CodeAccessTokenExpired} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			// No concurrency limit, so that all 50 callers are in flight at once.
+			f := setup(t, WithLimits(pathTagList, Limits{}))
+			ts := &tokenServer{code: code}
+			ts.register(f.mt, pathTagList)
+			ctx := context.Background()
+			if _, err := f.c.Tags.List(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// WeCom invalidates TOKEN-1 early: the next gettoken gives TOKEN-2.
+			ts.mu.Lock()
+			ts.issued++
+			ts.barrier = new(sync.WaitGroup)
+			ts.barrier.Add(50) // every caller is rejected before any refetch
+			ts.mu.Unlock()
+			ts.fetches.Store(0)
+			ts.apiHits.Store(0)
+			var wg sync.WaitGroup
+			for range 50 {
+				wg.Go(func() {
+					if _, err := f.c.Tags.List(ctx); f.record(err) != nil {
+						t.Errorf("List: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			if n := ts.fetches.Load(); n != 1 {
+				t.Errorf("%d refetches for 50 callers with a rejected token, want 1", n)
+			}
+			if n := ts.apiHits.Load(); n != 100 {
+				t.Errorf("%d API calls, want 100 (one rejected and one retry each)", n)
+			}
+			// A late report about the old token keeps the new one.
+			f.c.tokens.invalidate(ctx, "TOKEN-2")
+			before := ts.fetches.Load()
+			if _, err := f.c.Tags.List(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ts.fetches.Load() != before {
+				t.Errorf("a report about the old token discarded the newer one")
+			}
+		})
+	}
+}
+
+// A token refused twice in a row (a second rejection after the refetch) is an
+// error, not a loop.
+func TestTokenRejectedTwiceFails(t *testing.T) {
+	f := setup(t)
+	f.respond("GET", pathTagList, `{"errcode":40014,"errmsg":"invalid access_token"}`)
+	_, err := f.c.Tags.List(context.Background())
+	f.record(err)
+	if !errors.Is(err, ErrTokenInvalid) {
+		t.Fatalf("err = %v, want ErrTokenInvalid", err)
+	}
+	if n := f.calls("GET", pathTagList); n != 2 {
+		t.Errorf("%d attempts, want 2", n)
+	}
+	if n := f.tokenHits.Load(); n != 2 {
+		t.Errorf("%d gettoken calls, want 2", n)
+	}
+}
+
+// sequence answers the given bodies in turn, then the last one forever.
+func sequence(bodies ...string) httpmock.Responder {
+	var n atomic.Int64
+	return func(*http.Request) (*http.Response, error) {
+		i := min(int(n.Add(1))-1, len(bodies)-1)
+		return httpmock.NewStringResponse(200, bodies[i]), nil
+	}
+}
+
+func TestConcurrencyLimitedRetried(t *testing.T) {
+	f := setup(t)
+	f.mt.RegisterResponder("POST", testBaseURL+pathMarkTag, sequence(
+		`{"errcode":45033,"errmsg":"api concurrent out of limit"}`,
+		`{"errcode":45033,"errmsg":"api concurrent out of limit"}`,
+		`{"errcode":0,"errmsg":"ok"}`))
+	var attempts []Attempt
+	var mu sync.Mutex
+	f.c.observer = func(_ context.Context, a Attempt) {
+		mu.Lock()
+		attempts = append(attempts, a)
+		mu.Unlock()
+	}
+	err := f.c.CustomerTags.Mark(context.Background(), MarkTagRequest{UserID: "u", ExternalUserID: "wm1", AddTags: []string{"et1"}})
+	if err != nil {
+		t.Fatalf("Mark: %v", err)
+	}
+	var marks []Attempt
+	for _, a := range attempts {
+		if a.Path == pathMarkTag {
+			marks = append(marks, a)
+		}
+	}
+	if len(marks) != 3 || marks[0].ErrCode != 45033 || marks[1].Number != 2 || marks[2].ErrCode != 0 || marks[2].Err != nil {
+		t.Errorf("attempts = %+v, want 45033, 45033, ok numbered 1..3", marks)
+	}
+}
+
+// 45009 puts the API into cooldown: the next call fails without a request.
+func TestRateLimitedCoolsDown(t *testing.T) {
+	f := setup(t, WithLimits(pathTagList, Limits{PerMinute: 100, BlockFor: 10 * time.Minute}))
+	f.respond("GET", pathTagList, `{"errcode":45009,"errmsg":"api freq out of limit"}`)
+	_, err := f.c.Tags.List(context.Background())
+	f.record(err)
+	var rl *RateLimitError
+	if !errors.As(err, &rl) || !errors.Is(err, ErrRateLimited) || rl.RetryAfter != 10*time.Minute {
+		t.Fatalf("err = %v, want a *RateLimitError with RetryAfter 10m", err)
+	}
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Code != CodeFrequencyLimited {
+		t.Errorf("err does not unwrap to the 45009 answer: %v", err)
+	}
+	_, err = f.c.Tags.List(context.Background())
+	f.record(err)
+	if !errors.As(err, &rl) || rl.RetryAfter <= 0 || rl.RetryAfter > 10*time.Minute {
+		t.Fatalf("second call: err = %v, want a local *RateLimitError", err)
+	}
+	if n := f.calls("GET", pathTagList); n != 1 {
+		t.Errorf("%d requests sent, want 1: the cooldown must keep calls off the network", n)
+	}
+	// Other APIs of the corp are not blocked.
+	f.respond("POST", pathTagUpdate, `{"errcode":0,"errmsg":"updated"}`)
+	if err := f.c.Tags.Update(context.Background(), TagUpdateRequest{ID: 1, Name: "x"}); err != nil {
+		t.Errorf("another API during the cooldown: %v", err)
+	}
+}
+
+// With WithWaitOnRateLimit, a call waits the block out (virtual time).
+func TestRateLimitedWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := setup(t, WithWaitOnRateLimit(true))
+		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, sequence(
+			`{"errcode":45009,"errmsg":"api freq out of limit"}`,
+			`{"errcode":0,"errmsg":"ok","taglist":[{"tagid":1,"tagname":"a"}]}`))
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		tags, err := f.c.Tags.List(ctx)
+		if err != nil || len(tags) != 1 {
+			t.Fatalf("List = %v, %v", tags, err)
+		}
+		if waited := time.Since(start); waited < time.Minute {
+			t.Errorf("retried after %s, before the 60 s block ended", waited)
+		}
+		// A deadline before the end of a new block fails at once.
+		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, httpmock.NewStringResponder(200, `{"errcode":45009,"errmsg":"x"}`))
+		short, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel2()
+		start = time.Now()
+		_, err = f.c.Tags.List(short)
+		f.record(err)
+		if !errors.Is(err, ErrRateLimited) || time.Since(start) != 0 {
+			t.Errorf("err = %v after %s, want ErrRateLimited at once", err, time.Since(start))
+		}
+	})
+}
+
+// -1 is retried only for calls that are safe to repeat.
+func TestSystemBusyRetriedOnlyWhenSafe(t *testing.T) {
+	cases := []struct {
+		name, method string
+		wantAttempts int
+	}{
+		{"GET retried", "GET", 4},
+		{"POST not retried", "POST", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := setup(t)
+			f.respond(tc.method, "/cgi-bin/user/x", `{"errcode":-1,"errmsg":"system busy"}`)
+			var body any
+			if tc.method == "POST" {
+				body = map[string]string{"a": "b"}
+			}
+			err := f.record(f.c.Do(context.Background(), tc.method, "/cgi-bin/user/x", nil, body, nil))
+			if !errors.Is(err, ErrSystemBusy) {
+				t.Fatalf("err = %v, want ErrSystemBusy", err)
+			}
+			if n := f.calls(tc.method, "/cgi-bin/user/x"); n != tc.wantAttempts {
+				t.Errorf("%d attempts, want %d", n, tc.wantAttempts)
+			}
+		})
+	}
+	// And a busy answer followed by success succeeds.
+	f := setup(t)
+	f.mt.RegisterResponder("GET", testBaseURL+pathTagList, sequence(`{"errcode":-1,"errmsg":"busy"}`, `{"errcode":6000,"errmsg":"conflict"}`, `{"taglist":[]}`))
+	if _, err := f.c.Tags.List(context.Background()); err != nil {
+		t.Errorf("List after busy answers: %v", err)
+	}
+}
+
+// Bad credentials fail at once and gettoken is not asked again for a while.
+func TestBadSecretNotLooped(t *testing.T) {
+	for _, code := range []int{CodeInvalidSecret, CodeInvalidCorpID, CodeSecretOfOtherCorp} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			f := setup(t)
+			f.mt.RegisterResponder("GET", testBaseURL+pathGetToken, func(*http.Request) (*http.Response, error) {
+				f.tokenHits.Add(1)
+				return httpmock.NewStringResponse(200, fmt.Sprintf(`{"errcode":%d,"errmsg":"bad"}`, code)), nil
+			})
+			for range 20 {
+				_, err := f.c.Tags.List(context.Background())
+				f.record(err)
+				var ae *APIError
+				if !errors.Is(err, ErrBadCredentials) || !errors.As(err, &ae) || ae.Code != code {
+					t.Fatalf("err = %v, want ErrBadCredentials with code %d", err, code)
+				}
+			}
+			if n := f.tokenHits.Load(); n != 1 {
+				t.Errorf("gettoken called %d times, want 1", n)
+			}
+			if n := f.calls("GET", pathTagList); n != 0 {
+				t.Errorf("%d API calls without a token", n)
+			}
+		})
+	}
+}
+
+// The backoff after bad credentials ends: a fixed secret works again.
+func TestBadSecretBackoffEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := setup(t, WithBadCredentialsBackoff(time.Minute))
+		f.mt.RegisterResponder("GET", testBaseURL+pathGetToken, sequence(`{"errcode":40001,"errmsg":"invalid secret"}`, `{"access_token":"TOKEN-x","expires_in":7200}`))
+		f.respond("GET", pathTagList, `{"taglist":[]}`)
+		_, err := f.c.Tags.List(context.Background())
+		f.record(err)
+		if !errors.Is(err, ErrBadCredentials) {
+			t.Fatalf("err = %v", err)
+		}
+		time.Sleep(61 * time.Second)
+		if _, err := f.c.Tags.List(context.Background()); err != nil {
+			t.Errorf("after the backoff: %v", err)
+		}
+	})
+}
+
+// Cancelled waiters leave no lease behind, and a panicking observer does not
+// leak the lease of its call.
+func TestNoLeaseLeftBehind(t *testing.T) {
+	shared := throttle.NewMemory()
+	f := setup(t, WithLimiter(shared), WithLimits(pathTagList, Limits{Concurrency: 2}))
+	release := make(chan struct{})
+	entered := make(chan struct{}, 10)
+	f.mt.RegisterResponder("GET", testBaseURL+pathTagList, func(*http.Request) (*http.Response, error) {
+		entered <- struct{}{}
+		<-release
+		return httpmock.NewStringResponse(200, `{"taglist":[]}`), nil
+	})
+	if _, err := f.c.tokens.token(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var holders sync.WaitGroup
+	for range 2 {
+		holders.Go(func() {
+			if _, err := f.c.Tags.List(context.Background()); err != nil {
+				t.Errorf("holder: %v", err)
+			}
+		})
+	}
+	<-entered
+	<-entered
+	ctx, cancel := context.WithCancel(context.Background())
+	var waiters sync.WaitGroup
+	for range 300 {
+		waiters.Go(func() {
+			_, err := f.c.Tags.List(ctx)
+			f.record(err)
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("waiter: %v, want context.Canceled", err)
+			}
+		})
+	}
+	cancel()
+	waiters.Wait()
+	close(release)
+	holders.Wait()
+	key := f.c.apiKey(pathTagList)
+	free := func() int {
+		var ls []throttle.Lease
+		for {
+			l, err := shared.TryAcquire(context.Background(), throttle.Request{Key: key, Concurrency: 2})
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			_ = shared.Release(context.Background(), l)
+		}
+		return len(ls)
+	}
+	if n := free(); n != 2 {
+		t.Fatalf("%d of 2 slots free after the cancellations", n)
+	}
+	f.c.observer = func(context.Context, Attempt) { panic("observer bug") }
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the observer's panic did not reach the caller")
+			}
+		}()
+		_, _ = f.c.Tags.List(context.Background())
+	}()
+	if n := free(); n != 2 {
+		t.Errorf("%d of 2 slots free after a panic in the observer", n)
+	}
+}
+
+// Calls through the client never exceed the concurrency limits: 5 per API,
+// one per customer for mark_tag.
+func TestClientKeepsConcurrencyLimits(t *testing.T) {
+	f := setup(t)
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	perCustomer, customerPeak := map[string]int{}, 0
+	f.mt.RegisterResponder("POST", testBaseURL+pathMarkTag, func(r *http.Request) (*http.Response, error) {
+		var req MarkTagRequest
+		if err := decodeJSON(r, &req); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		inFlight++
+		perCustomer[req.ExternalUserID]++
+		peak = max(peak, inFlight)
+		customerPeak = max(customerPeak, perCustomer[req.ExternalUserID])
+		mu.Unlock()
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		inFlight--
+		perCustomer[req.ExternalUserID]--
+		mu.Unlock()
+		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok"}`), nil
+	})
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			err := f.c.CustomerTags.Mark(context.Background(), MarkTagRequest{UserID: "u", ExternalUserID: fmt.Sprint("wm", i%20), AddTags: []string{"et"}})
+			if f.record(err) != nil {
+				t.Errorf("Mark: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if peak > 5 || customerPeak > 1 {
+		t.Errorf("peak in flight %d (limit 5), per customer %d (limit 1)", peak, customerPeak)
+	}
+	if peak < 5 {
+		t.Errorf("peak in flight %d: the 5 slots were not used", peak)
+	}
+}
+
+// Transport errors name the URL without the token.
+func TestTransportErrorRedacted(t *testing.T) {
+	f := setup(t)
+	f.mt.RegisterResponder("GET", testBaseURL+pathTagList, httpmock.NewErrorResponder(errors.New("connection reset")))
+	_, err := f.c.Tags.List(context.Background())
+	f.record(err)
+	if err == nil || !strings.Contains(err.Error(), "access_token=REDACTED") || !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("err = %v, want the redacted URL and the cause", err)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && strings.Contains(ue.URL, "TOKEN-") {
+		t.Errorf("the *url.Error in the chain holds the token: %s", ue.URL)
+	}
+	if n := f.calls("GET", pathTagList); n != 4 {
+		t.Errorf("%d attempts for an idempotent call, want 4", n)
+	}
+}
+
+func TestSanitizeErrorScrubsSecrets(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		in   error
+	}{
+		{"url error", &url.Error{Op: "Get", URL: testBaseURL + "/cgi-bin/gettoken?corpid=c&corpsecret=" + testSecret, Err: errors.New("EOF")}},
+		{"token in text", fmt.Errorf("weird %s", testToken)},
+		{"unparsable url", &url.Error{Op: "Get", URL: "%zz" + testToken, Err: context.DeadlineExceeded}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := sanitizeError(tc.in, testToken, testSecret)
+			if s := err.Error(); strings.Contains(s, testToken) || strings.Contains(s, testSecret) {
+				t.Errorf("sanitized %q", s)
+			}
+		})
+	}
+	if err := sanitizeError(&url.Error{Op: "Get", URL: "%zz", Err: context.DeadlineExceeded}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("sanitizing lost the cause: %v", err)
+	}
+}
+
+// A token is refreshed ahead of expiry by one caller while the others go on.
+func TestTokenRefreshedAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := setup(t, WithTokenRefreshAhead(5*time.Minute))
+		ts := &tokenServer{code: CodeAccessTokenExpired}
+		ts.register(f.mt, pathTagList)
+		// The server takes any recent token: count fetches only.
+		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, httpmock.NewStringResponder(200, `{"taglist":[]}`))
+		ctx := context.Background()
+		if _, err := f.c.Tags.List(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(7200*time.Second - 6*time.Minute)
+		if _, err := f.c.Tags.List(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := ts.fetches.Load(); n != 1 {
+			t.Fatalf("%d fetches before the refresh window, want 1", n)
+		}
+		time.Sleep(2 * time.Minute) // inside the window (5 min less up to 20%)
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if _, err := f.c.Tags.List(ctx); err != nil {
+					t.Errorf("List: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := ts.fetches.Load(); n != 2 {
+			t.Errorf("%d fetches after the refresh window opened, want 2", n)
+		}
+		if got, _ := f.c.tokens.token(ctx); got != "TOKEN-2" {
+			t.Errorf("token after refresh = %s", got)
+		}
+	})
+}
+
+func TestDoValidates(t *testing.T) {
+	f := setup(t)
+	cases := []struct {
+		name, method, path string
+		query              url.Values
+		body               any
+	}{
+		{"bad method", "PUT", "/cgi-bin/x", nil, nil},
+		{"relative path", "GET", "cgi-bin/x", nil, nil},
+		{"query in path", "GET", "/cgi-bin/x?a=b", nil, nil},
+		{"token in query", "GET", "/cgi-bin/x", url.Values{"access_token": {"x"}}, nil},
+		{"GET with body", "GET", "/cgi-bin/x", nil, map[string]int{"a": 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := f.c.Do(context.Background(), tc.method, tc.path, tc.query, tc.body, nil)
+			if !errors.Is(err, ErrInvalidRequest) {
+				t.Errorf("Do = %v, want ErrInvalidRequest", err)
+			}
+		})
+	}
+	if n := f.mt.GetTotalCallCount(); n != 0 {
+		t.Errorf("%d requests sent for invalid calls", n)
+	}
+	f.respond("POST", "/cgi-bin/user/simplelist", `{"userlist":[{"userid":"a"}]}`)
+	var out struct {
+		Users []struct {
+			UserID string `json:"userid"`
+		} `json:"userlist"`
+	}
+	if err := f.c.Do(context.Background(), "POST", "/cgi-bin/user/simplelist", url.Values{"department_id": {"1"}}, map[string]int{"x": 1}, &out); err != nil || len(out.Users) != 1 {
+		t.Errorf("Do = %v, %+v", err, out)
+	}
+}
