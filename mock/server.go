@@ -17,20 +17,14 @@ import (
 
 // Defaults applied by New to the zero fields of a Config.
 const (
-	// DefaultTokenTTL is the lifetime of an access token, as WeCom's
-	// expires_in of 7200 seconds.
-	DefaultTokenTTL = 7200 * time.Second
-	// DefaultConcurrency is the number of calls one corp may have in flight
-	// on one tag API.
-	DefaultConcurrency = 5
-	// DefaultPerCustomerConcurrency is the number of mark_tag calls one corp
-	// may have in flight for one (userid, external_userid).
-	DefaultPerCustomerConcurrency = 1
+	defaultTokenTTL               = 7200 * time.Second
+	defaultConcurrency            = 5
+	defaultPerCustomerConcurrency = 1
 )
 
-// DefaultWindows returns WeCom's per-corp, per-API rate windows: 10,000 calls
-// per minute and 150,000 calls per hour. It returns a new slice on every call.
-func DefaultWindows() []Window {
+// defaultWindows returns WeCom's per-corp, per-API rate windows: 10,000
+// calls per minute and 150,000 calls per hour.
+func defaultWindows() []Window {
 	return []Window{
 		{Limit: 10000, Period: time.Minute},
 		{Limit: 150000, Period: time.Hour},
@@ -44,24 +38,26 @@ type Config struct {
 	// then nothing is applied.
 	Latency time.Duration
 
-	// TokenTTL is the lifetime of an access token (default DefaultTokenTTL).
+	// TokenTTL is the lifetime of an access token (default 7200 s, WeCom's
+	// expires_in).
 	TokenTTL time.Duration
 
 	// Concurrency is the most calls in flight per (corp, API) for every
 	// contact-tag API (/cgi-bin/tag/*) and customer-contact-tag API
 	// (/cgi-bin/externalcontact/{get_corp_tag_list,add_corp_tag,
 	// edit_corp_tag,del_corp_tag,mark_tag}); a call over it gets 45033.
-	// Zero means DefaultConcurrency; negative means unlimited.
+	// Zero means 5; negative means unlimited.
 	Concurrency int
 
 	// PerCustomerConcurrency is the most mark_tag calls in flight per
 	// (corp, userid, external_userid); a call over it gets 45033.
-	// Zero means DefaultPerCustomerConcurrency; negative means unlimited.
+	// Zero means 1; negative means unlimited.
 	PerCustomerConcurrency int
 
 	// Windows are the rate windows applied per (corp, API) to every API
-	// except gettoken. A nil slice means DefaultWindows(); a non-nil empty
-	// slice means no rate limit at all.
+	// except gettoken. A nil slice means WeCom's limits, 10,000 calls per
+	// minute and 150,000 per hour; a non-nil empty slice means no rate limit
+	// at all.
 	Windows []Window
 
 	// Now is the clock used for token expiry, rate windows and create
@@ -181,7 +177,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TokenTTL < 0 {
 		return nil, fmt.Errorf("mock: negative TokenTTL %v", cfg.TokenTTL)
 	}
-	windows := DefaultWindows()
+	windows := defaultWindows()
 	if cfg.Windows != nil {
 		windows = slices.Clone(cfg.Windows)
 	}
@@ -214,13 +210,13 @@ func New(cfg Config) (*Server, error) {
 		s.now = time.Now
 	}
 	if s.tokenTTL == 0 {
-		s.tokenTTL = DefaultTokenTTL
+		s.tokenTTL = defaultTokenTTL
 	}
 	if s.concurrency == 0 {
-		s.concurrency = DefaultConcurrency
+		s.concurrency = defaultConcurrency
 	}
 	if s.perCustomer == 0 {
-		s.perCustomer = DefaultPerCustomerConcurrency
+		s.perCustomer = defaultPerCustomerConcurrency
 	}
 	seed := cfg.Seed
 	if seed == 0 {

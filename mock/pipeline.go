@@ -1,0 +1,489 @@
+package mock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// API paths.
+const (
+	pathGetToken    = "/cgi-bin/gettoken"
+	pathTagCreate   = "/cgi-bin/tag/create"
+	pathTagUpdate   = "/cgi-bin/tag/update"
+	pathTagDelete   = "/cgi-bin/tag/delete"
+	pathTagGet      = "/cgi-bin/tag/get"
+	pathTagAddUsers = "/cgi-bin/tag/addtagusers"
+	pathTagDelUsers = "/cgi-bin/tag/deltagusers"
+	pathTagList     = "/cgi-bin/tag/list"
+	pathCorpTagList = "/cgi-bin/externalcontact/get_corp_tag_list"
+	pathCorpTagAdd  = "/cgi-bin/externalcontact/add_corp_tag"
+	pathCorpTagEdit = "/cgi-bin/externalcontact/edit_corp_tag"
+	pathCorpTagDel  = "/cgi-bin/externalcontact/del_corp_tag"
+	pathMarkTag     = "/cgi-bin/externalcontact/mark_tag"
+)
+
+// maxBodyBytes bounds the request body read; a longer body answers 47001.
+const maxBodyBytes int64 = 8 << 20
+
+// route describes one API. apply is nil for gettoken, which has its own
+// path through serve.
+type route struct {
+	path    string
+	method  string
+	limited bool // subject to Config.Concurrency
+	apply   func(c *corp, in *input) (any, *apiError)
+}
+
+// routes returns every API the Server knows, in a new slice.
+func routes() []route {
+	return []route{
+		{path: pathGetToken, method: http.MethodGet},
+		{pathTagCreate, http.MethodPost, true, (*corp).tagCreate},
+		{pathTagUpdate, http.MethodPost, true, (*corp).tagUpdate},
+		{pathTagDelete, http.MethodGet, true, (*corp).tagDelete},
+		{pathTagGet, http.MethodGet, true, (*corp).tagGet},
+		{pathTagAddUsers, http.MethodPost, true, (*corp).tagAddUsers},
+		{pathTagDelUsers, http.MethodPost, true, (*corp).tagDelUsers},
+		{pathTagList, http.MethodGet, true, (*corp).tagList},
+		{pathCorpTagList, http.MethodPost, true, (*corp).corpTagList},
+		{pathCorpTagAdd, http.MethodPost, true, (*corp).corpTagAdd},
+		{pathCorpTagEdit, http.MethodPost, true, (*corp).corpTagEdit},
+		{pathCorpTagDel, http.MethodPost, true, (*corp).corpTagDel},
+		{pathMarkTag, http.MethodPost, true, (*corp).markTag},
+	}
+}
+
+func lookupRoute(path string) (route, bool) {
+	for _, rt := range routes() {
+		if rt.path == path {
+			return rt, true
+		}
+	}
+	return route{}, false
+}
+
+// input is what an endpoint sees of a request.
+type input struct {
+	query   url.Values
+	body    []byte
+	bodyErr bool // the body could not be read whole
+	now     time.Time
+}
+
+// decode unmarshals the JSON body into v; any failure is 47001.
+func (in *input) decode(v any) *apiError {
+	if in.bodyErr || json.Unmarshal(in.body, v) != nil {
+		return errf(codeDataFormat, "data format error")
+	}
+	return nil
+}
+
+// Error codes answered by the Server.
+const (
+	codeSystemBusy      = -1
+	codeInvalidSecret   = 40001
+	codeInvalidCorpID   = 40013
+	codeInvalidToken    = 40014
+	codeInvalidUserList = 40031
+	codeInvalidParam    = 40058
+	codeInvalidTagID    = 40068
+	codeAllInvalid      = 40070
+	codeTagNameExists   = 40071
+	codeTagNameLength   = 40072
+	codeInvalidExternal = 40096
+	codeCorpTagLimit    = 40126
+	codeTokenMissing    = 41001
+	codeCorpIDMissing   = 41002
+	codeSecretMissing   = 41004
+	codeUserIDMissing   = 41009
+	codeTagIDMissing    = 41017
+	codeTokenExpired    = 42001
+	codeFreqLimit       = 45009
+	codeCountLimit      = 45024
+	codeConcurrent      = 45033
+	codeDataFormat      = 47001
+	codeTooManyMembers  = 81014
+)
+
+// apiError is an error answer before its errmsg gets WeCom's suffix.
+type apiError struct {
+	code int
+	msg  string
+}
+
+func errf(code int, format string, args ...any) *apiError {
+	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// status is the errcode/errmsg pair that starts every answer.
+type status struct {
+	ErrCode int    `json:"errcode"`
+	ErrMsg  string `json:"errmsg"`
+}
+
+func okStatus(msg string) status { return status{ErrMsg: msg} }
+
+type tokenAnswer struct {
+	status
+	AccessToken string `json:"access_token"`
+	ExpiresIn   int    `json:"expires_in"`
+}
+
+// token is an issued access token.
+type token struct {
+	value   string
+	corp    string
+	expires time.Time
+}
+
+// rateLog is the sliding log of one (corp, API).
+type rateLog struct {
+	calls        []time.Time // sorted
+	blockedUntil time.Time
+}
+
+type faultKind int
+
+const (
+	faultNone faultKind = iota
+	faultBusy
+	fault5xx
+	faultMalformed
+)
+
+const badGatewayBody = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n" +
+	"<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n"
+
+// serve answers one request. It reports false when the request's context
+// ended during the latency wait and nothing was written.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) bool {
+	path := r.URL.Path
+	s.mu.Lock()
+	s.stats.Calls[path]++
+	s.mu.Unlock()
+
+	rt, ok := lookupRoute(path)
+	if !ok {
+		http.NotFound(w, r)
+		return true
+	}
+	ip := clientIP(r)
+	query := r.URL.Query()
+	if rt.apply == nil {
+		writeJSON(w, s.getToken(query, ip))
+		return true
+	}
+	body, bodyErr := readBody(r)
+	in := &input{query: query, body: body, bodyErr: bodyErr}
+
+	s.mu.Lock()
+	now := s.now()
+	c, aerr := s.checkToken(query.Get("access_token"), now)
+	if aerr == nil && !s.admitRate(apiKey{c.id, path}, now) {
+		aerr = errf(codeFreqLimit, "api freq out of limit")
+	}
+	if aerr != nil {
+		out := s.errorAnswer(aerr, ip, now, true)
+		s.mu.Unlock()
+		writeJSON(w, out)
+		return true
+	}
+	fault, slow := s.drawFault()
+	switch fault {
+	case faultBusy:
+		s.stats.Refusals[codeSystemBusy]++
+		out := mustMarshal(status{ErrCode: codeSystemBusy, ErrMsg: "system busy"})
+		s.mu.Unlock()
+		writeJSON(w, out)
+		return true
+	case fault5xx:
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Length", strconv.Itoa(len(badGatewayBody)))
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, badGatewayBody)
+		return true
+	}
+	adm, aerr := s.admit(c.id, rt, in)
+	if aerr != nil {
+		out := s.errorAnswer(aerr, ip, now, true)
+		s.mu.Unlock()
+		writeJSON(w, out)
+		return true
+	}
+	wait := s.latency
+	if slow {
+		wait += s.faults.SlowLatency
+	}
+	s.mu.Unlock()
+
+	out, done := s.execute(r.Context(), adm, wait, c, rt, in, ip, fault == faultMalformed)
+	if !done {
+		return false
+	}
+	writeJSON(w, out)
+	return true
+}
+
+// execute waits the service time, then applies the call, and releases the
+// call's concurrency slots before its answer can be seen.
+func (s *Server) execute(ctx context.Context, adm admission, wait time.Duration,
+	c *corp, rt route, in *input, ip string, malformed bool) ([]byte, bool) {
+	defer s.release(adm)
+	if !sleepCtx(ctx, wait) {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in.now = s.now()
+	answer, aerr := rt.apply(c, in)
+	var out []byte
+	if aerr != nil {
+		out = s.errorAnswer(aerr, ip, in.now, !malformed)
+	} else {
+		out = mustMarshal(answer)
+		if rt.path == pathMarkTag {
+			s.markCalls++
+		}
+	}
+	if malformed {
+		// Half of a JSON object never holds its closing brace.
+		out = out[:len(out)/2]
+	}
+	return out, true
+}
+
+// sleepCtx waits d, or until ctx ends; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// getToken answers gettoken.
+func (s *Server) getToken(q url.Values, ip string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.GetTokenCalls++
+	now := s.now()
+	corpID, secret := q.Get("corpid"), q.Get("corpsecret")
+	if corpID == "" {
+		return s.errorAnswer(errf(codeCorpIDMissing, "corpid missing"), ip, now, true)
+	}
+	c := s.corps[corpID]
+	if c == nil || len(c.apps) == 0 {
+		return s.errorAnswer(errf(codeInvalidCorpID, "invalid corpid"), ip, now, true)
+	}
+	if secret == "" {
+		return s.errorAnswer(errf(codeSecretMissing, "corpsecret missing"), ip, now, true)
+	}
+	tok, ok := c.apps[secret]
+	if !ok {
+		return s.errorAnswer(errf(codeInvalidSecret, "invalid credential"), ip, now, true)
+	}
+	if tok == nil || !now.Before(tok.expires) {
+		tok = &token{value: newTokenValue(), corp: c.id, expires: now.Add(s.tokenTTL)}
+		s.tokens[tok.value] = tok
+		c.apps[secret] = tok
+	}
+	return mustMarshal(tokenAnswer{
+		status:      okStatus("ok"),
+		AccessToken: tok.value,
+		ExpiresIn:   int(tok.expires.Sub(now) / time.Second),
+	})
+}
+
+// newTokenValue returns 96 random hex characters.
+func newTokenValue() string {
+	var b [48]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24
+	return hex.EncodeToString(b[:])
+}
+
+// checkToken finds the corp of an access token. s.mu must be held.
+func (s *Server) checkToken(value string, now time.Time) (*corp, *apiError) {
+	if value == "" {
+		return nil, errf(codeTokenMissing, "access_token missing")
+	}
+	tok := s.tokens[value]
+	if tok == nil {
+		return nil, errf(codeInvalidToken, "invalid access_token")
+	}
+	if !now.Before(tok.expires) {
+		return nil, errf(codeTokenExpired, "access_token expired")
+	}
+	return s.corps[tok.corp], nil
+}
+
+// admitRate records a call in the sliding log of key, or reports false when
+// the key is blocked or the call would exceed a window (which blocks the
+// key for that window's period). Refused calls are not recorded. s.mu must
+// be held.
+func (s *Server) admitRate(key apiKey, now time.Time) bool {
+	if len(s.windows) == 0 {
+		return true
+	}
+	rl := s.rates[key]
+	if rl == nil {
+		rl = &rateLog{}
+		s.rates[key] = rl
+	}
+	if now.Before(rl.blockedUntil) {
+		return false
+	}
+	// after returns the index of the first call later than t.
+	after := func(t time.Time) int {
+		return sort.Search(len(rl.calls), func(i int) bool { return rl.calls[i].After(t) })
+	}
+	rl.calls = rl.calls[after(now.Add(-s.maxPeriod)):]
+	end := after(now) // calls in (now-Period, now] are [after(now-Period), end)
+	exceeded := false
+	for _, w := range s.windows {
+		if end-after(now.Add(-w.Period))+1 > w.Limit {
+			exceeded = true
+			if until := now.Add(w.Period); until.After(rl.blockedUntil) {
+				rl.blockedUntil = until
+			}
+		}
+	}
+	if exceeded {
+		return false
+	}
+	rl.calls = slices.Insert(rl.calls, end, now)
+	return true
+}
+
+// drawFault decides the fault of one call. s.mu must be held.
+func (s *Server) drawFault() (kind faultKind, slow bool) {
+	f := s.faults
+	if sum := f.SystemBusy + f.HTTP5xx + f.Malformed; sum > 0 {
+		switch u := s.rng.Float64(); {
+		case u < f.SystemBusy:
+			kind = faultBusy
+		case u < f.SystemBusy+f.HTTP5xx:
+			kind = fault5xx
+		case u < sum:
+			kind = faultMalformed
+		}
+	}
+	if f.Slow > 0 && s.rng.Float64() < f.Slow {
+		slow = true
+	}
+	return kind, slow
+}
+
+// admission is the in-flight slots one call holds.
+type admission struct {
+	key         apiKey
+	customer    customerKey
+	hasCustomer bool
+}
+
+// admit takes the call's in-flight slots, or refuses it with 45033.
+// s.mu must be held.
+func (s *Server) admit(corpID string, rt route, in *input) (admission, *apiError) {
+	adm := admission{key: apiKey{corpID, rt.path}}
+	if rt.path == pathMarkTag {
+		var req markTagRequest
+		if !in.bodyErr && json.Unmarshal(in.body, &req) == nil &&
+			req.UserID != "" && req.ExternalUserID != "" {
+			adm.customer = customerKey{corpID, req.UserID, req.ExternalUserID}
+			adm.hasCustomer = true
+		}
+	}
+	if rt.limited && s.concurrency >= 0 && s.inFlight[adm.key] >= s.concurrency {
+		return adm, errf(codeConcurrent, "api concurrent out of limit")
+	}
+	if adm.hasCustomer && s.perCustomer >= 0 && s.customerInFlight[adm.customer] >= s.perCustomer {
+		return adm, errf(codeConcurrent, "api concurrent out of limit")
+	}
+	s.inFlight[adm.key]++
+	if n := s.inFlight[adm.key]; n > s.stats.MaxInFlight[rt.path] {
+		s.stats.MaxInFlight[rt.path] = n
+	}
+	if adm.hasCustomer {
+		s.customerInFlight[adm.customer]++
+	}
+	return adm, nil
+}
+
+// release gives back the slots taken by admit.
+func (s *Server) release(adm admission) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[adm.key]--; s.inFlight[adm.key] <= 0 {
+		delete(s.inFlight, adm.key)
+	}
+	if adm.hasCustomer {
+		if s.customerInFlight[adm.customer]--; s.customerInFlight[adm.customer] <= 0 {
+			delete(s.customerInFlight, adm.customer)
+		}
+	}
+}
+
+// errorAnswer renders an error answer with WeCom's errmsg suffix and, when
+// count is set, counts it in Stats.Refusals. s.mu must be held.
+func (s *Server) errorAnswer(e *apiError, ip string, now time.Time, count bool) []byte {
+	if count {
+		s.stats.Refusals[e.code]++
+	}
+	s.hintSeq++
+	msg := fmt.Sprintf("%s, hint: [%d_%d_%016x], from ip: %s, more info at https://open.work.weixin.qq.com/devtool/query?e=%d",
+		e.msg, now.Unix(), s.hintSeq, s.hintSeq*0x9e3779b97f4a7c15, ip, e.code)
+	return mustMarshal(status{ErrCode: e.code, ErrMsg: msg})
+}
+
+// mustMarshal encodes an answer type of this package; they cannot fail.
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only reachable through a bug in this package's answer types.
+		return []byte(`{"errcode":-1,"errmsg":"system busy"}`)
+	}
+	return b
+}
+
+func writeJSON(w http.ResponseWriter, body []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// readBody reads at most maxBodyBytes of the body; it reports true when
+// the body could not be read whole.
+func readBody(r *http.Request) ([]byte, bool) {
+	if r.Body == nil {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	return b, err != nil || int64(len(b)) > maxBodyBytes
+}
+
+// clientIP is the host of the request's remote address, or 127.0.0.1 when
+// there is none (httpmock requests).
+func clientIP(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil && host != "" {
+		return host
+	}
+	return "127.0.0.1"
+}
