@@ -237,8 +237,8 @@ func WithAttemptTimeout(d time.Duration) Option {
 }
 
 // New returns a client for the app whose secret is given, in the corp whose id
-// is given. Without options it calls DefaultBaseURL through
-// http.DefaultTransport, throttles with a private in-process limiter and caches
+// is given. Without options it calls DefaultBaseURL through a transport of its
+// own (pass one to WithTransport to share connections among clients), throttles with a private in-process limiter and caches
 // tokens in memory.
 func New(corpID, secret string, opts ...Option) (*Client, error) {
 	c := &Client{
@@ -266,7 +266,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		return nil, invalid("secret", "empty (give a secret, or WithTokenSource)")
 	}
 	if c.http == nil {
-		c.http = newResty(&http.Client{Transport: http.DefaultTransport})
+		c.http = newResty(&http.Client{Transport: defaultTransport()})
 	}
 	if c.limiter == nil {
 		c.limiter = throttle.NewMemory()
@@ -279,6 +279,15 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 
 // CorpID returns the corp id the client calls for.
 func (c *Client) CorpID() string { return c.corpID }
+
+// defaultTransport is http.DefaultTransport with enough idle connections per
+// host for the calls in flight: the standard 2 would reopen a TCP (and TLS)
+// connection for most calls of a busy client.
+func defaultTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}
 
 func newResty(hc *http.Client) *resty.Client {
 	r := resty.NewWithClient(hc)

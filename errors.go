@@ -126,8 +126,9 @@ func isCredentialCode(code int) bool {
 type RateLimitError struct {
 	Path       string
 	RetryAfter time.Duration
-	// Err is the *APIError that started the block, or nil when the call was
-	// refused locally during the block.
+	// Err is the *APIError that started the block, or the *throttle.LimitError
+	// when the call was refused locally (during the block, or because the
+	// limiter could not admit it before the context's deadline).
 	Err error
 }
 

@@ -179,6 +179,7 @@ func (s *TagService) members(ctx context.Context, path string, allInvalid int, r
 	batches := max((len(req.Users)+MaxTagUsersPerCall-1)/MaxTagUsersPerCall, (len(req.Parties)+MaxTagPartiesPerCall-1)/MaxTagPartiesPerCall)
 	res := &TagMembersResult{}
 	var lastAllInvalid error
+	everyBatchInvalid := true
 	for i := range batches {
 		b := TagMembersRequest{TagID: req.TagID, Users: chunk(req.Users, i, MaxTagUsersPerCall), Parties: chunk(req.Parties, i, MaxTagPartiesPerCall)}
 		var out tagMembersAnswer
@@ -186,6 +187,7 @@ func (s *TagService) members(ctx context.Context, path string, allInvalid int, r
 		var ae *APIError
 		switch {
 		case err == nil:
+			everyBatchInvalid = false
 			res.InvalidUsers = append(res.InvalidUsers, splitInvalidList(out.InvalidList)...)
 			res.InvalidParties = append(res.InvalidParties, out.InvalidParty...)
 		case batches > 1 && errors.As(err, &ae) && ae.Code == allInvalid:
@@ -195,11 +197,11 @@ func (s *TagService) members(ctx context.Context, path string, allInvalid int, r
 		case batches == 1:
 			return res, err
 		default:
-			return res, fmt.Errorf("wecom: tag %d members: batch %d of %d (from user %d, department %d): %w",
-				req.TagID, i+1, batches, i*MaxTagUsersPerCall, i*MaxTagPartiesPerCall, err)
+			return res, fmt.Errorf("wecom: tag %d members: batch %d of %d (users from %d, departments from %d): %w",
+				req.TagID, i+1, batches, min(i*MaxTagUsersPerCall, len(req.Users)), min(i*MaxTagPartiesPerCall, len(req.Parties)), err)
 		}
 	}
-	if len(res.InvalidUsers) == len(req.Users) && len(res.InvalidParties) == len(req.Parties) && lastAllInvalid != nil {
+	if everyBatchInvalid {
 		return res, lastAllInvalid // every batch found every member invalid
 	}
 	return res, nil

@@ -188,6 +188,9 @@ func (m *tokenManager) init() {
 
 // token returns a usable access token.
 func (m *tokenManager) token(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("wecom: waiting for an access token: %w", err)
+	}
 	now := time.Now()
 	m.mu.Lock()
 	if now.Before(m.badUntil) {

@@ -168,6 +168,7 @@ const badGatewayBody = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\
 // serve answers one request. It reports false when the request's context
 // ended during the latency wait and nothing was written.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) bool {
+	arrived := time.Now()
 	path := r.URL.Path
 	s.mu.Lock()
 	s.stats.Calls[path]++
@@ -222,7 +223,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) bool {
 		writeJSON(w, out)
 		return true
 	}
-	wait := s.latency
+	// The service time counts from the request's arrival, so the mock's own
+	// work is part of it, as it is of a real server's.
+	wait := s.latency - time.Since(arrived)
 	if slow {
 		wait += s.faults.SlowLatency
 	}
