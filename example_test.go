@@ -1,0 +1,159 @@
+package wecom_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// startMock starts a fake WeCom with one app and two users.
+func startMock() (url string, stop func()) {
+	m, err := mock.New(mock.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	m.AddApp("wwexample", "example-secret")
+	m.AddUsers("wwexample", "zhangsan", "lisi")
+	srv := m.Start()
+	return srv.URL, srv.Close
+}
+
+// Create a contact tag, add members (one of them unknown to WeCom) and read
+// them back.
+func Example() {
+	url, stop := startMock()
+	defer stop()
+	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(url))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	id, err := c.Tags.Create(ctx, wecom.TagCreateRequest{Name: "VIP"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := c.Tags.AddMembers(ctx, wecom.TagMembersRequest{TagID: id, Users: []string{"zhangsan", "lisi", "ghost"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("invalid:", res.InvalidUsers)
+	m, err := c.Tags.Members(ctx, id)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, u := range m.Users {
+		fmt.Println("member:", u.UserID)
+	}
+	// Output:
+	// invalid: [ghost]
+	// member: lisi
+	// member: zhangsan
+}
+
+// Mark a customer tag on many customers from many goroutines: the client keeps
+// WeCom's limits (5 mark_tag calls in flight per corp, one per customer) by
+// itself, so no worker pool is needed.
+func ExampleCustomerTagService_Mark() {
+	url, stop := startMock()
+	defer stop()
+	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(url))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	g, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: "campaign", Tags: []wecom.CorpTagSpec{{Name: "2026-spring"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	errs := make(chan error)
+	for i := range 50 {
+		go func() {
+			errs <- c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{
+				UserID:         "zhangsan",
+				ExternalUserID: fmt.Sprintf("wm%03d", i%10), // each customer five times
+				AddTags:        []string{g.Tags[0].ID},
+			})
+		}()
+	}
+	failed := 0
+	for range 50 {
+		if <-errs != nil {
+			failed++
+		}
+	}
+	fmt.Println("failed:", failed)
+	// Output: failed: 0
+}
+
+// Several clients (one per corp or app) share one limiter and one token store,
+// and every limit can be overridden.
+func ExampleNew() {
+	limiter := throttle.NewMemory()
+	tokens := wecom.NewMemoryTokenStore()
+	strict := wecom.DefaultLimits("/cgi-bin/externalcontact/mark_tag")
+	strict.Concurrency = 3
+	for _, app := range []struct{ corp, secret string }{{"wwcorp1", "secret-1"}, {"wwcorp2", "secret-2"}} {
+		c, err := wecom.New(app.corp, app.secret,
+			wecom.WithLimiter(limiter),
+			wecom.WithTokenStore(tokens),
+			wecom.WithLimits("/cgi-bin/externalcontact/mark_tag", strict),
+			wecom.WithAttemptTimeout(10*time.Second),
+		)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("client for", c.CorpID())
+	}
+	// Output:
+	// client for wwcorp1
+	// client for wwcorp2
+}
+
+// Branch on the class of a failure with errors.Is and errors.As.
+func ExampleRateLimitError() {
+	url, stop := startMock()
+	defer stop()
+	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(url))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.Tags.Members(context.Background(), 404)
+	var rl *wecom.RateLimitError
+	var ae *wecom.APIError
+	switch {
+	case errors.As(err, &rl):
+		fmt.Println("rate limited; retry after", rl.RetryAfter)
+	case errors.Is(err, wecom.ErrConcurrencyLimited):
+		fmt.Println("too many calls at once")
+	case errors.As(err, &ae):
+		fmt.Println("WeCom errcode", ae.Code)
+	}
+	// Output: WeCom errcode 40068
+}
+
+// APIs the SDK does not wrap go through Do, with the same limits and retries.
+func ExampleClient_Do() {
+	url, stop := startMock()
+	defer stop()
+	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(url))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var out struct {
+		Tags []struct {
+			ID   int    `json:"tagid"`
+			Name string `json:"tagname"`
+		} `json:"taglist"`
+	}
+	if err := c.Do(context.Background(), "GET", "/cgi-bin/tag/list", nil, nil, &out); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("tags:", len(out.Tags))
+	// Output: tags: 0
+}
