@@ -138,8 +138,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("tag: %w", err)
 	}
+	tokenCalls := 0
 	if srv != nil {
-		srv.ResetStats()
+		tokenCalls = srv.Stats().GetTokenCalls
+		srv.ResetStats() // count only the marks from here
 	}
 
 	jobs := make(chan string)
@@ -208,7 +210,7 @@ feed:
 		s := srv.Stats()
 		bound := float64(wecom.DefaultLimits("/cgi-bin/externalcontact/mark_tag").Concurrency) / cfg.latency.Seconds()
 		fmt.Fprintf(stdout, "mock:       max in flight %d, 45033 answered %d, 45009 answered %d, gettoken calls %d\n",
-			s.MaxInFlight["/cgi-bin/externalcontact/mark_tag"], s.Refusals[wecom.CodeConcurrencyLimited], s.Refusals[wecom.CodeFrequencyLimited], s.GetTokenCalls)
+			s.MaxInFlight["/cgi-bin/externalcontact/mark_tag"], s.Refusals[wecom.CodeConcurrencyLimited], s.Refusals[wecom.CodeFrequencyLimited], tokenCalls+s.GetTokenCalls)
 		fmt.Fprintf(stdout, "bound:      %.1f%% of the concurrency bound 5/latency = %.0f marks/s\n", 100*rate/bound, bound)
 	}
 	return marks == total && ok.Load() == int64(total), nil
