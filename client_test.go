@@ -606,3 +606,64 @@ func TestDoValidates(t *testing.T) {
 		t.Errorf("Do = %v, %+v", err, out)
 	}
 }
+
+// Two clients of one app sharing a token store make one gettoken call; a
+// client of another app of the same corp gets its own token.
+func TestSharedTokenStore(t *testing.T) {
+	store := NewMemoryTokenStore()
+	a := setup(t, WithTokenStore(store))
+	b := setup(t, WithTokenStore(store))
+	for _, f := range []*fixture{a, b} {
+		f.respond("GET", pathTagList, `{"taglist":[]}`)
+		if _, err := f.c.Tags.List(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := a.tokenHits.Load() + b.tokenHits.Load(); n != 1 {
+		t.Errorf("%d gettoken calls for two clients sharing a store, want 1", n)
+	}
+	other, err := New(testCorp, "another-secret", WithTokenStore(store), WithBaseURL(testBaseURL), WithTransport(a.mt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.tokens.key == a.c.tokens.key {
+		t.Fatalf("two apps share the token key %q", other.tokens.key)
+	}
+	if strings.Contains(other.tokens.key, "another-secret") || strings.Contains(a.c.tokens.key, testSecret) {
+		t.Errorf("a token key holds the secret: %q", a.c.tokens.key)
+	}
+}
+
+// A token source replaces gettoken; a rejected token is asked for again.
+func TestTokenSource(t *testing.T) {
+	var asked atomic.Int64
+	src := TokenSourceFunc(func(context.Context) (Token, error) {
+		n := asked.Add(1)
+		return Token{Value: fmt.Sprintf("TOKEN-src-%d", n), ExpiresAt: time.Now().Add(time.Hour)}, nil
+	})
+	mt := httpmock.NewMockTransport()
+	mt.RegisterResponder("GET", testBaseURL+pathTagList, func(r *http.Request) (*http.Response, error) {
+		if r.URL.Query().Get("access_token") != "TOKEN-src-2" {
+			return httpmock.NewStringResponse(200, `{"errcode":42001,"errmsg":"expired"}`), nil
+		}
+		return httpmock.NewStringResponse(200, `{"taglist":[]}`), nil
+	})
+	c, err := New(testCorp, "", WithTokenSource(src), WithBaseURL(testBaseURL), WithTransport(mt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Tags.List(context.Background()); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("token source asked %d times, want 2", n)
+	}
+	if n := mt.GetCallCountInfo()["GET "+testBaseURL+pathGetToken]; n != 0 {
+		t.Errorf("gettoken called %d times with a token source", n)
+	}
+	bad := TokenSourceFunc(func(context.Context) (Token, error) { return Token{}, errors.New("service down") })
+	c2, _ := New(testCorp, "", WithTokenSource(bad), WithBaseURL(testBaseURL), WithTransport(mt))
+	if _, err := c2.Tags.List(context.Background()); err == nil || !strings.Contains(err.Error(), "service down") {
+		t.Errorf("List with a failing source = %v", err)
+	}
+}
