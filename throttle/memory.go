@@ -17,6 +17,7 @@ import (
 // Waiters on one key are served strictly in arrival order. The zero value is not
 // usable; call NewMemory. A Memory is safe for concurrent use.
 type Memory struct {
+	epoch     time.Time // rate windows count monotonic time since epoch
 	mu        sync.Mutex
 	keys      map[string]*keyState
 	seq       uint64
@@ -25,7 +26,7 @@ type Memory struct {
 
 // NewMemory returns an empty in-process backend.
 func NewMemory() *Memory {
-	return &Memory{keys: make(map[string]*keyState)}
+	return &Memory{keys: make(map[string]*keyState), epoch: time.Now()}
 }
 
 type keyState struct {
@@ -62,12 +63,12 @@ func (m *Memory) state(key string) *keyState {
 }
 
 // check decides whether r can be granted at now, without taking anything.
-func (ks *keyState) check(r Request, now time.Time) verdict {
+func (ks *keyState) check(r Request, now time.Time, epoch time.Time) verdict {
 	if now.Before(ks.cooldown) {
 		return verdict{reason: ReasonCooldown, at: ks.cooldown}
 	}
 	var v verdict
-	ns := now.UnixNano()
+	ns := int64(now.Sub(epoch))
 	for _, w := range r.Windows {
 		h := ks.windows[w.Period]
 		if h == nil {
@@ -75,7 +76,7 @@ func (ks *keyState) check(r Request, now time.Time) verdict {
 		}
 		h.prune(ns)
 		if ok, at := h.admit(w.Limit); !ok {
-			t := time.Unix(0, at)
+			t := epoch.Add(time.Duration(at))
 			if v.reason == 0 || t.After(v.at) {
 				v = verdict{reason: ReasonRate, at: t}
 			}
@@ -114,7 +115,7 @@ func (ks *keyState) nextExpiry() time.Time {
 func (m *Memory) take(key string, ks *keyState, r Request, now time.Time) Lease {
 	m.seq++
 	l := Lease{Key: key, ID: strconv.FormatUint(m.seq, 36), Granted: now}
-	ns := now.UnixNano()
+	ns := int64(now.Sub(m.epoch))
 	for _, w := range r.Windows {
 		h := ks.windows[w.Period]
 		if h == nil {
@@ -132,11 +133,11 @@ func (m *Memory) take(key string, ks *keyState, r Request, now time.Time) Lease 
 
 // untake gives back everything a lease took: its slot and its window counts. Used
 // when a grant raced with its waiter's cancellation, so the grant never started.
-func (ks *keyState) untake(l Lease, r Request) {
+func (ks *keyState) untake(l Lease, r Request, epoch time.Time) {
 	delete(ks.holders, l.ID)
 	for _, w := range r.Windows {
 		if h := ks.windows[w.Period]; h != nil {
-			h.remove(l.Granted.UnixNano())
+			h.remove(int64(l.Granted.Sub(epoch)))
 		}
 	}
 }
@@ -162,7 +163,11 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	now := time.Now()
 	m.sweep(now)
 	ks := m.state(r.Key)
-	v := ks.check(r, now)
+	v := ks.check(r, now, m.epoch)
+	if v.ok && ks.queue.Len() > 0 {
+		// Waiters came first: what frees up is theirs.
+		v = verdict{reason: ReasonConcurrency}
+	}
 	if !v.ok {
 		m.forget(r.Key, ks, now)
 		return Lease{}, v.err(r.Key, now)
@@ -182,7 +187,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	now := time.Now()
 	m.sweep(now)
 	ks := m.state(r.Key)
-	v := ks.check(r, now)
+	v := ks.check(r, now, m.epoch)
 	if v.ok && ks.queue.Len() == 0 {
 		l := m.take(r.Key, ks, r, now)
 		m.mu.Unlock()
@@ -212,7 +217,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	case <-w.ready:
 		if w.err == nil && m.keys[r.Key] == ks {
 			// Granted while we gave up: the call never starts, so give back all.
-			ks.untake(w.lease, w.req)
+			ks.untake(w.lease, w.req, m.epoch)
 			m.dispatch(r.Key, ks, time.Now())
 		}
 	default:
@@ -231,7 +236,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	for e := ks.queue.Front(); e != nil; e = ks.queue.Front() {
 		w := e.Value.(*waiter)
-		v := ks.check(w.req, now)
+		v := ks.check(w.req, now, m.epoch)
 		switch {
 		case v.ok:
 			w.lease = m.take(key, ks, w.req, now)
@@ -239,6 +244,9 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 			v.reason != ReasonConcurrency && !w.deadline.IsZero() && w.deadline.Before(v.at):
 			w.err = v.err(key, now)
 		default:
+			if v.reason == ReasonCooldown {
+				ks.failNonWaiting(key, v, now)
+			}
 			m.arm(key, ks, v.at, now)
 			return
 		}
@@ -249,6 +257,20 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 		ks.timer.Stop()
 	}
 	m.forget(key, ks, now)
+}
+
+// failNonWaiting fails every queued waiter that does not wait out cooldowns,
+// the key being in one.
+func (ks *keyState) failNonWaiting(key string, v verdict, now time.Time) {
+	for e := ks.queue.Front(); e != nil; {
+		next := e.Next()
+		if w := e.Value.(*waiter); !w.req.WaitCooldown {
+			w.err = v.err(key, now)
+			ks.queue.Remove(e)
+			close(w.ready)
+		}
+		e = next
+	}
 }
 
 // arm sets the key's timer to run dispatch at `at` (zero: no known time).
@@ -276,7 +298,7 @@ func (m *Memory) wake(key string, ks *keyState) {
 }
 
 // idle reports whether the key's state is all in its default, so it can go.
-func (ks *keyState) idle(now time.Time) bool {
+func (ks *keyState) idle(now, epoch time.Time) bool {
 	if ks.queue.Len() > 0 || now.Before(ks.cooldown) {
 		return false
 	}
@@ -284,7 +306,7 @@ func (ks *keyState) idle(now time.Time) bool {
 	if len(ks.holders) > 0 {
 		return false
 	}
-	ns := now.UnixNano()
+	ns := int64(now.Sub(epoch))
 	for _, h := range ks.windows {
 		h.prune(ns)
 		if len(h.buckets) > 0 {
@@ -295,7 +317,7 @@ func (ks *keyState) idle(now time.Time) bool {
 }
 
 func (m *Memory) forget(key string, ks *keyState, now time.Time) {
-	if ks.idle(now) {
+	if ks.idle(now, m.epoch) {
 		if ks.timer != nil {
 			ks.timer.Stop()
 		}

@@ -3,7 +3,9 @@ package throttle
 import "time"
 
 // history is the bucketed record of acquisitions for one window period.
-// Bucket i covers [i*width, (i+1)*width) in nanoseconds since the Unix epoch.
+// Bucket i covers [i*width, (i+1)*width) in nanoseconds since the backend's
+// epoch, measured on the monotonic clock so that wall-clock steps change
+// nothing.
 type history struct {
 	period  int64
 	width   int64
@@ -21,7 +23,12 @@ func newHistory(period time.Duration) *history {
 
 // oldest is the first bucket index that still counts at now: the bucket holding
 // now-period, counted whole, so that every acquisition in (now-period, now] is.
-func (h *history) oldest(now int64) int64 { return (now - h.period) / h.width }
+func (h *history) oldest(now int64) int64 {
+	if now < h.period {
+		return -1 // every bucket counts
+	}
+	return (now - h.period) / h.width
+}
 
 func (h *history) prune(now int64) {
 	lo := h.oldest(now)

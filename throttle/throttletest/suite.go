@@ -80,6 +80,8 @@ func Run(t *testing.T, h Harness) {
 		{"DeadlineFailsFast", testDeadlineFailsFast},
 		{"CancelManyWaiters", testCancelManyWaiters},
 		{"KeysIndependent", testKeysIndependent},
+		{"CooldownFailsNonWaitingBehindWaiting", testCooldownMixedWaiters},
+		{"CancelledGrantsRefundWindow", testCancelRefunds},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {
@@ -327,7 +329,8 @@ func testRateWindows(t *testing.T, e *env, windows []throttle.Window, span time.
 	r := throttle.Request{Key: "rate", Windows: windows}
 	var mu sync.Mutex
 	var starts []time.Time
-	ctx, cancel := context.WithTimeout(context.Background(), span)
+	deadline := time.Now().Add(span)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var wg sync.WaitGroup
 	for range 200 {
@@ -335,7 +338,13 @@ func testRateWindows(t *testing.T, e *env, windows []throttle.Window, span time.
 			for {
 				l, err := e.b.Acquire(ctx, r)
 				if err != nil {
-					if !errors.Is(err, throttle.ErrLimited) && ctx.Err() == nil {
+					// The only acceptable failures: the deadline came, or
+					// the backend knew the wait would outlast it.
+					var le *throttle.LimitError
+					switch {
+					case ctx.Err() != nil:
+					case errors.As(err, &le) && le.Reason == throttle.ReasonRate && time.Now().Add(le.RetryAfter+e.u).After(deadline):
+					default:
 						t.Errorf("Acquire: %v", err)
 					}
 					return
@@ -379,10 +388,16 @@ func testRateThroughput(t *testing.T, e *env) {
 		}
 	}
 	ideal := float64(w.Limit) * float64(end.Sub(from)) / float64(w.Period)
-	if ratio := float64(n) / ideal; ratio < 0.98 {
-		t.Errorf("%d starts in %s after the first period, %.2f%% of %s, want at least 98%%", n, end.Sub(from), 100*ratio, w)
-	} else {
-		t.Logf("%d starts in %s after the first period: %.2f%% of %s", n, end.Sub(from), 100*ratio, w)
+	ratio := float64(n) / ideal
+	t.Logf("%d starts in %s after the first period: %.2f%% of %s", n, end.Sub(from), 100*ratio, w)
+	// On real time a loaded machine delays wake-ups, which is not the
+	// backend's doing: there only a gross shortfall fails.
+	want := 0.98
+	if !e.synthetic {
+		want = 0.5
+	}
+	if ratio < want {
+		t.Errorf("%.2f%% of the window's rate, want at least %.0f%%", 100*ratio, 100*want)
 	}
 }
 
@@ -602,5 +617,80 @@ func testArrivalOrder(t *testing.T, e *env) {
 		if got != i {
 			t.Fatalf("served in order %v, want arrival order", order)
 		}
+	}
+}
+
+// testCooldownMixedWaiters: a waiter that does not wait out cooldowns fails
+// when one starts, even behind a waiter that does.
+func testCooldownMixedWaiters(t *testing.T, e *env) {
+	ctx := context.Background()
+	r := throttle.Request{Key: "mixed", Concurrency: 1, TTL: 100 * e.u}
+	holder := mustAcquire(t, ctx, e.b, r)
+	patient := r
+	patient.WaitCooldown = true
+	got := make(chan error, 2)
+	for _, req := range []throttle.Request{patient, r} {
+		go func() {
+			l, err := e.b.Acquire(ctx, req)
+			if err == nil {
+				err = e.b.Release(ctx, l)
+			}
+			got <- err
+		}()
+		e.settle() // patient queues first
+	}
+	if err := e.b.Cooldown(ctx, "mixed", 5*e.u); err != nil {
+		t.Fatal(err)
+	}
+	limitError(t, <-got, throttle.ReasonCooldown) // the impatient one, at once
+	mustRelease(t, e.b, holder)
+	if err := <-got; err != nil {
+		t.Errorf("the waiter that waits out cooldowns: %v", err)
+	}
+}
+
+// testCancelRefunds: a grant that races with its waiter's cancellation gives
+// back its window count as well as its slot.
+func testCancelRefunds(t *testing.T, e *env) {
+	const limit, waiters = 5, 50
+	ctx := context.Background()
+	r := throttle.Request{Key: "refund", Concurrency: 1, TTL: 1000 * e.u, Windows: []throttle.Window{{Limit: limit, Period: 1000 * e.u}}}
+	holder := mustAcquire(t, ctx, e.b, r)
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	cancels := make([]context.CancelFunc, waiters)
+	for i := range waiters {
+		wctx, cancel := context.WithCancel(ctx)
+		cancels[i] = cancel
+		wg.Go(func() {
+			l, err := e.b.Acquire(wctx, r)
+			if err == nil {
+				granted.Add(1)
+				_ = e.b.Release(ctx, l)
+			}
+		})
+	}
+	e.settle()
+	var race sync.WaitGroup
+	race.Go(func() { mustRelease(t, e.b, holder) })
+	for _, cancel := range cancels {
+		race.Go(cancel)
+	}
+	race.Wait()
+	wg.Wait()
+	// The holder took one count; every successful waiter one more; the
+	// cancelled grants none.
+	left := 0
+	for {
+		l, err := e.b.TryAcquire(ctx, r)
+		if err != nil {
+			limitError(t, err, throttle.ReasonRate)
+			break
+		}
+		left++
+		mustRelease(t, e.b, l)
+	}
+	if used := 1 + int(granted.Load()); used+left != limit {
+		t.Errorf("%d acquisitions counted, %d left of %d: cancelled grants kept their window count", used, left, limit)
 	}
 }
