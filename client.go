@@ -264,6 +264,8 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		return nil, invalid("corp id", "%q is empty or holds a space, brace or bar", corpID)
 	case secret == "" && c.tokens.source == nil:
 		return nil, invalid("secret", "empty (give a secret, or WithTokenSource)")
+	case secret == "" && c.agentID == 0:
+		return nil, invalid("agent id", "required with a token source and no secret, to keep apps' tokens apart")
 	}
 	if c.http == nil {
 		c.http = newResty(&http.Client{Transport: defaultTransport()})
@@ -390,7 +392,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 		}
 		c.logger.LogAttrs(ctx, slog.LevelDebug, "wecom: retrying", slog.String("path", cl.path), slog.Int("attempt", n), slog.Int("errcode", code), slog.Duration("backoff", d))
 		if werr := sleep(ctx, d); werr != nil {
-			return err
+			return fmt.Errorf("wecom: %s: %w (while backing off after: %w)", cl.path, werr, err)
 		}
 	}
 }
@@ -403,7 +405,7 @@ func retryable(err error) bool {
 	}
 	var re *ResponseError
 	if errors.As(err, &re) {
-		return re.StatusCode >= 500 || re.StatusCode == http.StatusOK
+		return re.StatusCode >= 500 || (re.StatusCode == http.StatusOK && !re.shape)
 	}
 	var ae *APIError
 	var le *RateLimitError
@@ -457,18 +459,46 @@ func (c *Client) observe(ctx context.Context, a Attempt) {
 }
 
 // acquire takes the call's leases in order, giving back those taken if one
-// fails.
+// fails. An earlier lease's TTL runs while the call waits for a later one, so
+// after a long wait the earlier ones are renewed; one that expired meanwhile
+// (another call may hold its slot now) makes the call start over.
 func (c *Client) acquire(ctx context.Context, cl *call, lim Limits) ([]throttle.Lease, error) {
-	var leases []throttle.Lease
-	for _, r := range c.requests(cl, lim) {
-		l, err := c.limiter.Acquire(ctx, r)
-		if err != nil {
-			c.release(ctx, leases)
-			return nil, c.limitError(cl.path, err)
+	reqs := c.requests(cl, lim)
+	for {
+		var leases []throttle.Lease
+		var firstAt time.Time
+		for i, r := range reqs {
+			l, err := c.limiter.Acquire(ctx, r)
+			if err != nil {
+				c.release(ctx, leases)
+				return nil, c.limitError(cl.path, err)
+			}
+			if i == 0 {
+				firstAt = time.Now()
+			}
+			leases = append(leases, l)
 		}
-		leases = append(leases, l)
+		if len(leases) == 1 || time.Since(firstAt) < c.leaseTTL()/4 {
+			return leases, nil
+		}
+		lost := false
+		for i := range leases[:len(leases)-1] {
+			l, err := c.limiter.Extend(ctx, leases[i], c.leaseTTL())
+			if errors.Is(err, throttle.ErrLeaseNotHeld) {
+				lost = true
+				break
+			}
+			if err != nil {
+				c.release(ctx, leases)
+				return nil, c.limitError(cl.path, err)
+			}
+			leases[i] = l
+		}
+		if !lost {
+			return leases, nil
+		}
+		c.release(ctx, leases)
 	}
-	return leases, nil
 }
 
 // release gives leases back, even when ctx is already cancelled.
@@ -530,7 +560,9 @@ func decode(path string, raw []byte, out any) error {
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err}
+			// The envelope decoded, so the body is JSON: the answer does not
+			// fit out. Sending it again would not help.
+			return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err, shape: true}
 		}
 	}
 	return nil

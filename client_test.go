@@ -16,6 +16,7 @@ import (
 
 	"github.com/jarcoal/httpmock"
 
+	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -57,8 +58,13 @@ func TestNewValidates(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(testCorp, "", WithTokenSource(TokenSourceFunc(func(context.Context) (Token, error) { return Token{}, nil }))); err != nil {
+	src := WithTokenSource(TokenSourceFunc(func(context.Context) (Token, error) { return Token{}, nil }))
+	if _, err := New(testCorp, "", src, WithAgentID(1000002)); err != nil {
 		t.Errorf("New without secret but with a token source: %v", err)
+	}
+	var ve *ValidationError
+	if _, err := New(testCorp, "", src); !errors.As(err, &ve) || ve.Field != "agent id" {
+		t.Errorf("New with a token source and neither secret nor agent id = %v, want an agent id error", err)
 	}
 }
 
@@ -648,7 +654,7 @@ func TestTokenSource(t *testing.T) {
 		}
 		return httpmock.NewStringResponse(200, `{"taglist":[]}`), nil
 	})
-	c, err := New(testCorp, "", WithTokenSource(src), WithBaseURL(testBaseURL), WithTransport(mt))
+	c, err := New(testCorp, "", WithTokenSource(src), WithAgentID(1000002), WithBaseURL(testBaseURL), WithTransport(mt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,8 +668,140 @@ func TestTokenSource(t *testing.T) {
 		t.Errorf("gettoken called %d times with a token source", n)
 	}
 	bad := TokenSourceFunc(func(context.Context) (Token, error) { return Token{}, errors.New("service down") })
-	c2, _ := New(testCorp, "", WithTokenSource(bad), WithBaseURL(testBaseURL), WithTransport(mt))
+	c2, _ := New(testCorp, "", WithTokenSource(bad), WithAgentID(1000002), WithBaseURL(testBaseURL), WithTransport(mt))
 	if _, err := c2.Tags.List(context.Background()); err == nil || !strings.Contains(err.Error(), "service down") {
 		t.Errorf("List with a failing source = %v", err)
 	}
+}
+
+// A failed refresh ahead fails no call while the old token is good, and is
+// retried calmly, not by every call.
+func TestFailedRefreshKeepsToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := setup(t)
+		f.respond("GET", pathTagList, `{"taglist":[]}`)
+		ctx := context.Background()
+		if _, err := f.c.Tags.List(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.mt.RegisterResponder("GET", testBaseURL+pathGetToken, func(*http.Request) (*http.Response, error) {
+			f.tokenHits.Add(1)
+			return httpmock.NewStringResponse(503, "busy"), nil
+		})
+		time.Sleep(7200*time.Second - 3*time.Minute) // inside the refresh window, token still good
+		before := f.tokenHits.Load()
+		for range 60 {
+			if _, err := f.c.Tags.List(ctx); f.record(err) != nil {
+				t.Fatalf("List with a good token while the refresh fails: %v", err)
+			}
+			synctest.Wait()
+			time.Sleep(time.Second)
+		}
+		// One refresh (4 attempts) at the start and one 30 s later.
+		if n := f.tokenHits.Load() - before; n > 8 {
+			t.Errorf("%d gettoken attempts in a minute of failed refreshes, want at most 8", n)
+		}
+	})
+}
+
+// WeCom hands out the same token until it expires: a client calling once a
+// second for three hours makes a handful of gettoken calls, no storm at the
+// end of each token's life, and no failed call.
+func TestSameTokenUntilExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := mock.New(mock.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.AddApp(testCorp, testSecret)
+		mt := httpmock.NewMockTransport()
+		m.Register(mt, testBaseURL)
+		c, err := New(testCorp, testSecret, WithBaseURL(testBaseURL), WithTransport(mt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for range 3 * 3600 {
+			if _, err := c.Tags.List(ctx); err != nil {
+				t.Fatalf("List: %v", err)
+			}
+			synctest.Wait()
+			time.Sleep(time.Second)
+		}
+		// Two tokens: a fetch each and one refresh ahead that gets the same
+		// token back (a 3rd refresh would fall after the run).
+		if n := m.Stats().GetTokenCalls; n > 4 {
+			t.Errorf("%d gettoken calls in 3 hours, want at most 4", n)
+		}
+		if n := m.Stats().Refusals[CodeAccessTokenExpired] + m.Stats().Refusals[CodeInvalidAccessToken]; n > 2 {
+			t.Errorf("%d calls refused for an expired token", n)
+		}
+	})
+}
+
+// A panic in the observer during a token fetch reaches the caller, like any
+// panic in the observer, instead of killing the process.
+func TestObserverPanicDuringTokenFetch(t *testing.T) {
+	f := setup(t)
+	f.c.observer = func(_ context.Context, a Attempt) {
+		if a.Path == pathGetToken {
+			panic("observer bug")
+		}
+	}
+	defer func() {
+		if p := recover(); p != "observer bug" {
+			t.Errorf("recovered %v, want the observer's panic", p)
+		}
+	}()
+	_, _ = f.c.Tags.List(context.Background())
+	t.Error("the call returned instead of panicking")
+}
+
+// The one-at-a-time lease per customer is never lost while its call waits
+// for the API: two marks of one customer never overlap, even across a 60 s
+// cooldown longer than the lease TTL.
+func TestCustomerLeaseSurvivesLongWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := setup(t, WithWaitOnRateLimit(true), WithAttemptTimeout(5*time.Second)) // lease TTL 20 s
+		var mu sync.Mutex
+		inFlight, peak, calls := 0, 0, 0
+		f.mt.RegisterResponder("POST", testBaseURL+pathMarkTag, func(*http.Request) (*http.Response, error) {
+			mu.Lock()
+			calls++
+			first := calls == 1
+			inFlight++
+			peak = max(peak, inFlight)
+			mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			if first {
+				return httpmock.NewStringResponse(200, `{"errcode":45009,"errmsg":"freq"}`), nil
+			}
+			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok"}`), nil
+		})
+		req := MarkTagRequest{UserID: "u", ExternalUserID: "wm1", AddTags: []string{"et"}}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := f.c.CustomerTags.Mark(ctx, req); err != nil {
+				t.Errorf("first mark: %v", err)
+			}
+		})
+		time.Sleep(30 * time.Second) // the first waits out the cooldown, its customer lease aging
+		wg.Go(func() {
+			if err := f.c.CustomerTags.Mark(ctx, req); err != nil {
+				t.Errorf("second mark: %v", err)
+			}
+		})
+		wg.Wait()
+		if peak > 1 {
+			t.Errorf("%d marks of one customer in flight at once", peak)
+		}
+		if calls != 3 {
+			t.Errorf("%d mark calls, want 3 (45009, then two marks)", calls)
+		}
+	})
 }

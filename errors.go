@@ -172,6 +172,8 @@ type ResponseError struct {
 	StatusCode int
 	// Err is the decoding error, if the status was 200.
 	Err error
+	// shape: the body was JSON but did not fit the answer type.
+	shape bool
 }
 
 // Error describes the answer.

@@ -136,3 +136,6 @@ func (c *Client) requests(cl *call, l Limits) []throttle.Request {
 
 // leaseTTL outlasts any attempt, so a live call never loses its slot.
 func (c *Client) leaseTTL() time.Duration { return c.attemptTimeout + 15*time.Second }
+
+// fetchTimeout bounds a token fetch, its retries included.
+func (c *Client) fetchTimeout() time.Duration { return 2 * c.leaseTTL() }

@@ -142,8 +142,13 @@ func (s *MemoryTokenStore) Delete(_ context.Context, key, value string) error {
 	return nil
 }
 
-// tokenSkew is how long before its expiry a token stops being used.
-const tokenSkew = 10 * time.Second
+const (
+	// tokenSkew is how long before its expiry a token stops being used.
+	tokenSkew = 10 * time.Second
+	// tokenRefreshRetry is how long a failed refresh ahead waits to retry,
+	// the old token being still good.
+	tokenRefreshRetry = 30 * time.Second
+)
 
 // tokenManager hands out the client's access token: from its local copy, else
 // from the store, else from one fetch shared by every caller that needs it.
@@ -171,9 +176,10 @@ type cachedToken struct {
 }
 
 type tokenFlight struct {
-	done chan struct{}
-	tok  Token
-	err  error
+	done     chan struct{}
+	tok      Token
+	err      error
+	panicked any // re-panicked in every waiting caller
 }
 
 func (m *tokenManager) init() {
@@ -186,34 +192,37 @@ func (m *tokenManager) init() {
 	m.key = "wecom:token:{" + m.c.corpID + "}:" + m.app
 }
 
-// token returns a usable access token.
+// token returns a usable access token. A caller waits only when there is no
+// usable token; a refresh ahead of expiry runs in the background.
 func (m *tokenManager) token(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("wecom: waiting for an access token: %w", err)
 	}
 	now := time.Now()
 	m.mu.Lock()
+	if m.cur.tok.Value != "" && now.Before(m.cur.usable) {
+		v := m.cur.tok.Value
+		if !now.Before(m.cur.refresh) && m.flight == nil && !now.Before(m.badUntil) {
+			m.start(ctx)
+		}
+		m.mu.Unlock()
+		return v, nil
+	}
 	if now.Before(m.badUntil) {
 		err := m.bad
 		m.mu.Unlock()
 		return "", fmt.Errorf("wecom: not calling gettoken again before %s: %w", m.badUntil.Format(time.RFC3339), err)
 	}
-	usable := m.cur.tok.Value != "" && now.Before(m.cur.usable)
-	if usable && (now.Before(m.cur.refresh) || m.flight != nil) {
-		v := m.cur.tok.Value
-		m.mu.Unlock()
-		return v, nil
-	}
 	f := m.flight
 	if f == nil {
-		f = &tokenFlight{done: make(chan struct{})}
-		m.flight = f
-		prev := m.cur
-		go m.fetch(context.WithoutCancel(ctx), f, prev)
+		f = m.start(ctx)
 	}
 	m.mu.Unlock()
 	select {
 	case <-f.done:
+		if f.panicked != nil {
+			panic(f.panicked)
+		}
 		if f.err != nil {
 			return "", f.err
 		}
@@ -221,6 +230,16 @@ func (m *tokenManager) token(ctx context.Context) (string, error) {
 	case <-ctx.Done():
 		return "", fmt.Errorf("wecom: waiting for an access token: %w", ctx.Err())
 	}
+}
+
+// start launches the fetch every caller that needs a token shares. It runs
+// detached from the caller's cancellation and ends by itself within
+// fetchTimeout. Called with m.mu held.
+func (m *tokenManager) start(ctx context.Context) *tokenFlight {
+	f := &tokenFlight{done: make(chan struct{})}
+	m.flight = f
+	go m.fetch(context.WithoutCancel(ctx), f, m.cur)
+	return f
 }
 
 // invalidate drops tok, WeCom having refused it, unless a newer token already
@@ -237,26 +256,44 @@ func (m *tokenManager) invalidate(ctx context.Context, tok string) {
 }
 
 // fetch gets a token for flight f, replacing prev (empty, expiring, or
-// refused), and publishes it. It runs detached from any one caller's
-// cancellation, bounded by the client's attempt timeout and retries.
+// refused), and publishes it.
 func (m *tokenManager) fetch(ctx context.Context, f *tokenFlight, prev cachedToken) {
-	ctx, cancel := context.WithTimeout(ctx, 4*m.c.leaseTTL())
+	ctx, cancel := context.WithTimeout(ctx, m.c.fetchTimeout())
 	defer cancel()
-	tok, err := m.obtain(ctx, prev)
+	tok, panicked, err := m.safeObtain(ctx, prev)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.flight = nil
+	f.panicked = panicked
 	if err != nil {
 		if errors.Is(err, ErrBadCredentials) {
 			m.bad, m.badUntil = err, now.Add(m.badFor)
 		}
+		if m.cur.tok.Value != "" && m.cur.tok.Value == prev.tok.Value {
+			// A refresh ahead failed: keep the token, try again later.
+			m.cur.refresh = now.Add(tokenRefreshRetry)
+		}
+		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: access token fetch failed", slog.String("corp", m.c.corpID), slog.String("error", err.Error()))
 		f.err = err
 	} else {
 		m.cur = m.accept(prev, tok, now)
 		f.tok = tok
 	}
 	close(f.done)
+}
+
+// safeObtain is obtain with a panic (in an observer or a log handler, say)
+// caught, so that it reaches the waiting callers instead of killing the
+// process from the detached fetch goroutine.
+func (m *tokenManager) safeObtain(ctx context.Context, prev cachedToken) (t Token, panicked any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked, err = p, fmt.Errorf("wecom: access token fetch panicked: %v", p)
+		}
+	}()
+	t, err = m.obtain(ctx, prev)
+	return t, nil, err
 }
 
 // better reports whether a stored token t can replace prev: it must be valid
@@ -275,7 +312,8 @@ func (m *tokenManager) obtain(ctx context.Context, prev cachedToken) (Token, err
 	// One fetch at a time per app, across everything that shares the limiter.
 	lim := m.c.limits(pathGetToken)
 	if lim.PerResource > 0 {
-		r := throttle.Request{Key: m.c.apiKey(pathGetToken) + "|" + m.app, Concurrency: lim.PerResource, TTL: m.c.leaseTTL()}
+		// The lease outlives the whole fetch, retries included.
+		r := throttle.Request{Key: m.c.apiKey(pathGetToken) + "|" + m.app, Concurrency: lim.PerResource, TTL: m.c.fetchTimeout() + 15*time.Second}
 		l, err := m.c.limiter.Acquire(ctx, r)
 		if err != nil {
 			return Token{}, m.c.limitError(pathGetToken, err)
@@ -330,25 +368,25 @@ func (m *tokenManager) get(ctx context.Context) (Token, error) {
 	if err := m.c.do(ctx, &call{method: "GET", path: pathGetToken, query: q, out: &out, idempotent: true, noToken: true}); err != nil {
 		return Token{}, err
 	}
-	if out.AccessToken == "" || out.ExpiresIn <= 0 {
-		return Token{}, &ResponseError{Path: pathGetToken, StatusCode: 200, Err: errors.New("answer without access_token or expires_in")}
+	if out.AccessToken == "" {
+		return Token{}, &ResponseError{Path: pathGetToken, StatusCode: 200, Err: errors.New("answer without access_token")}
 	}
-	return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+	// expires_in counts whole seconds left: 0 is a token in its last second.
+	return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(max(out.ExpiresIn, 1)) * time.Second)}, nil
 }
 
 // accept turns a fetched token into the local copy, with its refresh time.
 func (m *tokenManager) accept(prev cachedToken, t Token, now time.Time) cachedToken {
-	ct := cachedToken{tok: t, usable: t.ExpiresAt.Add(-tokenSkew)}
 	if t.Value == prev.tok.Value {
-		// WeCom hands out the same token until it expires: refreshing it
-		// early again gains nothing, so use it to the end.
-		ct.refresh = ct.usable
-		if !now.Before(ct.usable) {
-			ct.usable = t.ExpiresAt
+		// WeCom hands out the same token until it expires, so refreshing it
+		// early again gains nothing: use it to its end (the earlier of the
+		// two expiries seen), then fetch.
+		if prev.tok.ExpiresAt.Before(t.ExpiresAt) {
+			t.ExpiresAt = prev.tok.ExpiresAt
 		}
-		return ct
+		return cachedToken{tok: t, usable: t.ExpiresAt, refresh: t.ExpiresAt}
 	}
+	skew := min(tokenSkew, t.ExpiresAt.Sub(now)/2)
 	ahead := m.refreshAhead - time.Duration(rand.Int64N(int64(m.refreshAhead)/5+1))
-	ct.refresh = t.ExpiresAt.Add(-ahead)
-	return ct
+	return cachedToken{tok: t, usable: t.ExpiresAt.Add(-skew), refresh: t.ExpiresAt.Add(-ahead)}
 }
