@@ -1,0 +1,89 @@
+-- acquire: check and take a concurrency slot, every rate window and the
+-- cooldown of one throttle key, all or nothing, on the server's clock.
+--
+-- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
+-- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
+-- KEYS[3..] one HASH per rate window: bucket index -> acquisitions
+-- ARGV[1]   lease id
+-- ARGV[2]   concurrency (0: no concurrency limit, no slot taken)
+-- ARGV[3]   lease TTL (ms)
+-- ARGV[4]   take (1) or only check (0)
+-- ARGV[5..] per window, in KEYS order: limit, period (ms)
+--
+-- Returns {1, now, expires}          granted (expires 0 without a slot)
+--      or {0, reason, at, now}       refused: 1 concurrency, 2 rate, 3 cooldown;
+--                                    at: when that limit frees up (0 unknown)
+-- All times are unix milliseconds from TIME: every client agrees on them.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local buckets = 100
+
+local cd = tonumber(redis.call('GET', KEYS[2]) or '0')
+if cd > now then
+  return {0, 3, cd, now}
+end
+
+local nw = #KEYS - 2
+local worst = 0
+for i = 1, nw do
+  local limit = tonumber(ARGV[3 + 2 * i])
+  local period = tonumber(ARGV[4 + 2 * i])
+  local width = math.floor(period / buckets)
+  local lo = -1
+  if now >= period then
+    lo = math.floor((now - period) / width)
+  end
+  local kv = redis.call('HGETALL', KEYS[2 + i])
+  local live, total = {}, 0
+  for j = 1, #kv, 2 do
+    local idx, n = tonumber(kv[j]), tonumber(kv[j + 1])
+    if idx < lo or n <= 0 then
+      redis.call('HDEL', KEYS[2 + i], kv[j])
+    else
+      total = total + n
+      live[#live + 1] = {idx, n}
+    end
+  end
+  if total >= limit then
+    table.sort(live, function(a, b) return a[1] < b[1] end)
+    for _, b in ipairs(live) do
+      total = total - b[2]
+      if total < limit then
+        -- once bucket b no longer counts
+        local at = (b[1] + 1) * width + period
+        if at > worst then worst = at end
+        break
+      end
+    end
+  end
+end
+if worst > 0 then
+  return {0, 2, worst, now}
+end
+
+local conc = tonumber(ARGV[2])
+if conc > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  if redis.call('ZCARD', KEYS[1]) >= conc then
+    local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    return {0, 1, tonumber(first[2]), now}
+  end
+end
+
+if ARGV[4] ~= '1' then
+  return {1, now, 0}
+end
+for i = 1, nw do
+  local period = tonumber(ARGV[4 + 2 * i])
+  local width = math.floor(period / buckets)
+  redis.call('HINCRBY', KEYS[2 + i], math.floor(now / width), 1)
+  redis.call('PEXPIRE', KEYS[2 + i], period + 2 * width + 1000)
+end
+local expires = 0
+if conc > 0 then
+  expires = now + tonumber(ARGV[3])
+  redis.call('ZADD', KEYS[1], expires, ARGV[1])
+  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
+end
+return {1, now, expires}

@@ -1,0 +1,20 @@
+-- cooldown: refuse every acquisition on a key until now + d, keeping a later
+-- end already in force, and wake the key's waiters so those that do not wait
+-- out cooldowns fail.
+--
+-- KEYS[1] cooldown: STRING, the end of the cooldown (unix ms)
+-- ARGV[1] d (ms)
+-- ARGV[2] notification channel
+-- ARGV[3] the throttle key, published on the channel
+--
+-- Returns the end of the cooldown in force (unix ms).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local untl = now + tonumber(ARGV[1])
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if cur >= untl then
+  return cur
+end
+redis.call('SET', KEYS[1], untl, 'PXAT', untl)
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return untl

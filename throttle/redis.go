@@ -1,0 +1,538 @@
+package throttle
+
+import (
+	"container/list"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The atomic steps of the Redis backend, one Lua script each.
+var (
+	//go:embed lua/acquire.lua
+	acquireLua string
+	//go:embed lua/release.lua
+	releaseLua string
+	//go:embed lua/extend.lua
+	extendLua string
+	//go:embed lua/cooldown.lua
+	cooldownLua string
+)
+
+// ErrUnavailable matches the errors of a Redis backend that cannot reach
+// Redis and has no fallback: nothing was acquired, and no call should start.
+var ErrUnavailable = errors.New("throttle: backend unavailable")
+
+// Fallback says what a Redis backend does when Redis cannot be reached.
+type Fallback int
+
+const (
+	// FailClosed refuses at once with an error matching ErrUnavailable. The
+	// default: no call leaves without the fleet-wide limits.
+	FailClosed Fallback = iota
+	// FallBackLocal limits with an in-process backend instead, each limit cut
+	// to the process's share (RedisOptions.LocalShare), until Redis answers
+	// again.
+	FallBackLocal
+)
+
+// RedisOptions configure a Redis backend. The zero value is usable.
+type RedisOptions struct {
+	// Prefix starts every key and channel (default "wecom:throttle:").
+	Prefix string
+	// Fallback is what happens while Redis cannot be reached (default
+	// FailClosed).
+	Fallback Fallback
+	// LocalShare is the fraction of every limit one process may use under
+	// FallBackLocal, such as 1/3 for three processes (default 1). Concurrency
+	// and window limits are rounded down, but never below 1.
+	LocalShare float64
+	// RetryRedisAfter is how long the fallback is used before Redis is tried
+	// again (default 1s).
+	RetryRedisAfter time.Duration
+	// OpTimeout bounds each Redis round trip (default 2s).
+	OpTimeout time.Duration
+}
+
+// Redis is a Backend on Redis, shared by every process that uses the same
+// Redis and prefix: a fleet of processes stays under one set of limits.
+//
+// Each acquisition is one Lua script that checks and takes the concurrency
+// slot, every rate window and the cooldown together, timed by the Redis
+// server's clock, so that processes with skewed clocks agree. Release is one
+// script too. Leases expire on the server, so a process that dies frees its
+// slots when their TTL ends.
+//
+// Waiting: within a process, the waiters of a key queue locally in arrival
+// order and only the head talks to Redis. A release anywhere publishes the key
+// on one channel that every process subscribes to once, which wakes the head
+// at once; a timer at the time the script names (a window opening, a cooldown
+// ending, the next lease expiry) covers the rest, and a resync every
+// second covers notifications lost while the subscription reconnects.
+// Fairness: strict arrival order within a process; across processes, the first
+// head to run the script after a slot frees gets it.
+//
+// Keys: prefix + the key, with the key's Redis Cluster hash tag if it has one
+// ("{corp}") or the whole key as the tag if not, so that every Redis key of one
+// throttle key is in one slot and different keys spread. Keys expire when idle.
+//
+// NewRedis subscribes at once, in a goroutine that Close stops.
+type Redis struct {
+	rdb      redis.UniversalClient
+	opt      RedisOptions
+	channel  string
+	acquire  *redis.Script
+	release  *redis.Script
+	extend   *redis.Script
+	cooldown *redis.Script
+	local    *Memory // the fallback
+
+	mu        sync.Mutex
+	keys      map[string]*rkey
+	downUntil time.Time // fallback in use until then
+	pubsub    *redis.PubSub
+	done      chan struct{}
+}
+
+// rkey is the local state of one key: its queue of waiters and the signal
+// that wakes the head.
+type rkey struct {
+	queue list.List // of *rwaiter
+	wake  chan struct{}
+}
+
+type rwaiter struct {
+	turn         chan struct{} // closed when the waiter reaches the head, or fails
+	waitCooldown bool
+	err          error // set before turn closes, when the head failed this waiter
+}
+
+// NewRedis returns a Redis backend on rdb (a single node, Sentinel or Cluster
+// client).
+func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
+	if rdb == nil {
+		return nil, invalidf("nil Redis client")
+	}
+	if opt.Prefix == "" {
+		opt.Prefix = "wecom:throttle:"
+	}
+	if opt.LocalShare == 0 {
+		opt.LocalShare = 1
+	}
+	if opt.RetryRedisAfter == 0 {
+		opt.RetryRedisAfter = time.Second
+	}
+	if opt.OpTimeout == 0 {
+		opt.OpTimeout = 2 * time.Second
+	}
+	switch {
+	case opt.LocalShare < 0 || opt.LocalShare > 1:
+		return nil, invalidf("local share %v not in (0, 1]", opt.LocalShare)
+	case opt.RetryRedisAfter < 0 || opt.OpTimeout < 0:
+		return nil, invalidf("negative duration in %+v", opt)
+	case opt.Fallback != FailClosed && opt.Fallback != FallBackLocal:
+		return nil, invalidf("unknown fallback %d", opt.Fallback)
+	}
+	b := &Redis{
+		rdb:      rdb,
+		opt:      opt,
+		channel:  opt.Prefix + "notify",
+		acquire:  redis.NewScript(acquireLua),
+		release:  redis.NewScript(releaseLua),
+		extend:   redis.NewScript(extendLua),
+		cooldown: redis.NewScript(cooldownLua),
+		local:    NewMemory(),
+		keys:     make(map[string]*rkey),
+		done:     make(chan struct{}),
+	}
+	b.pubsub = rdb.Subscribe(context.Background(), b.channel)
+	go b.listen(b.pubsub.Channel(redis.WithChannelHealthCheckInterval(time.Second)))
+	return b, nil
+}
+
+// Close stops the subscription. Calls after Close fail.
+func (b *Redis) Close() error {
+	select {
+	case <-b.done:
+		return nil
+	default:
+	}
+	close(b.done)
+	return b.pubsub.Close()
+}
+
+// listen wakes the head waiter of every key a release or cooldown names.
+func (b *Redis) listen(ch <-chan *redis.Message) {
+	for m := range ch {
+		b.mu.Lock()
+		if k := b.keys[m.Payload]; k != nil {
+			select {
+			case k.wake <- struct{}{}:
+			default:
+			}
+		}
+		b.mu.Unlock()
+	}
+}
+
+// redisKeys names the Redis keys of a throttle key.
+type redisKeys struct {
+	holders, cooldown string
+	windows           []string
+}
+
+func (b *Redis) names(key string, ws []Window) redisKeys {
+	base := b.opt.Prefix + hashTagged(key)
+	k := redisKeys{holders: base + ":h", cooldown: base + ":c"}
+	for _, w := range ws {
+		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))
+	}
+	return k
+}
+
+// hashTagged returns key if it holds a Redis Cluster hash tag, else key in
+// braces.
+func hashTagged(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key
+		}
+	}
+	return "{" + key + "}"
+}
+
+func newLeaseID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+func (b *Redis) validate(r Request) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if strings.ContainsAny(r.Key, "\r\n") {
+		return invalidf("key %q holds a line break", r.Key)
+	}
+	for _, w := range r.Windows {
+		if w.Period < BucketsPerWindow*time.Millisecond {
+			return invalidf("key %q: window %s: the Redis backend counts in milliseconds, so periods start at %s", r.Key, w, BucketsPerWindow*time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// opCtx bounds one round trip; it is not cancelled with the caller, so that a
+// script that ran is always answered and its effect known.
+func (b *Redis) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), b.opt.OpTimeout)
+}
+
+// attempt runs the acquire script once.
+func (b *Redis) attempt(ctx context.Context, r Request, take bool) (Lease, verdict, time.Time, error) {
+	k := b.names(r.Key, r.Windows)
+	keys := append([]string{k.holders, k.cooldown}, k.windows...)
+	id := newLeaseID()
+	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0}
+	if take {
+		args[3] = 1
+	}
+	for _, w := range r.Windows {
+		args = append(args, w.Limit, w.Period.Milliseconds())
+	}
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	res, err := b.acquire.Run(octx, b.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return Lease{}, verdict{}, time.Time{}, err
+	}
+	if len(res) < 3 {
+		return Lease{}, verdict{}, time.Time{}, fmt.Errorf("throttle: acquire script answered %v", res)
+	}
+	if res[0] == 1 {
+		l := Lease{Key: r.Key, ID: id, Granted: time.UnixMilli(res[1])}
+		if res[2] > 0 {
+			l.Expires = time.UnixMilli(res[2])
+		}
+		return l, verdict{ok: true}, l.Granted, nil
+	}
+	v := verdict{reason: Reason(res[1])}
+	if res[2] > 0 {
+		v.at = time.UnixMilli(res[2])
+	}
+	now := time.UnixMilli(res[3])
+	return Lease{}, v, now, nil
+}
+
+// isDown reports whether the fallback is in use.
+func (b *Redis) isDown() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.opt.Fallback == FallBackLocal && time.Now().Before(b.downUntil)
+}
+
+// failed handles a Redis error (the round trip's own timeout included, as the
+// caller's cancellation never reaches it): it switches to the fallback or
+// reports the backend unavailable.
+func (b *Redis) failed(err error) error {
+	if b.opt.Fallback == FallBackLocal {
+		b.mu.Lock()
+		b.downUntil = time.Now().Add(b.opt.RetryRedisAfter)
+		b.mu.Unlock()
+		return errFallback
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// errFallback tells the caller to use the local backend.
+var errFallback = errors.New("throttle: using the local fallback")
+
+// share cuts r's limits to the process's share, for the fallback.
+func (b *Redis) share(r Request) Request {
+	cut := func(n int) int { return max(1, int(math.Floor(float64(n)*b.opt.LocalShare))) }
+	if r.Concurrency > 0 {
+		r.Concurrency = cut(r.Concurrency)
+	}
+	ws := make([]Window, len(r.Windows))
+	for i, w := range r.Windows {
+		ws[i] = Window{Limit: cut(w.Limit), Period: w.Period}
+	}
+	r.Windows = ws
+	return r
+}
+
+// localLease marks leases of the fallback, so that Release routes them there.
+const localLease = "local:"
+
+func fromLocal(l Lease, err error) (Lease, error) {
+	l.ID = localLease + l.ID
+	return l, err
+}
+
+// TryAcquire implements Backend.
+func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
+	if err := b.validate(r); err != nil {
+		return Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	if b.isDown() {
+		return fromLocal(b.local.TryAcquire(ctx, b.share(r)))
+	}
+	b.mu.Lock()
+	queued := b.keys[r.Key] != nil && b.keys[r.Key].queue.Len() > 0
+	b.mu.Unlock()
+	l, v, now, err := b.attempt(ctx, r, !queued)
+	if err != nil {
+		if err = b.failed(err); err == errFallback {
+			return fromLocal(b.local.TryAcquire(ctx, b.share(r)))
+		}
+		return Lease{}, err
+	}
+	if v.ok && queued {
+		v = verdict{reason: ReasonConcurrency} // local waiters came first
+	}
+	if !v.ok {
+		return Lease{}, v.err(r.Key, now)
+	}
+	return l, nil
+}
+
+// Acquire implements Backend.
+func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
+	if err := b.validate(r); err != nil {
+		return Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	if b.isDown() {
+		return fromLocal(b.local.Acquire(ctx, b.share(r)))
+	}
+	// Queue locally; only the head of a key's queue talks to Redis.
+	b.mu.Lock()
+	k := b.keys[r.Key]
+	if k == nil {
+		k = &rkey{wake: make(chan struct{}, 1)}
+		b.keys[r.Key] = k
+	}
+	w := &rwaiter{turn: make(chan struct{}), waitCooldown: r.WaitCooldown}
+	e := k.queue.PushBack(w)
+	if k.queue.Front() == e {
+		close(w.turn)
+	}
+	b.mu.Unlock()
+	defer b.leave(r.Key, k, e)
+
+	select {
+	case <-w.turn:
+		if w.err != nil {
+			return Lease{}, w.err
+		}
+	case <-ctx.Done():
+		return Lease{}, ctx.Err()
+	case <-b.done:
+		return Lease{}, fmt.Errorf("%w: closed", ErrUnavailable)
+	}
+	for {
+		l, v, now, err := b.attempt(ctx, r, true)
+		if err != nil {
+			if err = b.failed(err); err == errFallback {
+				return fromLocal(b.local.Acquire(ctx, b.share(r)))
+			}
+			return Lease{}, err
+		}
+		if v.ok {
+			if ctx.Err() != nil {
+				// Granted as the caller gave up: the call never starts.
+				b.giveBack(l, r)
+				return Lease{}, ctx.Err()
+			}
+			return l, nil
+		}
+		if v.reason == ReasonCooldown {
+			b.failNonWaiting(k, e, v.err(r.Key, now))
+		}
+		if v.reason == ReasonCooldown && !r.WaitCooldown ||
+			v.reason != ReasonConcurrency && deadlineBefore(ctx, time.Now().Add(v.at.Sub(now))) {
+			return Lease{}, v.err(r.Key, now)
+		}
+		// Wait for a release or cooldown notice, for the time the script
+		// named, or for a resync.
+		d := time.Second
+		if !v.at.IsZero() {
+			d = min(d, v.at.Sub(now)+time.Millisecond)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-k.wake:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return Lease{}, ctx.Err()
+		case <-b.done:
+			t.Stop()
+			return Lease{}, fmt.Errorf("%w: closed", ErrUnavailable)
+		}
+		t.Stop()
+	}
+}
+
+// failNonWaiting fails the waiters queued behind head that do not wait out
+// cooldowns, the key being in one.
+func (b *Redis) failNonWaiting(k *rkey, head *list.Element, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for e := head.Next(); e != nil; {
+		next := e.Next()
+		if w := e.Value.(*rwaiter); !w.waitCooldown {
+			w.err = err
+			k.queue.Remove(e)
+			close(w.turn)
+		}
+		e = next
+	}
+}
+
+// leave takes a waiter out of its key's queue and hands the turn on.
+func (b *Redis) leave(key string, k *rkey, e *list.Element) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	wasHead := k.queue.Front() == e
+	k.queue.Remove(e) // a no-op if the head already failed it
+	if k.queue.Len() == 0 {
+		delete(b.keys, key)
+		return
+	}
+	if wasHead {
+		close(k.queue.Front().Value.(*rwaiter).turn)
+	}
+}
+
+// giveBack releases a lease and refunds its window counts.
+func (b *Redis) giveBack(l Lease, r Request) {
+	k := b.names(r.Key, r.Windows)
+	keys := append([]string{k.holders}, k.windows...)
+	args := []any{l.ID, b.channel, r.Key, l.Granted.UnixMilli()}
+	for _, w := range r.Windows {
+		args = append(args, w.Period.Milliseconds())
+	}
+	octx, cancel := b.opCtx(context.Background())
+	defer cancel()
+	_ = b.release.Run(octx, b.rdb, keys, args...).Err() // on failure the TTL frees the slot
+}
+
+// Release implements Backend.
+func (b *Redis) Release(ctx context.Context, l Lease) error {
+	if strings.HasPrefix(l.ID, localLease) {
+		l.ID = strings.TrimPrefix(l.ID, localLease)
+		return b.local.Release(ctx, l)
+	}
+	if !l.HoldsSlot() {
+		return nil
+	}
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	n, err := b.release.Run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, l.ID, b.channel, l.Key, 0).Int64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
+	case n == 0:
+		return ErrLeaseNotHeld
+	}
+	return nil
+}
+
+// Extend implements Backend.
+func (b *Redis) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	if ttl < time.Millisecond {
+		return l, invalidf("key %q: TTL %s under a millisecond", l.Key, ttl)
+	}
+	if strings.HasPrefix(l.ID, localLease) {
+		l.ID = strings.TrimPrefix(l.ID, localLease)
+		return fromLocal(b.local.Extend(ctx, l, ttl))
+	}
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	exp, err := b.extend.Run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, l.ID, ttl.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		return l, fmt.Errorf("%w: extend: %w", ErrUnavailable, err)
+	case exp == 0:
+		return l, ErrLeaseNotHeld
+	}
+	l.Expires = time.UnixMilli(exp)
+	return l, nil
+}
+
+// Cooldown implements Backend.
+func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error {
+	if key == "" {
+		return invalidf("empty key")
+	}
+	if d <= 0 {
+		return nil
+	}
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	err := b.cooldown.Run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key).Err()
+	if err != nil {
+		// Keep this process off the API at least.
+		_ = b.local.Cooldown(ctx, key, d)
+		return fmt.Errorf("%w: cooldown: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+var _ Backend = (*Redis)(nil)
