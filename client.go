@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -39,6 +40,7 @@ type Client struct {
 	observer        Observer
 	waitOnRateLimit bool
 	attemptTimeout  time.Duration
+	leaseTTLOpt     time.Duration
 
 	// Tags calls the contact tag (通讯录标签) APIs.
 	Tags *TagService
@@ -224,14 +226,28 @@ func WithWaitOnRateLimit(wait bool) Option {
 	}
 }
 
-// WithAttemptTimeout bounds each HTTP attempt (default 30s). Leases outlive it
-// by 15 s, so no call in flight loses its slot.
+// WithAttemptTimeout bounds each HTTP attempt (default 30s).
 func WithAttemptTimeout(d time.Duration) Option {
 	return func(c *Client) error {
 		if d <= 0 {
 			return invalid("attempt timeout", "%s is not positive", d)
 		}
 		c.attemptTimeout = d
+		return nil
+	}
+}
+
+// WithLeaseTTL sets how long a concurrency slot stays taken when its holder
+// dies without releasing it (default DefaultLeaseTTL). A live call renews its
+// slots every half TTL, so a slow call never loses them; a shorter TTL frees the
+// slots of a crashed process sooner, at the cost of renewals for calls longer
+// than half of it.
+func WithLeaseTTL(d time.Duration) Option {
+	return func(c *Client) error {
+		if d < 100*time.Millisecond {
+			return invalid("lease TTL", "%s is under 100ms", d)
+		}
+		c.leaseTTLOpt = d
 		return nil
 	}
 }
@@ -249,6 +265,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		retry:          DefaultRetryPolicy(),
 		logger:         slog.New(slog.DiscardHandler),
 		attemptTimeout: 30 * time.Second,
+		leaseTTLOpt:    DefaultLeaseTTL,
 	}
 	c.tokens = &tokenManager{c: c, store: NewMemoryTokenStore(), refreshAhead: 5 * time.Minute, badFor: time.Minute}
 	for _, opt := range opts {
@@ -425,6 +442,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, tok string, n int) (err 
 		return err
 	}
 	defer c.release(ctx, leases)
+	defer c.keepAlive(ctx, leases)()
 
 	actx, cancel := context.WithTimeout(ctx, c.attemptTimeout)
 	defer cancel()
@@ -498,6 +516,54 @@ func (c *Client) acquire(ctx context.Context, cl *call, lim Limits) ([]throttle.
 			return leases, nil
 		}
 		c.release(ctx, leases)
+	}
+}
+
+// keepAlive renews the leases' slots every half TTL until the returned stop
+// is called, so that a call slower than the TTL keeps them. It starts no
+// goroutine until the first renewal is due, and none outlives stop.
+func (c *Client) keepAlive(ctx context.Context, leases []throttle.Lease) (stop func()) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		running sync.WaitGroup
+		t       *time.Timer
+	)
+	ttl := c.leaseTTL()
+	renew := func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			return
+		}
+		running.Add(1)
+		mu.Unlock()
+		defer running.Done()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/2)
+		defer cancel()
+		for _, l := range leases {
+			if !l.HoldsSlot() {
+				continue
+			}
+			if _, err := c.limiter.Extend(rctx, l, ttl); err != nil {
+				c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: lease renewal failed", slog.String("key", l.Key), slog.String("error", err.Error()))
+			}
+		}
+		mu.Lock()
+		if !stopped {
+			t.Reset(ttl / 2)
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	t = time.AfterFunc(ttl/2, renew)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+		running.Wait()
 	}
 }
 

@@ -805,3 +805,36 @@ func TestCustomerLeaseSurvivesLongWait(t *testing.T) {
 		}
 	})
 }
+
+// A call slower than the lease TTL keeps its slot: no second call gets in.
+func TestSlowCallKeepsLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := setup(t, WithLeaseTTL(time.Second), WithLimits(pathTagList, Limits{Concurrency: 1}))
+		var mu sync.Mutex
+		inFlight, peak := 0, 0
+		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, func(*http.Request) (*http.Response, error) {
+			mu.Lock()
+			inFlight++
+			peak = max(peak, inFlight)
+			mu.Unlock()
+			time.Sleep(5 * time.Second)
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return httpmock.NewStringResponse(200, `{"taglist":[]}`), nil
+		})
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * 1500 * time.Millisecond)
+				if _, err := f.c.Tags.List(context.Background()); err != nil {
+					t.Errorf("List: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if peak != 1 {
+			t.Errorf("%d calls in flight at once with a limit of 1 and calls 5 times the lease TTL", peak)
+		}
+	})
+}

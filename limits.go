@@ -134,8 +134,11 @@ func (c *Client) requests(cl *call, l Limits) []throttle.Request {
 	})
 }
 
-// leaseTTL outlasts any attempt, so a live call never loses its slot.
-func (c *Client) leaseTTL() time.Duration { return c.attemptTimeout + 15*time.Second }
+// DefaultLeaseTTL is how long a concurrency slot outlives a process that died
+// holding it. Live calls renew their slots, however long they take.
+const DefaultLeaseTTL = 15 * time.Second
+
+func (c *Client) leaseTTL() time.Duration { return c.leaseTTLOpt }
 
 // fetchTimeout bounds a token fetch, its retries included.
-func (c *Client) fetchTimeout() time.Duration { return 2 * c.leaseTTL() }
+func (c *Client) fetchTimeout() time.Duration { return 2*c.attemptTimeout + 15*time.Second }

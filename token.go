@@ -312,13 +312,14 @@ func (m *tokenManager) obtain(ctx context.Context, prev cachedToken) (Token, err
 	// One fetch at a time per app, across everything that shares the limiter.
 	lim := m.c.limits(pathGetToken)
 	if lim.PerResource > 0 {
-		// The lease outlives the whole fetch, retries included.
-		r := throttle.Request{Key: m.c.apiKey(pathGetToken) + "|" + m.app, Concurrency: lim.PerResource, TTL: m.c.fetchTimeout() + 15*time.Second}
+		r := throttle.Request{Key: m.c.apiKey(pathGetToken) + "|" + m.app, Concurrency: lim.PerResource, TTL: m.c.leaseTTL()}
 		l, err := m.c.limiter.Acquire(ctx, r)
 		if err != nil {
 			return Token{}, m.c.limitError(pathGetToken, err)
 		}
-		defer m.c.release(ctx, []throttle.Lease{l})
+		leases := []throttle.Lease{l}
+		defer m.c.release(ctx, leases)
+		defer m.c.keepAlive(ctx, leases)() // the fetch may outlast the TTL
 		// Whoever held the lease before us may have stored a fresh token.
 		if t, ok := m.stored(ctx, prev); ok {
 			return t, nil
