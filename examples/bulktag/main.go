@@ -14,22 +14,27 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jarcoal/httpmock"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/throttle"
 )
 
 const (
@@ -38,9 +43,9 @@ const (
 )
 
 type config struct {
-	baseURL, corpID, secret, userID, redis string
-	customers, repeat, workers             int
-	latency                                time.Duration
+	baseURL, corpID, secret, userID, redis, redisPrefix string
+	customers, repeat, workers                          int
+	latency                                             time.Duration
 }
 
 func main() {
@@ -53,7 +58,8 @@ func main() {
 	flag.IntVar(&cfg.repeat, "repeat", 1, "times each customer is marked, interleaved so workers want the same customer at once")
 	flag.IntVar(&cfg.workers, "workers", 32, "concurrent workers")
 	flag.DurationVar(&cfg.latency, "latency", 20*time.Millisecond, "service time of the embedded mock")
-	flag.StringVar(&cfg.redis, "redis", "", "Redis address for the shared limiter and token store (host:port)")
+	flag.StringVar(&cfg.redis, "redis", "", "Redis for the limiter and token store shared by every copy: host:port, or a comma-separated list of cluster nodes")
+	flag.StringVar(&cfg.redisPrefix, "redis-prefix", "bulktag:", "prefix of the Redis keys")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -96,8 +102,6 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (bool, error
 	switch {
 	case cfg.customers <= 0 || cfg.repeat <= 0 || cfg.workers <= 0:
 		return false, errors.New("-customers, -repeat and -workers must be positive")
-	case cfg.redis != "":
-		return false, errors.New("-redis: the Redis limiter and token store are not in this build yet; run without -redis")
 	}
 	var (
 		srv  *mock.Server
@@ -116,6 +120,25 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (bool, error
 		m.Register(mt, cfg.baseURL)
 		srv, opts = m, append(opts, wecom.WithTransport(mt))
 		fmt.Fprintf(stderr, "embedded mock WeCom (in-process), latency %s\n", cfg.latency)
+	}
+
+	if cfg.redis != "" {
+		rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(cfg.redis, ",")})
+		defer rdb.Close()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return false, fmt.Errorf("-redis %s: %w", cfg.redis, err)
+		}
+		limiter, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: cfg.redisPrefix + "throttle:"})
+		if err != nil {
+			return false, err
+		}
+		defer limiter.Close()
+		store, err := wecom.NewRedisTokenStore(rdb, cfg.redisPrefix+"token:")
+		if err != nil {
+			return false, err
+		}
+		opts = append(opts, wecom.WithLimiter(limiter), wecom.WithTokenStore(store))
+		fmt.Fprintf(stderr, "limits and token shared through Redis at %s\n", cfg.redis)
 	}
 
 	st := &stats{failures: map[string]int{}}
@@ -206,6 +229,12 @@ feed:
 		slices.Sort(st.latencies)
 		fmt.Fprintf(stdout, "latency:    p50 %s, p99 %s\n", pct(st.latencies, 0.50), pct(st.latencies, 0.99))
 	}
+	if srv == nil {
+		if ms, err := remoteStats(ctx, cfg.baseURL); err == nil {
+			fmt.Fprintf(stdout, "mock:       (all processes so far) max in flight %d, 45033 answered %d, 45009 answered %d, gettoken calls %d, marks %d\n",
+				ms.MaxInFlight["/cgi-bin/externalcontact/mark_tag"], ms.Refusals[wecom.CodeConcurrencyLimited], ms.Refusals[wecom.CodeFrequencyLimited], ms.GetTokenCalls, ms.MarkCalls)
+		}
+	}
 	if srv != nil {
 		s := srv.Stats()
 		bound := float64(wecom.DefaultLimits("/cgi-bin/externalcontact/mark_tag").Concurrency) / cfg.latency.Seconds()
@@ -233,6 +262,10 @@ func ensureTag(ctx context.Context, c *wecom.Client) (string, error) {
 		}
 	}
 	g, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: groupName, Tags: []wecom.CorpTagSpec{{Name: tagName}}})
+	var ae *wecom.APIError
+	if errors.As(err, &ae) && ae.Code == wecom.CodeTagNameExists {
+		return ensureTag(ctx, c) // another copy created it meanwhile
+	}
 	if err != nil {
 		return "", err
 	}
@@ -240,6 +273,32 @@ func ensureTag(ctx context.Context, c *wecom.Client) (string, error) {
 		return "", errors.New("add_corp_tag answered no tag")
 	}
 	return g.Tags[0].ID, nil
+}
+
+// mockStats are the counters examples/mockserver serves.
+type mockStats struct {
+	MaxInFlight   map[string]int
+	Refusals      map[int]int
+	GetTokenCalls int
+	MarkCalls     int
+}
+
+// remoteStats reads the counters of a mock served by examples/mockserver.
+func remoteStats(ctx context.Context, baseURL string) (*mockStats, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(baseURL, "/")+"/mock/stats", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	var ms mockStats
+	return &ms, json.NewDecoder(resp.Body).Decode(&ms)
 }
 
 func progress(w io.Writer, done *atomic.Int64, total int, start time.Time, stop <-chan struct{}) {

@@ -27,7 +27,7 @@ func TestBulkTagOnEmbeddedMock(t *testing.T) {
 func TestBulkTagRejectsBadFlags(t *testing.T) {
 	for _, cfg := range []config{
 		{customers: 0, repeat: 1, workers: 1},
-		{customers: 1, repeat: 1, workers: 1, redis: "127.0.0.1:6379"},
+		{customers: 1, repeat: 1, workers: 1, redis: "127.0.0.1:1"}, // nothing listens there
 	} {
 		if _, err := run(context.Background(), cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("run(%+v) succeeded", cfg)

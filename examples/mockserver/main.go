@@ -1,0 +1,89 @@
+// Command mockserver serves the mock WeCom over HTTP, for running several
+// processes (examples/bulktag copies, say) against one fake WeCom:
+//
+//	go run ./examples/mockserver -addr 127.0.0.1:8099 -latency 20ms
+//	go run ./examples/bulktag -base-url http://127.0.0.1:8099 -redis 127.0.0.1:6379 &   # three times
+//
+// Besides the WeCom API under /cgi-bin/, GET /mock/stats answers the mock's
+// counters as JSON (calls, max in flight, refusals by errcode, gettoken calls,
+// successful marks), and POST /mock/reset-stats zeroes them.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/wecomkit/wecom/mock"
+)
+
+// StatsPath is where the counters are served.
+const StatsPath = "/mock/stats"
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8099", "listen address (loopback)")
+	latency := flag.Duration("latency", 20*time.Millisecond, "service time of every API call")
+	corpID := flag.String("corp-id", "wwbulktag", "corp id of the registered app")
+	secret := flag.String("secret", "bulktag-secret", "secret of the registered app")
+	users := flag.Int("users", 0, "register users user0..userN-1 in the contact directory")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, *addr, *latency, *corpID, *secret, *users); err != nil {
+		fmt.Fprintln(os.Stderr, "mockserver:", err)
+		os.Exit(1)
+	}
+}
+
+// Handler returns the mock's API and its counters on one handler.
+func Handler(m *mock.Server) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/cgi-bin/", m.Handler())
+	mux.HandleFunc("GET "+StatsPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(struct {
+			mock.Stats
+			MarkCalls int
+		}{m.Stats(), m.MarkCalls()})
+	})
+	mux.HandleFunc("POST /mock/reset-stats", func(w http.ResponseWriter, _ *http.Request) {
+		m.ResetStats()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return mux
+}
+
+func serve(ctx context.Context, addr string, latency time.Duration, corpID, secret string, users int) error {
+	m, err := mock.New(mock.Config{Latency: latency})
+	if err != nil {
+		return err
+	}
+	m.AddApp(corpID, secret)
+	for i := range users {
+		m.AddUsers(corpID, fmt.Sprintf("user%d", i))
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: Handler(m), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Printf("mock WeCom at http://%s (latency %s, app %s)\n", ln.Addr(), latency, corpID)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
