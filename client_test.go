@@ -569,6 +569,7 @@ func TestTokenRefreshedAhead(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		synctest.Wait() // the refresh runs in the background
 		if n := ts.fetches.Load(); n != 2 {
 			t.Errorf("%d fetches after the refresh window opened, want 2", n)
 		}

@@ -1,0 +1,102 @@
+package wecom
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed token_delete.lua
+var tokenDeleteLua string
+
+// RedisTokenStore is a TokenStore on Redis, shared by every process using the
+// same Redis and prefix. It works with a single node, Sentinel and Cluster
+// alike: every operation touches one key.
+//
+// A token is stored under prefix+key as the JSON {"v": token, "e": expiry in
+// Unix milliseconds} and expires in Redis with the token. The key names a
+// corp and a hash of the app's secret, never the secret; errors never hold
+// the token. A RedisTokenStore is safe for concurrent use.
+type RedisTokenStore struct {
+	rdb    redis.UniversalClient
+	prefix string
+	del    *redis.Script
+}
+
+// redisToken is the stored form of a Token.
+type redisToken struct {
+	Value     string `json:"v"`
+	ExpiresAt int64  `json:"e"` // Unix ms
+}
+
+// NewRedisTokenStore returns a store keeping tokens in rdb under keys starting
+// with prefix, which may be empty and lets deployments share one Redis without
+// sharing tokens. The caller keeps ownership of rdb.
+func NewRedisTokenStore(rdb redis.UniversalClient, prefix string) (*RedisTokenStore, error) {
+	if rdb == nil {
+		return nil, invalid("redis token store", "nil redis client")
+	}
+	return &RedisTokenStore{rdb: rdb, prefix: prefix, del: redis.NewScript(tokenDeleteLua)}, nil
+}
+
+// Get implements TokenStore. A token whose expiry has passed is ErrNoToken,
+// even if Redis still holds it.
+func (s *RedisTokenStore) Get(ctx context.Context, key string) (Token, error) {
+	raw, err := s.rdb.Get(ctx, s.prefix+key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return Token{}, ErrNoToken
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("wecom: token store get: %w", err)
+	}
+	var e redisToken
+	// The decoding error is not wrapped: it may quote the token.
+	if json.Unmarshal(raw, &e) != nil || e.Value == "" {
+		return Token{}, errors.New("wecom: token store get: stored entry is not a token")
+	}
+	t := Token{Value: e.Value, ExpiresAt: time.UnixMilli(e.ExpiresAt)}
+	if !time.Now().Before(t.ExpiresAt) {
+		return Token{}, ErrNoToken
+	}
+	return t, nil
+}
+
+// Set implements TokenStore. An already expired token is not stored (and
+// the stored one, if any, is left alone); an empty one is a
+// *ValidationError.
+func (s *RedisTokenStore) Set(ctx context.Context, key string, t Token) error {
+	if t.Value == "" {
+		return invalid("token", "empty value")
+	}
+	ttl := time.Until(t.ExpiresAt)
+	if ttl <= 0 {
+		return nil
+	}
+	// Redis counts whole milliseconds; round up so that a token in its last
+	// millisecond is not stored without expiry. Get checks the exact expiry.
+	if r := ttl % time.Millisecond; r != 0 {
+		ttl += time.Millisecond - r
+	}
+	raw, err := json.Marshal(redisToken{Value: t.Value, ExpiresAt: t.ExpiresAt.UnixMilli()})
+	if err != nil {
+		return fmt.Errorf("wecom: token store set: encoding: %w", err)
+	}
+	if err := s.rdb.Set(ctx, s.prefix+key, raw, ttl).Err(); err != nil {
+		return fmt.Errorf("wecom: token store set: %w", err)
+	}
+	return nil
+}
+
+// Delete implements TokenStore: one script, in one round trip, deletes the
+// entry only if it still holds value.
+func (s *RedisTokenStore) Delete(ctx context.Context, key, value string) error {
+	if err := s.del.Run(ctx, s.rdb, []string{s.prefix + key}, value).Err(); err != nil {
+		return fmt.Errorf("wecom: token store delete: %w", err)
+	}
+	return nil
+}
