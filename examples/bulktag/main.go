@@ -45,7 +45,7 @@ const (
 type config struct {
 	baseURL, corpID, secret, userID, redis, redisPrefix string
 	customers, repeat, workers                          int
-	latency                                             time.Duration
+	latency, leaseTTL                                   time.Duration
 }
 
 func main() {
@@ -60,6 +60,7 @@ func main() {
 	flag.DurationVar(&cfg.latency, "latency", 20*time.Millisecond, "service time of the embedded mock")
 	flag.StringVar(&cfg.redis, "redis", "", "Redis for the limiter and token store shared by every copy: host:port, or a comma-separated list of cluster nodes")
 	flag.StringVar(&cfg.redisPrefix, "redis-prefix", "bulktag:", "prefix of the Redis keys")
+	flag.DurationVar(&cfg.leaseTTL, "lease-ttl", 0, "how long the slots of a copy that dies stay taken (default: the SDK's)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -141,6 +142,9 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (bool, error
 		fmt.Fprintf(stderr, "limits and token shared through Redis at %s\n", cfg.redis)
 	}
 
+	if cfg.leaseTTL > 0 {
+		opts = append(opts, wecom.WithLeaseTTL(cfg.leaseTTL))
+	}
 	st := &stats{failures: map[string]int{}}
 	c, err := wecom.New(cfg.corpID, cfg.secret, append(opts,
 		wecom.WithBaseURL(cfg.baseURL),
