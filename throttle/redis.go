@@ -27,6 +27,8 @@ var (
 	extendLua string
 	//go:embed lua/cooldown.lua
 	cooldownLua string
+	//go:embed lua/pass.lua
+	passLua string
 )
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
@@ -79,8 +81,12 @@ type RedisOptions struct {
 // at once; a timer at the time the script names (a window opening, a cooldown
 // ending, the next lease expiry) covers the rest, and a resync every
 // second covers notifications lost while the subscription reconnects.
-// Fairness: strict arrival order within a process; across processes, the first
-// head to run the script after a slot frees gets it.
+//
+// Fairness: waiters are served in arrival order within a process. Across
+// processes, a head refused a slot queues its process in Redis, and each
+// release wakes only the process that has waited longest (which queues again
+// at the back if it still has waiters): processes take turns, one slot each,
+// and a release costs one wake-up, not a stampede of every process.
 //
 // Keys: prefix + the key, with the key's Redis Cluster hash tag if it has one
 // ("{corp}") or the whole key as the tag if not, so that every Redis key of one
@@ -88,14 +94,17 @@ type RedisOptions struct {
 //
 // NewRedis subscribes at once, in a goroutine that Close stops.
 type Redis struct {
-	rdb      redis.UniversalClient
-	opt      RedisOptions
-	channel  string
-	acquire  *redis.Script
-	release  *redis.Script
-	extend   *redis.Script
-	cooldown *redis.Script
-	local    *Memory // the fallback
+	rdb        redis.UniversalClient
+	opt        RedisOptions
+	proc       string // this backend's id among the waiting processes
+	channel    string // broadcast: cooldowns, to every process
+	wakePrefix string // wake-ups: wakePrefix + proc reaches this process only
+	acquire    *redis.Script
+	release    *redis.Script
+	extend     *redis.Script
+	cooldown   *redis.Script
+	pass       *redis.Script
+	local      *Memory // the fallback
 
 	mu        sync.Mutex
 	keys      map[string]*rkey
@@ -144,18 +153,21 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		return nil, invalidf("unknown fallback %d", opt.Fallback)
 	}
 	b := &Redis{
-		rdb:      rdb,
-		opt:      opt,
-		channel:  opt.Prefix + "notify",
-		acquire:  redis.NewScript(acquireLua),
-		release:  redis.NewScript(releaseLua),
-		extend:   redis.NewScript(extendLua),
-		cooldown: redis.NewScript(cooldownLua),
-		local:    NewMemory(),
-		keys:     make(map[string]*rkey),
-		done:     make(chan struct{}),
+		rdb:        rdb,
+		opt:        opt,
+		proc:       newLeaseID(),
+		channel:    opt.Prefix + "notify",
+		wakePrefix: opt.Prefix + "wake:",
+		acquire:    redis.NewScript(acquireLua),
+		release:    redis.NewScript(releaseLua),
+		extend:     redis.NewScript(extendLua),
+		cooldown:   redis.NewScript(cooldownLua),
+		pass:       redis.NewScript(passLua),
+		local:      NewMemory(),
+		keys:       make(map[string]*rkey),
+		done:       make(chan struct{}),
 	}
-	b.pubsub = rdb.Subscribe(context.Background(), b.channel)
+	b.pubsub = rdb.Subscribe(context.Background(), b.channel, b.wakePrefix+b.proc)
 	go b.listen(b.pubsub.Channel(redis.WithChannelHealthCheckInterval(time.Second)))
 	return b, nil
 }
@@ -171,29 +183,41 @@ func (b *Redis) Close() error {
 	return b.pubsub.Close()
 }
 
-// listen wakes the head waiter of every key a release or cooldown names.
+// listen wakes the head waiter of every key a release or cooldown names. A
+// wake-up for a key nobody here waits on any more goes to the next process.
 func (b *Redis) listen(ch <-chan *redis.Message) {
 	for m := range ch {
 		b.mu.Lock()
-		if k := b.keys[m.Payload]; k != nil {
+		k := b.keys[m.Payload]
+		if k != nil {
 			select {
 			case k.wake <- struct{}{}:
 			default:
 			}
 		}
 		b.mu.Unlock()
+		if k == nil && m.Channel != b.channel {
+			b.passOn(m.Payload)
+		}
 	}
+}
+
+// passOn wakes the next process waiting on key.
+func (b *Redis) passOn(key string) {
+	octx, cancel := b.opCtx(context.Background())
+	defer cancel()
+	_ = b.pass.Run(octx, b.rdb, []string{b.names(key, nil).waiting}, b.wakePrefix, key).Err() // lost: waiters' timers still run
 }
 
 // redisKeys names the Redis keys of a throttle key.
 type redisKeys struct {
-	holders, cooldown string
-	windows           []string
+	holders, cooldown, waiting string
+	windows                    []string
 }
 
 func (b *Redis) names(key string, ws []Window) redisKeys {
 	base := b.opt.Prefix + hashTagged(key)
-	k := redisKeys{holders: base + ":h", cooldown: base + ":c"}
+	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))
 	}
@@ -238,14 +262,18 @@ func (b *Redis) opCtx(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(context.WithoutCancel(ctx), b.opt.OpTimeout)
 }
 
-// attempt runs the acquire script once.
-func (b *Redis) attempt(ctx context.Context, r Request, take bool) (Lease, verdict, time.Time, error) {
+// attempt runs the acquire script once. A waiting head (queue) queues its
+// process for a wake-up when refused a slot.
+func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool) (Lease, verdict, time.Time, error) {
 	k := b.names(r.Key, r.Windows)
-	keys := append([]string{k.holders, k.cooldown}, k.windows...)
+	keys := append([]string{k.holders, k.cooldown, k.waiting}, k.windows...)
 	id := newLeaseID()
-	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0}
+	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0, ""}
 	if take {
 		args[3] = 1
+	}
+	if queue {
+		args[4] = b.proc
 	}
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
@@ -333,7 +361,7 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	b.mu.Lock()
 	queued := b.keys[r.Key] != nil && b.keys[r.Key].queue.Len() > 0
 	b.mu.Unlock()
-	l, v, now, err := b.attempt(ctx, r, !queued)
+	l, v, now, err := b.attempt(ctx, r, !queued, false)
 	if err != nil {
 		if err = b.failed(err); err == errFallback {
 			return fromLocal(b.local.TryAcquire(ctx, b.share(r)))
@@ -373,7 +401,8 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 		close(w.turn)
 	}
 	b.mu.Unlock()
-	defer b.leave(r.Key, k, e)
+	served := false
+	defer b.leave(r.Key, k, e, &served)
 
 	select {
 	case <-w.turn:
@@ -385,8 +414,9 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	case <-b.done:
 		return Lease{}, fmt.Errorf("%w: closed", ErrUnavailable)
 	}
+	woken := false
 	for {
-		l, v, now, err := b.attempt(ctx, r, true)
+		l, v, now, err := b.attempt(ctx, r, true, true)
 		if err != nil {
 			if err = b.failed(err); err == errFallback {
 				return fromLocal(b.local.Acquire(ctx, b.share(r)))
@@ -399,11 +429,17 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 				b.giveBack(l, r)
 				return Lease{}, ctx.Err()
 			}
+			served = true
 			return l, nil
 		}
 		if v.reason == ReasonCooldown {
 			b.failNonWaiting(k, e, v.err(r.Key, now))
 		}
+		if woken && v.reason != ReasonConcurrency {
+			// Woken for a slot this head cannot use now: the next process can.
+			b.passOn(r.Key)
+		}
+		woken = false
 		if v.reason == ReasonCooldown && !r.WaitCooldown ||
 			v.reason != ReasonConcurrency && deadlineBefore(ctx, time.Now().Add(v.at.Sub(now))) {
 			return Lease{}, v.err(r.Key, now)
@@ -417,6 +453,7 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 		t := time.NewTimer(d)
 		select {
 		case <-k.wake:
+			woken = true
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
@@ -445,26 +482,30 @@ func (b *Redis) failNonWaiting(k *rkey, head *list.Element, err error) {
 	}
 }
 
-// leave takes a waiter out of its key's queue and hands the turn on.
-func (b *Redis) leave(key string, k *rkey, e *list.Element) {
+// leave takes a waiter out of its key's queue and hands the turn on. The last
+// waiter of a key to leave without a lease passes on any wake-up it may have
+// taken, so that a freed slot does not wait for a timer.
+func (b *Redis) leave(key string, k *rkey, e *list.Element, served *bool) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	wasHead := k.queue.Front() == e
 	k.queue.Remove(e) // a no-op if the head already failed it
-	if k.queue.Len() == 0 {
+	empty := k.queue.Len() == 0
+	if empty {
 		delete(b.keys, key)
-		return
-	}
-	if wasHead {
+	} else if wasHead {
 		close(k.queue.Front().Value.(*rwaiter).turn)
+	}
+	b.mu.Unlock()
+	if empty && wasHead && !*served {
+		b.passOn(key)
 	}
 }
 
 // giveBack releases a lease and refunds its window counts.
 func (b *Redis) giveBack(l Lease, r Request) {
 	k := b.names(r.Key, r.Windows)
-	keys := append([]string{k.holders}, k.windows...)
-	args := []any{l.ID, b.channel, r.Key, l.Granted.UnixMilli()}
+	keys := append([]string{k.holders, k.waiting}, k.windows...)
+	args := []any{l.ID, b.wakePrefix, r.Key, l.Granted.UnixMilli()}
 	for _, w := range r.Windows {
 		args = append(args, w.Period.Milliseconds())
 	}
@@ -484,7 +525,8 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	n, err := b.release.Run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, l.ID, b.channel, l.Key, 0).Int64()
+	k := b.names(l.Key, nil)
+	n, err := b.release.Run(octx, b.rdb, []string{k.holders, k.waiting}, l.ID, b.wakePrefix, l.Key, 0).Int64()
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: release: %w", ErrUnavailable, err)

@@ -3,12 +3,14 @@
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
--- KEYS[3..] one HASH per rate window: bucket index -> acquisitions
+-- KEYS[3]   waiting processes: ZSET process id -> arrival (unix ms)
+-- KEYS[4..] one HASH per rate window: bucket index -> acquisitions
 -- ARGV[1]   lease id
 -- ARGV[2]   concurrency (0: no concurrency limit, no slot taken)
 -- ARGV[3]   lease TTL (ms)
 -- ARGV[4]   take (1) or only check (0)
--- ARGV[5..] per window, in KEYS order: limit, period (ms)
+-- ARGV[5]   process id, queued on KEYS[3] when refused a slot ('' : do not queue)
+-- ARGV[6..] per window, in KEYS order: limit, period (ms)
 --
 -- Returns {1, now, expires}          granted (expires 0 without a slot)
 --      or {0, reason, at, now}       refused: 1 concurrency, 2 rate, 3 cooldown;
@@ -23,22 +25,22 @@ if cd > now then
   return {0, 3, cd, now}
 end
 
-local nw = #KEYS - 2
+local nw = #KEYS - 3
 local worst = 0
 for i = 1, nw do
-  local limit = tonumber(ARGV[3 + 2 * i])
-  local period = tonumber(ARGV[4 + 2 * i])
+  local limit = tonumber(ARGV[4 + 2 * i])
+  local period = tonumber(ARGV[5 + 2 * i])
   local width = math.floor(period / buckets)
   local lo = -1
   if now >= period then
     lo = math.floor((now - period) / width)
   end
-  local kv = redis.call('HGETALL', KEYS[2 + i])
+  local kv = redis.call('HGETALL', KEYS[3 + i])
   local live, total = {}, 0
   for j = 1, #kv, 2 do
     local idx, n = tonumber(kv[j]), tonumber(kv[j + 1])
     if idx < lo or n <= 0 then
-      redis.call('HDEL', KEYS[2 + i], kv[j])
+      redis.call('HDEL', KEYS[3 + i], kv[j])
     else
       total = total + n
       live[#live + 1] = {idx, n}
@@ -66,6 +68,11 @@ if conc > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   if redis.call('ZCARD', KEYS[1]) >= conc then
     local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    if ARGV[5] ~= '' then
+      -- queue the process (keeping its first arrival) for a release to wake
+      redis.call('ZADD', KEYS[3], 'NX', now, ARGV[5])
+      redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[3]) + 10000)
+    end
     return {0, 1, tonumber(first[2]), now}
   end
 end
@@ -74,10 +81,14 @@ if ARGV[4] ~= '1' then
   return {1, now, 0}
 end
 for i = 1, nw do
-  local period = tonumber(ARGV[4 + 2 * i])
+  local period = tonumber(ARGV[5 + 2 * i])
   local width = math.floor(period / buckets)
-  redis.call('HINCRBY', KEYS[2 + i], math.floor(now / width), 1)
-  redis.call('PEXPIRE', KEYS[2 + i], period + 2 * width + 1000)
+  redis.call('HINCRBY', KEYS[3 + i], math.floor(now / width), 1)
+  redis.call('PEXPIRE', KEYS[3 + i], period + 2 * width + 1000)
+end
+if ARGV[5] ~= '' then
+  -- served: the process queues again, at the back, if it still waits
+  redis.call('ZREM', KEYS[3], ARGV[5])
 end
 local expires = 0
 if conc > 0 then
