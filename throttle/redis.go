@@ -118,6 +118,12 @@ type Redis struct {
 type rkey struct {
 	queue list.List // of *rwaiter
 	wake  chan struct{}
+	// waiting is the head's request while it waits for a slot: a Release of
+	// this process may hand its slot straight over (claimed), delivering the
+	// new lease, or a zero Lease if it could not, on handover.
+	waiting  *Request
+	claimed  bool
+	handover chan Lease
 }
 
 type rwaiter struct {
@@ -263,12 +269,13 @@ func (b *Redis) opCtx(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // attempt runs the acquire script once. A waiting head (queue) queues its
-// process for a wake-up when refused a slot.
-func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool) (Lease, verdict, time.Time, error) {
+// process for a wake-up when refused a slot. With a lease to release first
+// (a hand-over), held reports whether that lease still held its slot.
+func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool, release string) (l Lease, v verdict, now time.Time, held bool, err error) {
 	k := b.names(r.Key, r.Windows)
 	keys := append([]string{k.holders, k.cooldown, k.waiting}, k.windows...)
 	id := newLeaseID()
-	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0, ""}
+	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0, "", release, b.wakePrefix, r.Key}
 	if take {
 		args[3] = 1
 	}
@@ -282,24 +289,24 @@ func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool) (Lease
 	defer cancel()
 	res, err := b.acquire.Run(octx, b.rdb, keys, args...).Int64Slice()
 	if err != nil {
-		return Lease{}, verdict{}, time.Time{}, err
+		return Lease{}, verdict{}, time.Time{}, false, err
 	}
-	if len(res) < 3 {
-		return Lease{}, verdict{}, time.Time{}, fmt.Errorf("throttle: acquire script answered %v", res)
+	if len(res) != 5 {
+		return Lease{}, verdict{}, time.Time{}, false, fmt.Errorf("throttle: acquire script answered %v", res)
 	}
+	held = res[4] == 1
 	if res[0] == 1 {
 		l := Lease{Key: r.Key, ID: id, Granted: time.UnixMilli(res[1])}
 		if res[2] > 0 {
 			l.Expires = time.UnixMilli(res[2])
 		}
-		return l, verdict{ok: true}, l.Granted, nil
+		return l, verdict{ok: true}, l.Granted, held, nil
 	}
-	v := verdict{reason: Reason(res[1])}
+	v = verdict{reason: Reason(res[1])}
 	if res[2] > 0 {
 		v.at = time.UnixMilli(res[2])
 	}
-	now := time.UnixMilli(res[3])
-	return Lease{}, v, now, nil
+	return Lease{}, v, time.UnixMilli(res[3]), held, nil
 }
 
 // isDown reports whether the fallback is in use.
@@ -361,7 +368,7 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	b.mu.Lock()
 	queued := b.keys[r.Key] != nil && b.keys[r.Key].queue.Len() > 0
 	b.mu.Unlock()
-	l, v, now, err := b.attempt(ctx, r, !queued, false)
+	l, v, now, _, err := b.attempt(ctx, r, !queued, false, "")
 	if err != nil {
 		if err = b.failed(err); err == errFallback {
 			return fromLocal(b.local.TryAcquire(ctx, b.share(r)))
@@ -392,7 +399,7 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	b.mu.Lock()
 	k := b.keys[r.Key]
 	if k == nil {
-		k = &rkey{wake: make(chan struct{}, 1)}
+		k = &rkey{wake: make(chan struct{}, 1), handover: make(chan Lease, 1)}
 		b.keys[r.Key] = k
 	}
 	w := &rwaiter{turn: make(chan struct{}), waitCooldown: r.WaitCooldown}
@@ -416,7 +423,7 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	}
 	woken := false
 	for {
-		l, v, now, err := b.attempt(ctx, r, true, true)
+		l, v, now, _, err := b.attempt(ctx, r, true, true, "")
 		if err != nil {
 			if err = b.failed(err); err == errFallback {
 				return fromLocal(b.local.Acquire(ctx, b.share(r)))
@@ -450,20 +457,62 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 		if !v.at.IsZero() {
 			d = min(d, v.at.Sub(now)+time.Millisecond)
 		}
+		b.mu.Lock()
+		if v.reason == ReasonConcurrency {
+			k.waiting = &r
+		}
+		b.mu.Unlock()
 		t := time.NewTimer(d)
+		var stop error
 		select {
 		case <-k.wake:
 			woken = true
 		case <-t.C:
+		case l := <-k.handover:
+			t.Stop()
+			if l, ok := b.handedOver(ctx, k, l, r); ok {
+				served = true
+				return l, nil
+			}
+			continue
 		case <-ctx.Done():
-			t.Stop()
-			return Lease{}, ctx.Err()
+			stop = ctx.Err()
 		case <-b.done:
-			t.Stop()
-			return Lease{}, fmt.Errorf("%w: closed", ErrUnavailable)
+			stop = fmt.Errorf("%w: closed", ErrUnavailable)
 		}
 		t.Stop()
+		b.mu.Lock()
+		claimed := k.claimed
+		k.waiting = nil
+		b.mu.Unlock()
+		if claimed {
+			// A Release is handing its slot over to us: take its result.
+			if l, ok := b.handedOver(ctx, k, <-k.handover, r); ok && stop == nil {
+				served = true
+				return l, nil
+			}
+		}
+		if stop != nil {
+			return Lease{}, stop
+		}
 	}
+}
+
+// handedOver takes what a Release handed over to the waiting head: a lease,
+// or a zero Lease when the slot went elsewhere. A lease the head can no longer
+// use (ctx ended) is given back.
+func (b *Redis) handedOver(ctx context.Context, k *rkey, l Lease, r Request) (Lease, bool) {
+	b.mu.Lock()
+	k.claimed, k.waiting = false, nil
+	b.mu.Unlock()
+	if l.ID == "" {
+		return Lease{}, false
+	}
+	if ctx.Err() != nil {
+		b.giveBack(l, r)
+		return Lease{}, false
+	}
+	return l, true
 }
 
 // failNonWaiting fails the waiters queued behind head that do not wait out
@@ -514,13 +563,37 @@ func (b *Redis) giveBack(l Lease, r Request) {
 	_ = b.release.Run(octx, b.rdb, keys, args...).Err() // on failure the TTL frees the slot
 }
 
-// Release implements Backend.
-func (b *Redis) Release(ctx context.Context, l Lease) error {
+// Release implements Backend. When a waiter of this process waits for the
+// slot and no other process has waited longer, the slot is handed straight
+// over to it, in the same round trip.
+func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
+	var handed Lease
 	if strings.HasPrefix(l.ID, localLease) {
 		l.ID = strings.TrimPrefix(l.ID, localLease)
 		return b.local.Release(ctx, l)
 	}
 	if !l.HoldsSlot() {
+		return nil
+	}
+	b.mu.Lock()
+	var next *Request
+	if k := b.keys[l.Key]; k != nil && k.waiting != nil && !k.claimed {
+		next, k.claimed = k.waiting, true
+		defer func() { k.handover <- handed }() // exactly one result per claim
+	}
+	b.mu.Unlock()
+	if next != nil {
+		// Hand the slot over to this process's waiting head in one round
+		// trip, unless another process has waited longer for it.
+		got, _, _, held, err := b.attempt(ctx, *next, true, true, l.ID)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
+		case !held:
+			handed = got
+			return ErrLeaseNotHeld
+		}
+		handed = got
 		return nil
 	}
 	octx, cancel := b.opCtx(ctx)

@@ -10,26 +10,62 @@
 -- ARGV[3]   lease TTL (ms)
 -- ARGV[4]   take (1) or only check (0)
 -- ARGV[5]   process id, queued on KEYS[3] when refused a slot ('' : do not queue)
--- ARGV[6..] per window, in KEYS order: limit, period (ms)
+-- ARGV[6]   a lease of this process to release first ('' : none): a hand-over.
+--           Its slot goes to this acquisition, unless another process has
+--           waited longer: then that process is woken and this one yields.
+-- ARGV[7]   wake-up channel prefix: a process listens on prefix .. its id
+-- ARGV[8]   the throttle key, the wake-up message
+-- ARGV[9..] per window, in KEYS order: limit, period (ms)
 --
--- Returns {1, now, expires}          granted (expires 0 without a slot)
---      or {0, reason, at, now}       refused: 1 concurrency, 2 rate, 3 cooldown;
---                                    at: when that limit frees up (0 unknown)
+-- Returns {1, now, expires, 0, held}   granted (expires 0 without a slot)
+--      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
+--                                      3 cooldown, 4 yielded to another process;
+--                                      at: when that limit frees up (0 unknown)
+-- held: 1 if the released lease (ARGV[6]) still held its slot.
 -- All times are unix milliseconds from TIME: every client agrees on them.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local buckets = 100
 
+-- wake the process that has waited longest for a slot
+local function wake()
+  local w = redis.call('ZPOPMIN', KEYS[3])
+  if #w > 0 then
+    redis.call('PUBLISH', ARGV[7] .. w[1], ARGV[8])
+  end
+end
+
+local held = 0
+local handover = ARGV[6] ~= ''
+if handover then
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[6])
+  if score then
+    redis.call('ZREM', KEYS[1], ARGV[6])
+    if tonumber(score) > now then held = 1 end
+  end
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0)
+  if #first > 0 and first[1] ~= ARGV[5] then
+    wake()
+    return {0, 4, 0, now, held}
+  end
+end
+
+-- refuse: a hand-over that cannot use the freed slot passes it on
+local function refuse(reason, at)
+  if handover then wake() end
+  return {0, reason, at, now, held}
+end
+
 local cd = tonumber(redis.call('GET', KEYS[2]) or '0')
 if cd > now then
-  return {0, 3, cd, now}
+  return refuse(3, cd)
 end
 
 local nw = #KEYS - 3
 local worst = 0
 for i = 1, nw do
-  local limit = tonumber(ARGV[4 + 2 * i])
-  local period = tonumber(ARGV[5 + 2 * i])
+  local limit = tonumber(ARGV[7 + 2 * i])
+  local period = tonumber(ARGV[8 + 2 * i])
   local width = math.floor(period / buckets)
   local lo = -1
   if now >= period then
@@ -60,7 +96,7 @@ for i = 1, nw do
   end
 end
 if worst > 0 then
-  return {0, 2, worst, now}
+  return refuse(2, worst)
 end
 
 local conc = tonumber(ARGV[2])
@@ -73,15 +109,15 @@ if conc > 0 then
       redis.call('ZADD', KEYS[3], 'NX', now, ARGV[5])
       redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[3]) + 10000)
     end
-    return {0, 1, tonumber(first[2]), now}
+    return refuse(1, tonumber(first[2]))
   end
 end
 
 if ARGV[4] ~= '1' then
-  return {1, now, 0}
+  return {1, now, 0, 0, held}
 end
 for i = 1, nw do
-  local period = tonumber(ARGV[5 + 2 * i])
+  local period = tonumber(ARGV[8 + 2 * i])
   local width = math.floor(period / buckets)
   redis.call('HINCRBY', KEYS[3 + i], math.floor(now / width), 1)
   redis.call('PEXPIRE', KEYS[3 + i], period + 2 * width + 1000)
@@ -97,4 +133,4 @@ if conc > 0 then
   local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
   redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
 end
-return {1, now, expires}
+return {1, now, expires, 0, held}
