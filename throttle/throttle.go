@@ -27,9 +27,10 @@
 // window still gets BucketsPerWindow/(BucketsPerWindow+1), 99%, of Limit/Period.
 // Memory per key is bounded by the number of buckets, not by the number of calls.
 //
-// [Memory] is the in-process backend and the default of the wecom client. Other
-// backends (a Redis one, for a fleet of processes) implement [Backend] and prove it
-// by running the conformance suite in package throttletest.
+// [Memory] is the in-process backend and the default of the wecom client;
+// [Redis] shares the limits among every process using one Redis. Both prove
+// they keep these promises by running the conformance suite in package
+// throttletest.
 package throttle
 
 import (

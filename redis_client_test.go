@@ -1,0 +1,48 @@
+package wecom
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// A 45009 seen by one process stops every process sharing the Redis limiter
+// from calling that API until the block ends; other APIs go on.
+func TestRedisSharedCooldown(t *testing.T) {
+	rdb := redistest.Single(t)
+	prefix := redistest.Prefix(t, rdb)
+	var clients []*fixture
+	for range 2 { // two processes: each its own backend and subscription
+		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		clients = append(clients, setup(t, WithLimiter(b)))
+	}
+	a, b := clients[0], clients[1]
+	a.respond("GET", pathTagList, `{"errcode":45009,"errmsg":"api freq out of limit"}`)
+	b.respond("GET", pathTagList, `{"taglist":[]}`)
+	b.respond("POST", pathTagUpdate, `{"errcode":0,"errmsg":"updated"}`)
+	ctx := context.Background()
+	_, err := a.c.Tags.List(ctx)
+	a.record(err)
+	if !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("first process: %v, want ErrRateLimited", err)
+	}
+	_, err = b.c.Tags.List(ctx)
+	b.record(err)
+	var rl *RateLimitError
+	if !errors.As(err, &rl) || rl.RetryAfter <= 0 {
+		t.Fatalf("second process during the block: %v, want a *RateLimitError", err)
+	}
+	if n := b.calls("GET", pathTagList); n != 0 {
+		t.Errorf("the second process sent %d calls during the block", n)
+	}
+	if err := b.c.Tags.Update(ctx, TagUpdateRequest{ID: 1, Name: "x"}); err != nil {
+		t.Errorf("another API during the block: %v", err)
+	}
+}
