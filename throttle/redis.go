@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"strconv"
 	"strings"
@@ -88,9 +89,10 @@ type RedisOptions struct {
 // at the back if it still has waiters): processes take turns, one slot each,
 // and a release costs one wake-up, not a stampede of every process.
 //
-// Keys: prefix + the key, with the key's Redis Cluster hash tag if it has one
-// ("{corp}") or the whole key as the tag if not, so that every Redis key of one
-// throttle key is in one slot and different keys spread. Keys expire when idle.
+// Keys: prefix + "{tag}" + the key, the tag being the key's own Redis Cluster
+// hash tag if it has one ("{corp}"), or a hash of the key if not, so that every
+// Redis key of one throttle key is in one slot and different corps spread.
+// Keys expire when idle.
 //
 // NewRedis subscribes at once, in a goroutine that Close stops.
 type Redis struct {
@@ -151,6 +153,8 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		opt.OpTimeout = 2 * time.Second
 	}
 	switch {
+	case strings.ContainsAny(opt.Prefix, "{}"):
+		return nil, invalidf("prefix %q holds a brace: the keys' hash tags come after it", opt.Prefix)
 	case opt.LocalShare < 0 || opt.LocalShare > 1:
 		return nil, invalidf("local share %v not in (0, 1]", opt.LocalShare)
 	case opt.RetryRedisAfter < 0 || opt.OpTimeout < 0:
@@ -222,7 +226,7 @@ type redisKeys struct {
 }
 
 func (b *Redis) names(key string, ws []Window) redisKeys {
-	base := b.opt.Prefix + hashTagged(key)
+	base := b.opt.Prefix + "{" + hashTag(key) + "}" + key
 	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))
@@ -230,15 +234,19 @@ func (b *Redis) names(key string, ws []Window) redisKeys {
 	return k
 }
 
-// hashTagged returns key if it holds a Redis Cluster hash tag, else key in
-// braces.
-func hashTagged(key string) string {
+// hashTag returns the Redis Cluster hash tag of key's Redis keys: the key's
+// own tag if it has one ("corp" in "{corp}/cgi-bin/tag/list"), so that one
+// corp's keys share a slot, else a hash of the whole key. The full key follows
+// the tag, so that different keys never share Redis keys.
+func hashTag(key string) string {
 	if i := strings.IndexByte(key, '{'); i >= 0 {
 		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key
+			return key[i+1 : i+1+j]
 		}
 	}
-	return "{" + key + "}"
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return strconv.FormatUint(h.Sum64(), 16)
 }
 
 func newLeaseID() string {
@@ -309,28 +317,55 @@ func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool, releas
 	return Lease{}, v, time.UnixMilli(res[3]), held, nil
 }
 
-// isDown reports whether the fallback is in use.
+// isDown reports whether a round trip failed for want of Redis within the
+// last RetryRedisAfter: calls then do not wait for Redis again.
 func (b *Redis) isDown() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.opt.Fallback == FallBackLocal && time.Now().Before(b.downUntil)
+	return time.Now().Before(b.downUntil)
 }
 
-// failed handles a Redis error (the round trip's own timeout included, as the
-// caller's cancellation never reaches it): it switches to the fallback or
-// reports the backend unavailable.
-func (b *Redis) failed(err error) error {
-	if b.opt.Fallback == FallBackLocal {
-		b.mu.Lock()
-		b.downUntil = time.Now().Add(b.opt.RetryRedisAfter)
-		b.mu.Unlock()
-		return errFallback
+// failed classifies a Redis error. An outage (no connection, a timeout of the
+// round trip itself, as the caller's cancellation never reaches it, or a
+// server that says it cannot serve) marks Redis down for RetryRedisAfter; an
+// error the server answered otherwise (a script error, say) is returned as
+// it is, for it says nothing about reachability.
+func (b *Redis) failed(op string, err error) (outage bool, _ error) {
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
+		return false, fmt.Errorf("throttle: redis %s: %w", op, err)
 	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	b.mu.Lock()
+	b.downUntil = time.Now().Add(b.opt.RetryRedisAfter)
+	b.mu.Unlock()
+	return true, fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
 }
 
-// errFallback tells the caller to use the local backend.
-var errFallback = errors.New("throttle: using the local fallback")
+// unavailableReply reports whether a Redis error reply means the server
+// cannot serve now, rather than that the command was wrong.
+func unavailableReply(msg string) bool {
+	for _, p := range []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "TRYAGAIN", "BUSY", "NOREPLICAS"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// instead answers an acquisition while Redis is down: from the local
+// fallback, or with an error matching ErrUnavailable (fail closed).
+func (b *Redis) instead(ctx context.Context, r Request, try bool, cause error) (Lease, error) {
+	if b.opt.Fallback != FallBackLocal {
+		if cause == nil {
+			cause = fmt.Errorf("%w: Redis failed within the last %s", ErrUnavailable, b.opt.RetryRedisAfter)
+		}
+		return Lease{}, cause
+	}
+	if try {
+		return fromLocal(b.local.TryAcquire(ctx, b.share(r)))
+	}
+	return fromLocal(b.local.Acquire(ctx, b.share(r)))
+}
 
 // share cuts r's limits to the process's share, for the fallback.
 func (b *Redis) share(r Request) Request {
@@ -363,15 +398,16 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 		return Lease{}, err
 	}
 	if b.isDown() {
-		return fromLocal(b.local.TryAcquire(ctx, b.share(r)))
+		return b.instead(ctx, r, true, nil)
 	}
 	b.mu.Lock()
 	queued := b.keys[r.Key] != nil && b.keys[r.Key].queue.Len() > 0
 	b.mu.Unlock()
 	l, v, now, _, err := b.attempt(ctx, r, !queued, false, "")
 	if err != nil {
-		if err = b.failed(err); err == errFallback {
-			return fromLocal(b.local.TryAcquire(ctx, b.share(r)))
+		outage, err := b.failed("acquire", err)
+		if outage {
+			return b.instead(ctx, r, true, err)
 		}
 		return Lease{}, err
 	}
@@ -393,7 +429,7 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 		return Lease{}, err
 	}
 	if b.isDown() {
-		return fromLocal(b.local.Acquire(ctx, b.share(r)))
+		return b.instead(ctx, r, false, nil)
 	}
 	// Queue locally; only the head of a key's queue talks to Redis.
 	b.mu.Lock()
@@ -423,10 +459,14 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	}
 	woken := false
 	for {
+		if b.isDown() { // Redis failed while this waiter queued
+			return b.instead(ctx, r, false, nil)
+		}
 		l, v, now, _, err := b.attempt(ctx, r, true, true, "")
 		if err != nil {
-			if err = b.failed(err); err == errFallback {
-				return fromLocal(b.local.Acquire(ctx, b.share(r)))
+			outage, err := b.failed("acquire", err)
+			if outage {
+				return b.instead(ctx, r, false, err)
 			}
 			return Lease{}, err
 		}
@@ -588,7 +628,8 @@ func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
 		got, _, _, held, err := b.attempt(ctx, *next, true, true, l.ID)
 		switch {
 		case err != nil:
-			return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
+			_, err = b.failed("release", err)
+			return err
 		case !held:
 			handed = got
 			return ErrLeaseNotHeld
@@ -602,7 +643,8 @@ func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
 	n, err := b.release.Run(octx, b.rdb, []string{k.holders, k.waiting}, l.ID, b.wakePrefix, l.Key, 0).Int64()
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
+		_, err = b.failed("release", err)
+		return err
 	case n == 0:
 		return ErrLeaseNotHeld
 	}
@@ -623,7 +665,8 @@ func (b *Redis) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, 
 	exp, err := b.extend.Run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, l.ID, ttl.Milliseconds()).Int64()
 	switch {
 	case err != nil:
-		return l, fmt.Errorf("%w: extend: %w", ErrUnavailable, err)
+		_, err = b.failed("extend", err)
+		return l, err
 	case exp == 0:
 		return l, ErrLeaseNotHeld
 	}
@@ -645,7 +688,8 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 	if err != nil {
 		// Keep this process off the API at least.
 		_ = b.local.Cooldown(ctx, key, d)
-		return fmt.Errorf("%w: cooldown: %w", ErrUnavailable, err)
+		_, err = b.failed("cooldown", err)
+		return err
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package throttle_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -33,4 +35,20 @@ func TestRedisClusterConformance(t *testing.T) {
 	throttletest.Run(t, throttletest.Harness{
 		New: func(t *testing.T) throttle.Backend { return newRedisBackend(t, rdb, throttle.RedisOptions{}) },
 	})
+}
+
+// Keys that would share a hash tag spelling ("x" and "{x}") keep their own
+// limits.
+func TestRedisKeysNeverShareLimits(t *testing.T) {
+	rdb := redistest.Single(t)
+	b := newRedisBackend(t, rdb, throttle.RedisOptions{})
+	ctx := context.Background()
+	for _, key := range []string{"x", "{x}", "{x}/y", "y{x}"} {
+		if _, err := b.TryAcquire(ctx, throttle.Request{Key: key, Concurrency: 1}); err != nil {
+			t.Errorf("key %q limited by another key: %v", key, err)
+		}
+	}
+	if _, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: "a{b}:"}); !errors.Is(err, throttle.ErrInvalidRequest) {
+		t.Errorf("NewRedis with a brace in the prefix = %v, want ErrInvalidRequest", err)
+	}
 }
