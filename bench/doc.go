@@ -1,0 +1,16 @@
+// Package bench measures the Redis backend of the SDK's limiter (throttle.Redis)
+// and the Redis token store against a real Redis, and compares the limiter with
+// github.com/go-redis/redis_rate.
+//
+// It is a separate module (github.com/wecomkit/wecom/bench) so that the peer
+// library never enters the SDK's go.mod; the root module's `go test ./...` does
+// not descend into it. Everything here is in redis_test.go and multiproc.sh:
+//
+//	cd bench
+//	REDIS_ADDR=127.0.0.1:6379 go test -run 'Test' -v -count=1 .
+//	REDIS_ADDR=127.0.0.1:6379 go test -run XXX -bench . -benchtime 3s .
+//	bash multiproc.sh
+//
+// Without REDIS_ADDR every test and benchmark skips, saying so. Keys are
+// written under a random prefix and deleted when each test ends.
+package bench
