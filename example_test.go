@@ -12,8 +12,9 @@ import (
 	"github.com/wecomkit/wecom/throttle"
 )
 
-// startMock starts a fake WeCom with one app and two users.
-func startMock() (url string, stop func()) {
+// exampleClient starts a fake WeCom with one app and two users, and returns a
+// client of that app.
+func exampleClient() (c *wecom.Client, stop func()) {
 	m, err := mock.New(mock.Config{})
 	if err != nil {
 		log.Fatal(err)
@@ -21,18 +22,18 @@ func startMock() (url string, stop func()) {
 	m.AddApp("wwexample", "example-secret")
 	m.AddUsers("wwexample", "zhangsan", "lisi")
 	srv := m.Start()
-	return srv.URL, srv.Close
+	c, err = wecom.New("wwexample", "example-secret", wecom.WithBaseURL(srv.URL))
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c, srv.Close
 }
 
 // Create a contact tag, add members (one of them unknown to WeCom) and read
 // them back.
 func Example() {
-	url, stop := startMock()
+	c, stop := exampleClient()
 	defer stop()
-	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(url))
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx := context.Background()
 	id, err := c.Tags.Create(ctx, wecom.TagCreateRequest{Name: "VIP"})
 	if err != nil {
@@ -60,12 +61,8 @@ func Example() {
 // WeCom's limits (5 mark_tag calls in flight per corp, one per customer) by
 // itself, so no worker pool is needed.
 func ExampleCustomerTagService_Mark() {
-	url, stop := startMock()
+	c, stop := exampleClient()
 	defer stop()
-	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(url))
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx := context.Background()
 	g, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: "campaign", Tags: []wecom.CorpTagSpec{{Name: "2026-spring"}}})
 	if err != nil {
@@ -117,13 +114,9 @@ func ExampleNew() {
 
 // Branch on the class of a failure with errors.Is and errors.As.
 func ExampleRateLimitError() {
-	url, stop := startMock()
+	c, stop := exampleClient()
 	defer stop()
-	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(url))
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = c.Tags.Members(context.Background(), 404)
+	_, err := c.Tags.Members(context.Background(), 404)
 	var rl *wecom.RateLimitError
 	var ae *wecom.APIError
 	switch {
@@ -139,12 +132,8 @@ func ExampleRateLimitError() {
 
 // APIs the SDK does not wrap go through Do, with the same limits and retries.
 func ExampleClient_Do() {
-	url, stop := startMock()
+	c, stop := exampleClient()
 	defer stop()
-	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(url))
-	if err != nil {
-		log.Fatal(err)
-	}
 	var out struct {
 		Tags []struct {
 			ID   int    `json:"tagid"`
