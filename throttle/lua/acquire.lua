@@ -61,38 +61,57 @@ if cd > now then
   return refuse(3, cd)
 end
 
-local nw = #KEYS - 3
-local worst = 0
-for i = 1, nw do
-  local limit = tonumber(ARGV[7 + 2 * i])
-  local period = tonumber(ARGV[8 + 2 * i])
+-- A window HASH holds one field per bucket of period/100 (bucket index ->
+-- acquisitions), and 'lo', the oldest bucket still counted, and 't', the total
+-- of the buckets from 'lo' on. Buckets that leave the window are dropped as
+-- the window slides, usually none or one per call, so a call costs a few
+-- field reads, not a read of the whole window.
+local function slide(key, period)
   local width = math.floor(period / buckets)
   local lo = -1
   if now >= period then
     lo = math.floor((now - period) / width)
   end
-  local kv = redis.call('HGETALL', KEYS[3 + i])
-  local live, total = {}, 0
-  for j = 1, #kv, 2 do
-    local idx, n = tonumber(kv[j]), tonumber(kv[j + 1])
-    if idx < lo or n <= 0 then
-      redis.call('HDEL', KEYS[3 + i], kv[j])
-    else
-      total = total + n
-      live[#live + 1] = {idx, n}
+  local v = redis.call('HMGET', key, 'lo', 't')
+  local klo, total = tonumber(v[1]), tonumber(v[2] or '0')
+  if klo == nil or klo >= lo then
+    return width, math.max(lo, klo or lo), total
+  end
+  if lo - klo > buckets + 2 then
+    redis.call('DEL', key) -- every bucket has left the window
+    return width, lo, 0
+  end
+  for idx = klo, lo - 1 do
+    local n = tonumber(redis.call('HGET', key, idx) or '0')
+    if n ~= 0 then
+      total = total - n
+      redis.call('HDEL', key, idx)
     end
   end
+  redis.call('HSET', key, 'lo', lo, 't', total)
+  return width, lo, total
+end
+
+local nw = #KEYS - 3
+local worst = 0
+local wins = {}
+for i = 1, nw do
+  local limit = tonumber(ARGV[7 + 2 * i])
+  local period = tonumber(ARGV[8 + 2 * i])
+  local width, lo, total = slide(KEYS[3 + i], period)
+  wins[i] = {width, lo}
   if total >= limit then
-    table.sort(live, function(a, b) return a[1] < b[1] end)
-    for _, b in ipairs(live) do
-      total = total - b[2]
+    -- refused: find when enough of the oldest buckets will have left
+    local cur = math.floor(now / width)
+    local at = (cur + 1) * width + period -- at the latest, when all have left
+    for idx = lo, cur do
+      total = total - tonumber(redis.call('HGET', KEYS[3 + i], idx) or '0')
       if total < limit then
-        -- once bucket b no longer counts
-        local at = (b[1] + 1) * width + period
-        if at > worst then worst = at end
+        at = (idx + 1) * width + period
         break
       end
     end
+    if at > worst then worst = at end
   end
 end
 if worst > 0 then
@@ -118,8 +137,10 @@ if ARGV[4] ~= '1' then
 end
 for i = 1, nw do
   local period = tonumber(ARGV[8 + 2 * i])
-  local width = math.floor(period / buckets)
+  local width, lo = wins[i][1], wins[i][2]
   redis.call('HINCRBY', KEYS[3 + i], math.floor(now / width), 1)
+  redis.call('HINCRBY', KEYS[3 + i], 't', 1)
+  redis.call('HSET', KEYS[3 + i], 'lo', lo)
   redis.call('PEXPIRE', KEYS[3 + i], period + 2 * width + 1000)
 end
 if ARGV[5] ~= '' then

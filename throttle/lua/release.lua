@@ -20,8 +20,10 @@ if granted > 0 then
   for i = 3, #KEYS do
     local width = math.floor(tonumber(ARGV[2 + i]) / 100)
     local field = math.floor(granted / width)
-    if tonumber(redis.call('HGET', KEYS[i], field) or '0') > 0 then
+    local lo = tonumber(redis.call('HGET', KEYS[i], 'lo') or '0')
+    if field >= lo and tonumber(redis.call('HGET', KEYS[i], field) or '0') > 0 then
       redis.call('HINCRBY', KEYS[i], field, -1)
+      redis.call('HINCRBY', KEYS[i], 't', -1)
     end
   end
 end
