@@ -86,8 +86,11 @@ type RedisOptions struct {
 // Fairness: waiters are served in arrival order within a process. Across
 // processes, a head refused a slot queues its process in Redis, and each
 // release wakes only the process that has waited longest (which queues again
-// at the back if it still has waiters): processes take turns, one slot each,
-// and a release costs one wake-up, not a stampede of every process.
+// at the back if it still has waiters), so a release costs one wake-up, not a
+// stampede. Turns are kept approximately, not strictly: a head that asks at
+// the moment a slot frees may take it before the woken process arrives (which
+// then queues again). No process starves: measured, one waiter against eight
+// in another process got 35% of the grants.
 //
 // Keys: prefix + "{tag}" + the key, the tag being the key's own Redis Cluster
 // hash tag if it has one ("{corp}"), or a hash of the key if not, so that every
@@ -120,12 +123,43 @@ type Redis struct {
 type rkey struct {
 	queue list.List // of *rwaiter
 	wake  chan struct{}
+	// targeted: the last wake-up was this process's turn for a slot (not a
+	// cooldown broadcast), so a head that cannot use it passes it on.
+	targeted bool
+	// refused is the head's last refusal, which a waiter arriving behind it
+	// uses to fail at once as the head would (a cooldown it does not wait out,
+	// a wait past its deadline).
+	refused *refusal
 	// waiting is the head's request while it waits for a slot: a Release of
 	// this process may hand its slot straight over (claimed), delivering the
 	// new lease, or a zero Lease if it could not, on handover.
 	waiting  *Request
 	claimed  bool
 	handover chan Lease
+}
+
+// refusal is a head's refusal: the verdict, the server's time then, and the
+// local time it was seen.
+type refusal struct {
+	v         verdict
+	now, seen time.Time
+}
+
+// failsAtOnce returns the error a waiter arriving behind a head refused for
+// f gets at once, as the head would: a cooldown it does not wait out, or a
+// known wait past its deadline. Nil means it queues.
+func (f *refusal) failsAtOnce(ctx context.Context, r Request) error {
+	if f == nil || f.v.reason == ReasonConcurrency {
+		return nil
+	}
+	left := f.v.at.Sub(f.now) - time.Since(f.seen)
+	if left <= 0 {
+		return nil
+	}
+	if f.v.reason == ReasonCooldown && !r.WaitCooldown || deadlineBefore(ctx, time.Now().Add(left)) {
+		return &LimitError{Key: r.Key, Reason: f.v.reason, RetryAfter: left}
+	}
+	return nil
 }
 
 type rwaiter struct {
@@ -200,6 +234,9 @@ func (b *Redis) listen(ch <-chan *redis.Message) {
 		b.mu.Lock()
 		k := b.keys[m.Payload]
 		if k != nil {
+			if m.Channel != b.channel {
+				k.targeted = true
+			}
 			select {
 			case k.wake <- struct{}{}:
 			default:
@@ -438,6 +475,12 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 		k = &rkey{wake: make(chan struct{}, 1), handover: make(chan Lease, 1)}
 		b.keys[r.Key] = k
 	}
+	if k.queue.Len() > 0 {
+		if err := k.refused.failsAtOnce(ctx, r); err != nil {
+			b.mu.Unlock()
+			return Lease{}, err
+		}
+	}
 	w := &rwaiter{turn: make(chan struct{}), waitCooldown: r.WaitCooldown}
 	e := k.queue.PushBack(w)
 	if k.queue.Front() == e {
@@ -470,6 +513,13 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 			}
 			return Lease{}, err
 		}
+		b.mu.Lock()
+		if v.ok {
+			k.refused = nil
+		} else {
+			k.refused = &refusal{v: v, now: now, seen: time.Now()}
+		}
+		b.mu.Unlock()
 		if v.ok {
 			if ctx.Err() != nil {
 				// Granted as the caller gave up: the call never starts.
@@ -506,7 +556,9 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 		var stop error
 		select {
 		case <-k.wake:
-			woken = true
+			b.mu.Lock()
+			woken, k.targeted = k.targeted, false
+			b.mu.Unlock()
 		case <-t.C:
 		case l := <-k.handover:
 			t.Stop()
@@ -527,9 +579,12 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 		b.mu.Unlock()
 		if claimed {
 			// A Release is handing its slot over to us: take its result.
-			if l, ok := b.handedOver(ctx, k, <-k.handover, r); ok && stop == nil {
-				served = true
-				return l, nil
+			if l, ok := b.handedOver(ctx, k, <-k.handover, r); ok {
+				if stop == nil {
+					served = true
+					return l, nil
+				}
+				b.giveBack(l, r) // closed meanwhile
 			}
 		}
 		if stop != nil {
@@ -580,7 +635,9 @@ func (b *Redis) leave(key string, k *rkey, e *list.Element, served *bool) {
 	k.queue.Remove(e) // a no-op if the head already failed it
 	empty := k.queue.Len() == 0
 	if empty {
-		delete(b.keys, key)
+		if b.keys[key] == k { // a waiter failed earlier may leave after a new entry
+			delete(b.keys, key)
+		}
 	} else if wasHead {
 		close(k.queue.Front().Value.(*rwaiter).turn)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -50,5 +51,29 @@ func TestRedisKeysNeverShareLimits(t *testing.T) {
 	}
 	if _, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: "a{b}:"}); !errors.Is(err, throttle.ErrInvalidRequest) {
 		t.Errorf("NewRedis with a brace in the prefix = %v, want ErrInvalidRequest", err)
+	}
+}
+
+// A period that is not a whole tenth of a second has more than 100 buckets of
+// whole milliseconds: none may be forgotten while it is in the window.
+func TestRedisOddPeriodsHold(t *testing.T) {
+	rdb := redistest.Single(t)
+	b := newRedisBackend(t, rdb, throttle.RedisOptions{})
+	ctx := context.Background()
+	for _, period := range []time.Duration{150 * time.Millisecond, 250 * time.Millisecond, 1990 * time.Millisecond} {
+		r := throttle.Request{Key: "odd-" + period.String(), Windows: []throttle.Window{{Limit: 10, Period: period}}}
+		first, err := b.TryAcquire(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 9 {
+			if _, err := b.TryAcquire(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(period * 3 / 4)
+		if l, err := b.TryAcquire(ctx, r); err == nil && l.Granted.Sub(first.Granted) < period {
+			t.Errorf("period %s: an 11th acquisition %s after the first", period, l.Granted.Sub(first.Granted))
+		}
 	}
 }

@@ -61,8 +61,9 @@ if cd > now then
   return refuse(3, cd)
 end
 
--- A window HASH holds one field per bucket of period/100 (bucket index ->
--- acquisitions), and 'lo', the oldest bucket still counted, and 't', the total
+-- A window HASH holds one field per bucket of floor(period/100) ms (bucket
+-- index -> acquisitions; 100 buckets for a period of whole tenths of a second,
+-- up to 199 otherwise), and 'lo', the oldest bucket still counted, and 't', the total
 -- of the buckets from 'lo' on. Buckets that leave the window are dropped as
 -- the window slides, usually none or one per call, so a call costs a few
 -- field reads, not a read of the whole window.
@@ -77,8 +78,8 @@ local function slide(key, period)
   if klo == nil or klo >= lo then
     return width, math.max(lo, klo or lo), total
   end
-  if lo - klo > buckets + 2 then
-    redis.call('DEL', key) -- every bucket has left the window
+  if lo - klo > math.floor(period / width) + 1 then
+    redis.call('DEL', key) -- every bucket written since klo has left the window
     return width, lo, 0
   end
   for idx = klo, lo - 1 do

@@ -82,6 +82,7 @@ func Run(t *testing.T, h Harness) {
 		{"KeysIndependent", testKeysIndependent},
 		{"CooldownFailsNonWaitingBehindWaiting", testCooldownMixedWaiters},
 		{"CancelledGrantsRefundWindow", testCancelRefunds},
+		{"WaiterBehindFailsFast", testWaiterBehindFailsFast},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {
@@ -692,5 +693,58 @@ func testCancelRefunds(t *testing.T, e *env) {
 	}
 	if used := 1 + int(granted.Load()); used+left != limit {
 		t.Errorf("%d acquisitions counted, %d left of %d: cancelled grants kept their window count", used, left, limit)
+	}
+}
+
+// testWaiterBehindFailsFast: a waiter that arrives behind a waiting one fails
+// at once when its own wait is known to outlast its deadline, or is a
+// cooldown it does not wait out, as the first one would.
+func testWaiterBehindFailsFast(t *testing.T, e *env) {
+	ctx := context.Background()
+	r := throttle.Request{Key: "behind", Windows: []throttle.Window{{Limit: 1, Period: 50 * e.u}}}
+	mustAcquire(t, ctx, e.b, r)
+	long, cancel := context.WithTimeout(ctx, 100*e.u)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.b.Acquire(long, r)
+		first <- err
+	}()
+	e.settle() // the first waiter waits for the window
+	short, cancel2 := context.WithTimeout(ctx, 5*e.u)
+	defer cancel2()
+	start := time.Now()
+	_, err := e.b.Acquire(short, r)
+	limitError(t, err, throttle.ReasonRate)
+	if e.synthetic && time.Since(start) != 0 {
+		t.Errorf("the waiter behind waited %s before failing", time.Since(start))
+	}
+	if err := <-first; err != nil {
+		t.Errorf("the first waiter: %v", err)
+	}
+
+	c := throttle.Request{Key: "behind-cool", Concurrency: 1, TTL: 100 * e.u}
+	if err := e.b.Cooldown(ctx, "behind-cool", 20*e.u); err != nil {
+		t.Fatal(err)
+	}
+	patient := c
+	patient.WaitCooldown = true
+	done := make(chan error, 1)
+	go func() {
+		l, err := e.b.Acquire(long, patient)
+		if err == nil {
+			err = e.b.Release(ctx, l)
+		}
+		done <- err
+	}()
+	e.settle()
+	start = time.Now()
+	_, err = e.b.Acquire(long, c)
+	limitError(t, err, throttle.ReasonCooldown)
+	if e.synthetic && time.Since(start) != 0 {
+		t.Errorf("the impatient waiter behind waited %s before failing", time.Since(start))
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the patient waiter: %v", err)
 	}
 }
