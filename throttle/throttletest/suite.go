@@ -724,6 +724,8 @@ func testWaiterBehindFailsFast(t *testing.T, e *env) {
 		t.Errorf("the first waiter: %v", err)
 	}
 
+	long, cancel3 := context.WithTimeout(ctx, 100*e.u) // the window above used half of the first
+	defer cancel3()
 	c := throttle.Request{Key: "behind-cool", Concurrency: 1, TTL: 100 * e.u}
 	if err := e.b.Cooldown(ctx, "behind-cool", 50*e.u); err != nil {
 		t.Fatal(err)
