@@ -60,8 +60,8 @@ type RedisOptions struct {
 	// FallBackLocal, such as 1/3 for three processes (default 1). Concurrency
 	// and window limits are rounded down, but never below 1.
 	LocalShare float64
-	// RetryRedisAfter is how long the fallback is used before Redis is tried
-	// again (default 1s).
+	// RetryRedisAfter is how long after a failed round trip calls do not try
+	// Redis: they fail at once (FailClosed) or use the fallback (default 1s).
 	RetryRedisAfter time.Duration
 	// OpTimeout bounds each Redis round trip (default 2s).
 	OpTimeout time.Duration
@@ -113,7 +113,7 @@ type Redis struct {
 
 	mu        sync.Mutex
 	keys      map[string]*rkey
-	downUntil time.Time // fallback in use until then
+	downUntil time.Time // Redis deemed unreachable until then
 	pubsub    *redis.PubSub
 	done      chan struct{}
 }
