@@ -459,26 +459,16 @@ func TestNoLeaseLeftBehind(t *testing.T) {
 // one per customer for mark_tag.
 func TestClientKeepsConcurrencyLimits(t *testing.T) {
 	f := setup(t)
-	var mu sync.Mutex
-	inFlight, peak := 0, 0
-	perCustomer, customerPeak := map[string]int{}, 0
+	api, customers := newGauge(), newGauge()
 	f.mt.RegisterResponder("POST", testBaseURL+pathMarkTag, func(r *http.Request) (*http.Response, error) {
 		var req MarkTagRequest
 		if err := decodeJSON(r, &req); err != nil {
 			return nil, err
 		}
-		mu.Lock()
-		inFlight++
-		perCustomer[req.ExternalUserID]++
-		peak = max(peak, inFlight)
-		customerPeak = max(customerPeak, perCustomer[req.ExternalUserID])
-		mu.Unlock()
+		defer api.enter("")()
+		defer customers.enter(req.ExternalUserID)()
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)
-		mu.Lock()
-		inFlight--
-		perCustomer[req.ExternalUserID]--
-		mu.Unlock()
 		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok"}`), nil
 	})
 	var wg sync.WaitGroup
@@ -491,6 +481,7 @@ func TestClientKeepsConcurrencyLimits(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	peak, customerPeak := api.peak(""), customers.maxPeak()
 	if peak > 5 || customerPeak > 1 {
 		t.Errorf("peak in flight %d (limit 5), per customer %d (limit 1)", peak, customerPeak)
 	}
@@ -764,19 +755,13 @@ func TestObserverPanicDuringTokenFetch(t *testing.T) {
 func TestCustomerLeaseSurvivesLongWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := setup(t, WithWaitOnRateLimit(true), WithAttemptTimeout(5*time.Second)) // lease TTL 20 s
-		var mu sync.Mutex
-		inFlight, peak, calls := 0, 0, 0
+		g := newGauge()
+		var calls atomic.Int64
 		f.mt.RegisterResponder("POST", testBaseURL+pathMarkTag, func(*http.Request) (*http.Response, error) {
-			mu.Lock()
-			calls++
-			first := calls == 1
-			inFlight++
-			peak = max(peak, inFlight)
-			mu.Unlock()
+			first := calls.Add(1) == 1
+			leave := g.enter("wm1")
 			time.Sleep(100 * time.Millisecond)
-			mu.Lock()
-			inFlight--
-			mu.Unlock()
+			leave()
 			if first {
 				return httpmock.NewStringResponse(200, `{"errcode":45009,"errmsg":"freq"}`), nil
 			}
@@ -798,11 +783,11 @@ func TestCustomerLeaseSurvivesLongWait(t *testing.T) {
 			}
 		})
 		wg.Wait()
-		if peak > 1 {
+		if peak := g.peak("wm1"); peak > 1 {
 			t.Errorf("%d marks of one customer in flight at once", peak)
 		}
-		if calls != 3 {
-			t.Errorf("%d mark calls, want 3 (45009, then two marks)", calls)
+		if n := calls.Load(); n != 3 {
+			t.Errorf("%d mark calls, want 3 (45009, then two marks)", n)
 		}
 	})
 }
@@ -811,17 +796,10 @@ func TestCustomerLeaseSurvivesLongWait(t *testing.T) {
 func TestSlowCallKeepsLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := setup(t, WithLeaseTTL(time.Second), WithLimits(pathTagList, Limits{Concurrency: 1}))
-		var mu sync.Mutex
-		inFlight, peak := 0, 0
+		g := newGauge()
 		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, func(*http.Request) (*http.Response, error) {
-			mu.Lock()
-			inFlight++
-			peak = max(peak, inFlight)
-			mu.Unlock()
+			defer g.enter("")()
 			time.Sleep(5 * time.Second)
-			mu.Lock()
-			inFlight--
-			mu.Unlock()
 			return httpmock.NewStringResponse(200, `{"taglist":[]}`), nil
 		})
 		var wg sync.WaitGroup
@@ -834,7 +812,7 @@ func TestSlowCallKeepsLease(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if peak != 1 {
+		if peak := g.peak(""); peak != 1 {
 			t.Errorf("%d calls in flight at once with a limit of 1 and calls 5 times the lease TTL", peak)
 		}
 	})

@@ -126,3 +126,46 @@ func (f *fixture) calls(method, path string) int {
 
 // decodeJSON decodes a request's JSON body.
 func decodeJSON(r *http.Request, v any) error { return json.NewDecoder(r.Body).Decode(v) }
+
+// gauge counts the calls in flight under each key and keeps each key's peak.
+type gauge struct {
+	mu         sync.Mutex
+	now, peaks map[string]int
+}
+
+func newGauge() *gauge { return &gauge{now: map[string]int{}, peaks: map[string]int{}} }
+
+// enter counts one call in flight under every key until leave is called.
+func (g *gauge) enter(keys ...string) (leave func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, k := range keys {
+		g.now[k]++
+		g.peaks[k] = max(g.peaks[k], g.now[k])
+	}
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, k := range keys {
+			g.now[k]--
+		}
+	}
+}
+
+// peak is the most calls ever in flight under key.
+func (g *gauge) peak(key string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peaks[key]
+}
+
+// maxPeak is the highest peak of any key.
+func (g *gauge) maxPeak() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := 0
+	for _, p := range g.peaks {
+		m = max(m, p)
+	}
+	return m
+}
