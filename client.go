@@ -358,6 +358,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 // do runs a call to completion: token, leases, send, classify, retry.
 func (c *Client) do(ctx context.Context, cl *call) error {
 	var (
+		lim                      = c.limits(cl.path)
 		bo                       = c.retry.newBackOff()
 		tokenRetried             bool
 		busyRetries, concRetries int
@@ -370,7 +371,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 				return err
 			}
 		}
-		err := c.attempt(ctx, cl, tok, n)
+		err := c.attempt(ctx, cl, lim, tok, n)
 		if err == nil {
 			return nil
 		}
@@ -389,8 +390,8 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 			c.tokens.invalidate(ctx, tok)
 			continue
 		case code == CodeFrequencyLimited:
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", c.limits(cl.path).blockFor()))
-			rl := &RateLimitError{Path: cl.path, RetryAfter: c.limits(cl.path).blockFor(), Err: ae}
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", lim.blockFor()))
+			rl := &RateLimitError{Path: cl.path, RetryAfter: lim.blockFor(), Err: ae}
 			if c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) && busyRetries < c.retry.MaxRetries {
 				busyRetries++
 				continue // the next lease waits out the cooldown
@@ -431,8 +432,7 @@ func retryable(err error) bool {
 
 // attempt sends the call once, holding its leases from before sending until the
 // answer is in. Every lease is released on every path.
-func (c *Client) attempt(ctx context.Context, cl *call, tok string, n int) (err error) {
-	lim := c.limits(cl.path)
+func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, tok string, n int) (err error) {
 	waitStart := time.Now()
 	leases, err := c.acquire(ctx, cl, lim)
 	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart)}
