@@ -15,7 +15,9 @@
 --           waited longer: then that process is woken and this one yields.
 -- ARGV[7]   wake-up channel prefix: a process listens on prefix .. its id
 -- ARGV[8]   the throttle key, the wake-up message
--- ARGV[9..] per window, in KEYS order: limit, period (ms)
+-- ARGV[9]   granted, the process (ARGV[5]) leaves the waiting queue (0) or,
+--           more of its waiters waiting, goes to its back (1)
+-- ARGV[10..] per window, in KEYS order: limit, period (ms)
 --
 -- Returns {1, now, expires, 0, held}   granted (expires 0 without a slot)
 --      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
@@ -36,13 +38,13 @@ local function wake()
 end
 
 local held = 0
+local conc = tonumber(ARGV[2])
+local swept = false -- expired leases already dropped from KEYS[1]
 local handover = ARGV[6] ~= ''
 if handover then
-  local score = redis.call('ZSCORE', KEYS[1], ARGV[6])
-  if score then
-    redis.call('ZREM', KEYS[1], ARGV[6])
-    if tonumber(score) > now then held = 1 end
-  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  swept = true
+  held = redis.call('ZREM', KEYS[1], ARGV[6]) -- 1 only if not expired
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
   if #first > 0 and first[1] ~= ARGV[5] then
     wake()
@@ -63,10 +65,18 @@ end
 
 -- A window HASH holds one field per bucket of floor(period/100) ms (bucket
 -- index -> acquisitions; 100 buckets for a period of whole tenths of a second,
--- up to 199 otherwise), and 'lo', the oldest bucket still counted, and 't', the total
--- of the buckets from 'lo' on. Buckets that leave the window are dropped as
--- the window slides, usually none or one per call, so a call costs a few
--- field reads, not a read of the whole window.
+-- up to 199 otherwise), and 'lo', the oldest bucket still counted, and 't', the
+-- total of the buckets from 'lo' on. Buckets that leave the window are dropped
+-- as the window slides, at most once per bucket width, so a call usually
+-- costs one read of 'lo' and 't' and two increments.
+--
+-- The HASH's expiry is renewed whenever 'lo' moves, which a take on an
+-- active window does at least once per bucket width: every take since the
+-- last renewal fell within one width of it, so that expiry still outlives
+-- the buckets they wrote.
+--
+-- slide returns the bucket width, the oldest bucket counted, the total, and
+-- whether the HASH is new (a take then writes 'lo' and sets the expiry).
 local function slide(key, period)
   local width = math.floor(period / buckets)
   local lo = -1
@@ -75,12 +85,15 @@ local function slide(key, period)
   end
   local v = redis.call('HMGET', key, 'lo', 't')
   local klo, total = tonumber(v[1]), tonumber(v[2] or '0')
-  if klo == nil or klo >= lo then
-    return width, math.max(lo, klo or lo), total
+  if klo == nil then
+    return width, lo, 0, true
+  end
+  if klo >= lo then
+    return width, klo, total, false
   end
   if lo - klo > math.floor(period / width) + 1 then
     redis.call('DEL', key) -- every bucket written since klo has left the window
-    return width, lo, 0
+    return width, lo, 0, true
   end
   for idx = klo, lo - 1 do
     local n = tonumber(redis.call('HGET', key, idx) or '0')
@@ -90,17 +103,18 @@ local function slide(key, period)
     end
   end
   redis.call('HSET', key, 'lo', lo, 't', total)
-  return width, lo, total
+  redis.call('PEXPIRE', key, period + 2 * width + 1000)
+  return width, lo, total, false
 end
 
 local nw = #KEYS - 3
 local worst = 0
 local wins = {}
 for i = 1, nw do
-  local limit = tonumber(ARGV[7 + 2 * i])
-  local period = tonumber(ARGV[8 + 2 * i])
-  local width, lo, total = slide(KEYS[3 + i], period)
-  wins[i] = {width, lo}
+  local limit = tonumber(ARGV[8 + 2 * i])
+  local period = tonumber(ARGV[9 + 2 * i])
+  local width, lo, total, fresh = slide(KEYS[3 + i], period)
+  wins[i] = {width, lo, fresh}
   if total >= limit then
     -- refused: find when enough of the oldest buckets will have left
     local cur = math.floor(now / width)
@@ -119,9 +133,10 @@ if worst > 0 then
   return refuse(2, worst)
 end
 
-local conc = tonumber(ARGV[2])
 if conc > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  if not swept then
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  end
   if redis.call('ZCARD', KEYS[1]) >= conc then
     local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
     if ARGV[5] ~= '' then
@@ -137,16 +152,22 @@ if ARGV[4] ~= '1' then
   return {1, now, 0, 0, held}
 end
 for i = 1, nw do
-  local period = tonumber(ARGV[8 + 2 * i])
-  local width, lo = wins[i][1], wins[i][2]
-  redis.call('HINCRBY', KEYS[3 + i], math.floor(now / width), 1)
-  redis.call('HINCRBY', KEYS[3 + i], 't', 1)
-  redis.call('HSET', KEYS[3 + i], 'lo', lo)
-  redis.call('PEXPIRE', KEYS[3 + i], period + 2 * width + 1000)
+  local key, width, lo, fresh = KEYS[3 + i], wins[i][1], wins[i][2], wins[i][3]
+  redis.call('HINCRBY', key, math.floor(now / width), 1)
+  redis.call('HINCRBY', key, 't', 1)
+  if fresh then
+    redis.call('HSET', key, 'lo', lo)
+    redis.call('PEXPIRE', key, tonumber(ARGV[9 + 2 * i]) + 2 * width + 1000)
+  end
 end
 if ARGV[5] ~= '' then
-  -- served: the process queues again, at the back, if it still waits
-  redis.call('ZREM', KEYS[3], ARGV[5])
+  if ARGV[9] == '1' then
+    -- served, with more waiters: the process queues again, at the back
+    redis.call('ZADD', KEYS[3], now, ARGV[5])
+    redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[3]) + 10000)
+  else
+    redis.call('ZREM', KEYS[3], ARGV[5])
+  end
 end
 local expires = 0
 if conc > 0 then
