@@ -530,7 +530,7 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 		case <-ctx.Done():
 			return Lease{}, ctx.Err()
 		case <-b.done:
-			return Lease{}, fmt.Errorf("%w: closed", ErrUnavailable)
+			return Lease{}, errClosed()
 		}
 	}
 	woken := false
@@ -539,29 +539,14 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 			return b.instead(ctx, r, false, nil)
 		}
 		b.mu.Lock()
-		pending := w.claimed || len(w.slot) > 0
-		// Right after a hand-over that found every slot held and queued this
-		// process again, the next head waits without asking.
-		skip := first && !pending && k.full
+		// A Release handing a slot over (claimed, or already sent): take it
+		// rather than ask. Right after a hand-over that found every slot held
+		// and queued this process again, the next head waits without asking.
+		skip := w.claimed || len(w.slot) > 0 || first && k.full
 		k.full = false
-		w.busy = !pending && !skip
+		w.busy = !skip
 		more := k.queue.Len() > 1
 		b.mu.Unlock()
-		if pending {
-			// A Release is handing a slot over: take it rather than ask.
-			select {
-			case l := <-w.slot:
-				if l, ok := b.accept(ctx, l, r); ok {
-					served = true
-					return l, nil
-				}
-				continue
-			case <-ctx.Done():
-				return Lease{}, ctx.Err()
-			case <-b.done:
-				return Lease{}, fmt.Errorf("%w: closed", ErrUnavailable)
-			}
-		}
 		// Wait for a hand-over, a release or cooldown notice, for the time
 		// the script named, or for a resync.
 		d := time.Second
@@ -625,11 +610,14 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 			return Lease{}, ctx.Err()
 		case <-b.done:
 			t.Stop()
-			return Lease{}, fmt.Errorf("%w: closed", ErrUnavailable)
+			return Lease{}, errClosed()
 		}
 		t.Stop()
 	}
 }
+
+// errClosed is what a waiter gets when the backend is closed under it.
+func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 
 // accept takes what a Release handed over: a lease, or a zero Lease when it
 // got none. A lease the waiter can no longer use (ctx ended) is given back.
