@@ -179,6 +179,9 @@ type rwaiter struct {
 	busy    bool // the head is in a round trip of its own
 	claimed bool // a Release is getting a slot for it; one message on slot follows
 	gone    bool // it left the queue
+	// yielded: its hand-over granted the slot to another process and queued
+	// this one, so it waits for its turn without asking first.
+	yielded bool
 }
 
 // available reports whether w may be handed a slot now. The caller holds
@@ -250,6 +253,10 @@ func (b *Redis) Close() error {
 // wake-up for a key nobody here waits on any more goes to the next process.
 func (b *Redis) listen(ch <-chan *redis.Message) {
 	for m := range ch {
+		if m.Channel != b.channel && strings.Contains(m.Payload, "\n") {
+			b.takeGrant(m.Payload)
+			continue
+		}
 		b.mu.Lock()
 		k := b.keys[m.Payload]
 		if k != nil {
@@ -266,6 +273,114 @@ func (b *Redis) listen(ch <-chan *redis.Message) {
 			b.passOn(m.Payload)
 		}
 	}
+}
+
+// grant is a slot another process's hand-over granted this process.
+type grant struct {
+	lease Lease
+	req   Request // the key and the limits it was granted under, in milliseconds
+}
+
+// parseGrant reads a grant the acquire script published: the lines key,
+// lease id, granted and expires (unix ms), concurrency, TTL (ms), and a limit
+// and period (ms) per window. A malformed message still yields the key and
+// lease id when they are there, so that the slot can be released.
+func parseGrant(msg string) (grant, error) {
+	f := strings.Split(msg, "\n")
+	var g grant
+	if len(f) < 2 || f[0] == "" || f[1] == "" {
+		return g, fmt.Errorf("throttle: malformed grant %q", msg)
+	}
+	g.req.Key, g.lease.Key, g.lease.ID = f[0], f[0], f[1]
+	bad := func() (grant, error) { return g, fmt.Errorf("throttle: malformed grant for %q", g.req.Key) }
+	if len(f) < 6 || len(f)%2 != 0 {
+		return bad()
+	}
+	var n [4]int64
+	for i := range n {
+		v, err := strconv.ParseInt(f[2+i], 10, 64)
+		if err != nil || v <= 0 {
+			return bad()
+		}
+		n[i] = v
+	}
+	g.lease.Granted, g.lease.Expires = time.UnixMilli(n[0]), time.UnixMilli(n[1])
+	g.req.Concurrency, g.req.TTL = int(n[2]), time.Duration(n[3])*time.Millisecond
+	for i := 6; i < len(f); i += 2 {
+		limit, err1 := strconv.Atoi(f[i])
+		period, err2 := strconv.ParseInt(f[i+1], 10, 64)
+		if err1 != nil || err2 != nil || limit <= 0 || period < BucketsPerWindow || period > math.MaxInt64/int64(time.Millisecond) {
+			return bad()
+		}
+		g.req.Windows = append(g.req.Windows, Window{Limit: limit, Period: time.Duration(period) * time.Millisecond})
+	}
+	if g.req.Validate() != nil || n[1] < n[0] {
+		return bad()
+	}
+	return g, nil
+}
+
+// inMillis returns r's limits as the Redis backend counts them, in whole
+// milliseconds, to compare with a grant's.
+func inMillis(r Request) Request {
+	r.TTL = r.LeaseTTL().Truncate(time.Millisecond)
+	ws := make([]Window, len(r.Windows))
+	for i, w := range r.Windows {
+		ws[i] = Window{Limit: w.Limit, Period: w.Period.Truncate(time.Millisecond)}
+	}
+	r.Windows = ws
+	return r
+}
+
+// takeGrant gives a slot that another process's hand-over granted this one
+// (msg, as published) to a waiter of the key with the limits it was granted
+// under: the first in arrival order that is not asking Redis itself, else one
+// that is (its own answer then decides which lease it keeps; leave hands the
+// other on). The grant queued this process again; with no waiter left to want
+// more, it leaves that queue. A slot no waiter can use goes back, its window
+// counts refunded.
+func (b *Redis) takeGrant(msg string) {
+	g, err := parseGrant(msg)
+	if err != nil {
+		if g.lease.ID != "" { // release what can be named, refunding nothing
+			b.giveBack(Lease{Key: g.req.Key, ID: g.lease.ID}, Request{Key: g.req.Key})
+		}
+		return
+	}
+	b.mu.Lock()
+	k := b.keys[g.req.Key]
+	var to *rwaiter
+	if k != nil {
+		for pass := 0; pass < 2 && to == nil; pass++ {
+			for e := k.queue.Front(); e != nil; e = e.Next() {
+				w := e.Value.(*rwaiter)
+				if (pass == 1 || !w.busy) && !w.claimed && !w.gone && len(w.slot) == 0 && sameLimits(inMillis(w.req), g.req) {
+					to = w
+					break
+				}
+			}
+		}
+	}
+	// Waiters other than the one served still want slots.
+	others := k != nil && k.queue.Len() > 1 || k != nil && to == nil && k.queue.Len() > 0
+	if to != nil {
+		to.slot <- g.lease // never blocks: it was empty, and b.mu is held
+		k.full = k.full || others
+	}
+	b.mu.Unlock()
+	if !others {
+		b.unqueue(g.req.Key)
+	}
+	if to == nil {
+		b.giveBack(g.lease, g.req)
+	}
+}
+
+// unqueue takes this process out of the key's waiting processes.
+func (b *Redis) unqueue(key string) {
+	octx, cancel := b.opCtx(context.Background())
+	defer cancel()
+	_ = b.rdb.ZRem(octx, b.names(key, nil).waiting, b.proc).Err() // lost: a grant it gets goes back
 }
 
 // passOn wakes the next process waiting on key.
@@ -542,8 +657,8 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 		// A Release handing a slot over (claimed, or already sent): take it
 		// rather than ask. Right after a hand-over that found every slot held
 		// and queued this process again, the next head waits without asking.
-		skip := w.claimed || len(w.slot) > 0 || first && k.full
-		k.full = false
+		skip := w.claimed || len(w.slot) > 0 || first && k.full || w.yielded && !woken
+		k.full, w.yielded = false, false
 		w.busy = !skip
 		more := k.queue.Len() > 1
 		b.mu.Unlock()
@@ -556,6 +671,9 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 			w.busy = false
 			if err == nil && v.ok {
 				k.refused = nil
+				if !more { // this process left the waiting queue
+					k.full = false
+				}
 			} else if err == nil {
 				k.refused = &refusal{v: v, now: now, seen: time.Now()}
 			}
@@ -616,6 +734,10 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	}
 }
 
+// reasonYielded is the acquire script's answer to a hand-over that left the
+// slot to another process.
+const reasonYielded Reason = 4
+
 // errClosed is what a waiter gets when the backend is closed under it.
 func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 
@@ -635,9 +757,11 @@ func (b *Redis) accept(ctx context.Context, l Lease, r Request) (Lease, bool) {
 // settle delivers the result of a hand-over to the waiter w claimed for it,
 // or, if w left meanwhile, hands the lease on. requeued: the hand-over
 // granted a slot and queued this process again for its other waiters.
-func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued bool) {
+// yielded: it granted the slot to another process and queued this one.
+func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) {
 	b.mu.Lock()
 	w.claimed = false
+	w.yielded = yielded
 	if k := b.keys[key]; k != nil && requeued && l.ID != "" {
 		k.full = true
 	}
@@ -764,8 +888,8 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 	if next != nil {
 		// Hand the slot over in one round trip, unless another process has
 		// waited longer for it; this process stays queued if more wait.
-		got, _, _, held, err := b.attempt(ctx, next.req, true, true, l.ID, more)
-		b.settle(l.Key, next, got, more)
+		got, v, _, held, err := b.attempt(ctx, next.req, true, true, l.ID, more)
+		b.settle(l.Key, next, got, more, err == nil && v.reason == reasonYielded)
 		switch {
 		case err != nil:
 			_, err = b.failed("release", err)

@@ -6,6 +6,8 @@ package throttle
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,18 +86,79 @@ func (g *acquireGate) counts() (asks, handovers int) {
 // acquire script, under a fresh prefix.
 func gatedBackend(t *testing.T) (*Redis, *acquireGate) {
 	t.Helper()
+	bs, gs := gatedBackends(t, 1)
+	return bs[0], gs[0]
+}
+
+// gatedBackends returns n Redis backends under one fresh prefix, each with
+// its own client and gate: n processes, as far as the backends can tell.
+func gatedBackends(t *testing.T, n int) ([]*Redis, []*acquireGate) {
+	t.Helper()
 	shared := redistest.Single(t)
 	opt := shared.(*redis.Client).Options()
-	rdb := redis.NewClient(&redis.Options{Addr: opt.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	b, err := NewRedis(rdb, RedisOptions{Prefix: redistest.Prefix(t, shared)})
+	prefix := redistest.Prefix(t, shared)
+	var (
+		bs []*Redis
+		gs []*acquireGate
+	)
+	for range n {
+		rdb := redis.NewClient(&redis.Options{Addr: opt.Addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		b, err := NewRedis(rdb, RedisOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		g := newAcquireGate(b.acquire.Hash())
+		rdb.AddHook(g)
+		bs, gs = append(bs, b), append(gs, g)
+	}
+	return bs, gs
+}
+
+// subscribed waits until b's subscription is in place, so that a grant
+// published to it reaches it.
+func subscribed(t *testing.T, b *Redis) {
+	t.Helper()
+	ch := b.wakePrefix + b.proc
+	for range 5000 {
+		n, err := b.rdb.PubSubNumSub(context.Background(), ch).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n[ch] > 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("backend %s never subscribed", b.proc)
+}
+
+// waitingProcs returns the processes queued in Redis for key, first first.
+func waitingProcs(t *testing.T, b *Redis, key string) []string {
+	t.Helper()
+	ps, err := b.rdb.ZRange(context.Background(), b.names(key, nil).waiting, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
-	g := newAcquireGate(b.acquire.Hash())
-	rdb.AddHook(g)
-	return b, g
+	return ps
+}
+
+// windowTotal returns how many acquisitions the window of r with period p
+// counts now.
+func windowTotal(t *testing.T, b *Redis, r Request, p time.Duration) int {
+	t.Helper()
+	for i, w := range r.Windows {
+		if w.Period == p {
+			n, err := b.rdb.HGet(context.Background(), b.names(r.Key, r.Windows).windows[i], "t").Int()
+			if err != nil && err != redis.Nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no window of %s", p)
+	return 0
 }
 
 // queued waits until key has n local waiters.
@@ -337,4 +400,203 @@ func TestRedisProcessesTakeTurns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A hand-over that yields to a process that has waited longer grants that
+// process the slot in its own round trip: the other process's waiter starts
+// without asking Redis again, and the yielding process stays queued, its
+// waiter served by the next release.
+func TestRedisGrantsAcrossProcesses(t *testing.T) {
+	bs, gs := gatedBackends(t, 2)
+	a, b := bs[0], bs[1]
+	subscribed(t, a)
+	subscribed(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := Request{Key: "grant", Concurrency: 1, TTL: 30 * time.Second,
+		Windows: []Window{{Limit: 1000, Period: time.Minute}}}
+	h, err := a.TryAcquire(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw := acquireAsync(ctx, b, r) // b waits first
+	headRefused(t, b, r.Key)
+	aw := acquireAsync(ctx, a, r)
+	headRefused(t, a, r.Key)
+	if got, want := waitingProcs(t, a, r.Key), []string{b.proc, a.proc}; !slices.Equal(got, want) {
+		t.Fatalf("waiting processes %v, want %v", got, want)
+	}
+	bAsks, _ := gs[1].counts()
+
+	if err := a.Release(ctx, h); err != nil { // a hand-over that yields to b
+		t.Fatalf("Release: %v", err)
+	}
+	got := <-bw
+	if got.err != nil {
+		t.Fatalf("b: %v", got.err)
+	}
+	if asks, _ := gs[1].counts(); asks != bAsks {
+		t.Fatalf("b asked Redis %d more times; the grant should have served it", asks-bAsks)
+	}
+	if _, handovers := gs[0].counts(); handovers != 1 {
+		t.Fatalf("a: %d hand-overs, want 1", handovers)
+	}
+	select {
+	case res := <-aw:
+		t.Fatalf("a's waiter got %+v while b holds the only slot", res)
+	default:
+	}
+	if n := holders(t, a, r.Key); n != 1 {
+		t.Fatalf("%d leases held, want 1", n)
+	}
+	// b has no other waiter: it left the queue; a stays queued.
+	if got, want := waitingProcs(t, a, r.Key), []string{a.proc}; !slices.Equal(got, want) {
+		t.Fatalf("waiting processes %v, want %v", got, want)
+	}
+
+	if err := b.Release(ctx, got.l); err != nil { // wakes a
+		t.Fatalf("Release: %v", err)
+	}
+	res := <-aw
+	if res.err != nil {
+		t.Fatalf("a: %v", res.err)
+	}
+	if err := a.Release(ctx, res.l); err != nil {
+		t.Fatal(err)
+	}
+	if n := holders(t, a, r.Key); n != 0 {
+		t.Fatalf("%d leases left", n)
+	}
+	if n := windowTotal(t, a, r, time.Minute); n != 3 {
+		t.Fatalf("the window counts %d acquisitions, want 3", n)
+	}
+}
+
+// A grant goes past queued processes that no longer listen (a process that
+// died): each is dropped from the queue, and with nobody else waiting the
+// releasing process's own waiter gets the slot.
+func TestRedisGrantSkipsProcessesGone(t *testing.T) {
+	a, g := gatedBackend(t)
+	subscribed(t, a)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := Request{Key: "ghosts", Concurrency: 1, TTL: 30 * time.Second}
+	h, err := a.TryAcquire(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := a.names(r.Key, nil).waiting
+	if err := a.rdb.ZAdd(ctx, q, redis.Z{Score: 1, Member: "ghost-1"}, redis.Z{Score: 2, Member: "ghost-2"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	aw := acquireAsync(ctx, a, r)
+	headRefused(t, a, r.Key)
+	if err := a.Release(ctx, h); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	res := <-aw
+	if res.err != nil {
+		t.Fatalf("waiter: %v", res.err)
+	}
+	if _, handovers := g.counts(); handovers != 1 {
+		t.Fatalf("%d hand-overs, want 1", handovers)
+	}
+	if ps := waitingProcs(t, a, r.Key); len(ps) != 0 {
+		t.Fatalf("still queued: %v", ps)
+	}
+	if err := a.Release(ctx, res.l); err != nil {
+		t.Fatal(err)
+	}
+	if n := holders(t, a, r.Key); n != 0 {
+		t.Fatalf("%d leases left", n)
+	}
+}
+
+// A process granted a slot it cannot use gives it back, its window count
+// refunded, and the slot goes on: here b is queued with no waiter left (its
+// waiter left without taking a turn), and then with a waiter whose limits
+// differ from those the slot was granted under.
+func TestRedisGrantNobodyCanUseGoesBack(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		bWaiter  bool // b has a waiter, with other limits than a's
+		wantCnts int  // acquisitions the window counts at the end
+	}{
+		{"no waiter", false, 2},
+		{"other limits", true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bs, _ := gatedBackends(t, 2)
+			a, b := bs[0], bs[1]
+			subscribed(t, a)
+			subscribed(t, b)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r := Request{Key: "unusable", Concurrency: 1, TTL: 30 * time.Second,
+				Windows: []Window{{Limit: 1000, Period: time.Minute}}}
+			h, err := a.TryAcquire(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bw <-chan acquired
+			if tc.bWaiter {
+				rb := r
+				rb.Windows = []Window{{Limit: 999, Period: time.Minute}}
+				bw = acquireAsync(ctx, b, rb)
+				headRefused(t, b, r.Key)
+			} else if err := b.rdb.ZAdd(ctx, b.names(r.Key, nil).waiting, redis.Z{Score: 1, Member: b.proc}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			aw := acquireAsync(ctx, a, r)
+			headRefused(t, a, r.Key)
+
+			if err := a.Release(ctx, h); err != nil { // grants b, which gives back
+				t.Fatalf("Release: %v", err)
+			}
+			res := <-aw // woken by b's give-back
+			if res.err != nil {
+				t.Fatalf("a: %v", res.err)
+			}
+			if err := a.Release(ctx, res.l); err != nil {
+				t.Fatal(err)
+			}
+			if bw != nil {
+				got := <-bw
+				if got.err != nil {
+					t.Fatalf("b: %v", got.err)
+				}
+				if err := b.Release(ctx, got.l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := holders(t, a, r.Key); n != 0 {
+				t.Fatalf("%d leases left", n)
+			}
+			if n := windowTotal(t, a, r, time.Minute); n != tc.wantCnts {
+				t.Fatalf("the window counts %d acquisitions, want %d (the grant given back refunded)", n, tc.wantCnts)
+			}
+		})
+	}
+}
+
+func FuzzParseGrant(f *testing.F) {
+	f.Add("{corp}/cgi-bin/externalcontact/mark_tag\n0a1b2c\n1700000000000\n1700000015000\n5\n15000\n10000\n60000\n150000\n3600000")
+	f.Add("key\nid\n1\n2\n1\n1")
+	f.Add("key\nid")
+	f.Add("\n\n\n")
+	f.Fuzz(func(t *testing.T, msg string) {
+		g, err := parseGrant(msg)
+		if err != nil {
+			return
+		}
+		if err := g.req.Validate(); err != nil {
+			t.Fatalf("%q parsed to an invalid request: %v", msg, err)
+		}
+		if g.lease.Key != g.req.Key || g.lease.ID == "" || !g.lease.HoldsSlot() || g.lease.Expires.Before(g.lease.Granted) {
+			t.Fatalf("%q parsed to lease %+v", msg, g.lease)
+		}
+		if g.req.Concurrency <= 0 || strings.Contains(g.req.Key, "\n") {
+			t.Fatalf("%q parsed to %+v", msg, g.req)
+		}
+	})
 }

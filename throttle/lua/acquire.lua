@@ -12,7 +12,8 @@
 -- ARGV[5]   process id, queued on KEYS[3] when refused a slot ('' : do not queue)
 -- ARGV[6]   a lease of this process to release first ('' : none): a hand-over.
 --           Its slot goes to this acquisition, unless another process has
---           waited longer: then that process is woken and this one yields.
+--           waited longer: then this one yields, queued if it was not, and
+--           the slot is granted to that process directly (see grant below).
 -- ARGV[7]   wake-up channel prefix: a process listens on prefix .. its id
 -- ARGV[8]   the throttle key, the wake-up message
 -- ARGV[9]   granted, the process (ARGV[5]) leaves the waiting queue (0) or,
@@ -21,7 +22,8 @@
 --
 -- Returns {1, now, expires, 0, held}   granted (expires 0 without a slot)
 --      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
---                                      3 cooldown, 4 yielded to another process;
+--                                      3 cooldown, 4 yielded to another process
+--                                      (granted the slot, or woken);
 --                                      at: when that limit frees up (0 unknown)
 -- held: 1 if the released lease (ARGV[6]) still held its slot.
 -- All times are unix milliseconds from TIME: every client agrees on them.
@@ -41,14 +43,19 @@ local held = 0
 local conc = tonumber(ARGV[2])
 local swept = false -- expired leases already dropped from KEYS[1]
 local handover = ARGV[6] ~= ''
+-- yield: another process has waited longer for the slot a hand-over frees
+local yield = false
 if handover then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   swept = true
   held = redis.call('ZREM', KEYS[1], ARGV[6]) -- 1 only if not expired
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-  if #first > 0 and first[1] ~= ARGV[5] then
-    wake()
-    return {0, 4, 0, now, held}
+  if #first > 0 and first[1] ~= ARGV[5] and conc > 0 then
+    if ARGV[4] ~= '1' then -- only a check: the other process asks itself
+      wake()
+      return {0, 4, 0, now, held}
+    end
+    yield = true
   end
 end
 
@@ -151,15 +158,62 @@ end
 if ARGV[4] ~= '1' then
   return {1, now, 0, 0, held}
 end
-for i = 1, nw do
-  local key, width, lo, fresh = KEYS[3 + i], wins[i][1], wins[i][2], wins[i][3]
-  redis.call('HINCRBY', key, math.floor(now / width), 1)
-  redis.call('HINCRBY', key, 't', 1)
-  if fresh then
-    redis.call('HSET', key, 'lo', lo)
-    redis.call('PEXPIRE', key, tonumber(ARGV[9 + 2 * i]) + 2 * width + 1000)
+
+-- take counts the acquisition in every window and gives lease id the slot
+local function take(id, expires)
+  for i = 1, nw do
+    local key, width, lo, fresh = KEYS[3 + i], wins[i][1], wins[i][2], wins[i][3]
+    redis.call('HINCRBY', key, math.floor(now / width), 1)
+    redis.call('HINCRBY', key, 't', 1)
+    if fresh then
+      redis.call('HSET', key, 'lo', lo)
+      redis.call('PEXPIRE', key, tonumber(ARGV[9 + 2 * i]) + 2 * width + 1000)
+    end
+  end
+  if conc > 0 then
+    redis.call('ZADD', KEYS[1], expires, id)
+    local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+    redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
   end
 end
+
+local expires = 0
+if conc > 0 then
+  expires = now + tonumber(ARGV[3])
+end
+
+-- A yielding hand-over grants the slot to the process that has waited
+-- longest, in this round trip: the lease is published on the process's
+-- channel as the lines key, lease id, granted, expires, concurrency, TTL and
+-- a limit and period per window, so that the process can start its call
+-- without asking, or give the lease back if no waiter of its can use it. A
+-- process that no longer subscribes (PUBLISH reaches nobody) is dropped from
+-- the queue and the next is tried. The granted process queues again at the
+-- back, being busy on the key; this one stays queued for its waiter.
+if yield then
+  local limits = {}
+  for i = 2, 3 do limits[#limits + 1] = ARGV[i] end
+  for i = 10, #ARGV do limits[#limits + 1] = ARGV[i] end
+  local msg = table.concat({ARGV[8], ARGV[1], now, expires, table.concat(limits, '\n')}, '\n')
+  while true do
+    local first = redis.call('ZRANGE', KEYS[3], 0, 0)
+    if #first == 0 or first[1] == ARGV[5] then
+      break -- nobody else listens: this process takes the slot itself
+    end
+    redis.call('ZREM', KEYS[3], first[1])
+    if redis.call('PUBLISH', ARGV[7] .. first[1], msg) > 0 then
+      take(ARGV[1], expires)
+      redis.call('ZADD', KEYS[3], now, first[1])
+      if ARGV[5] ~= '' then
+        redis.call('ZADD', KEYS[3], 'NX', now, ARGV[5])
+      end
+      redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[3]) + 10000)
+      return {0, 4, 0, now, held}
+    end
+  end
+end
+
+take(ARGV[1], expires)
 if ARGV[5] ~= '' then
   if ARGV[9] == '1' then
     -- served, with more waiters: the process queues again, at the back
@@ -168,12 +222,5 @@ if ARGV[5] ~= '' then
   else
     redis.call('ZREM', KEYS[3], ARGV[5])
   end
-end
-local expires = 0
-if conc > 0 then
-  expires = now + tonumber(ARGV[3])
-  redis.call('ZADD', KEYS[1], expires, ARGV[1])
-  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
 end
 return {1, now, expires, 0, held}
