@@ -228,6 +228,9 @@ feed:
 	}
 	rate := float64(ok.Load()) / elapsed.Seconds()
 	fmt.Fprintf(stdout, "elapsed:    %s\n", elapsed.Round(time.Millisecond))
+	// Unix times, for tools that add up copies running at once.
+	end := start.Add(elapsed)
+	fmt.Fprintf(stdout, "marking:    %d.%09d to %d.%09d (unix seconds)\n", start.Unix(), start.Nanosecond(), end.Unix(), end.Nanosecond())
 	fmt.Fprintf(stdout, "throughput: %.1f marks/s\n", rate)
 	if len(st.latencies) > 0 {
 		slices.Sort(st.latencies)
