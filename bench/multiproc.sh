@@ -11,6 +11,11 @@
 # in flight and gettoken calls.
 #
 #	bash bench/multiproc.sh        # REDIS (default 127.0.0.1:6379), PORT (default 18099)
+#	JITTER=5ms bash bench/multiproc.sh
+#
+# LATENCY (default 20ms) is the mock's service time; JITTER (default 0)
+# spreads it uniformly over LATENCY±JITTER, keeping its mean, so that calls
+# stop finishing in step. The bound 5/latency uses the mean, LATENCY.
 #
 # Every bulktag run is bounded by `timeout 120`; the mock server is stopped on
 # exit, and the Redis keys written under this run's prefix are deleted.
@@ -18,6 +23,7 @@ set -euo pipefail
 
 REDIS=${REDIS:-127.0.0.1:6379}
 LATENCY=${LATENCY:-20ms}
+JITTER=${JITTER:-0s}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 tmp=$(mktemp -d)
@@ -50,14 +56,14 @@ while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
 done
 base="http://127.0.0.1:$port"
 
-"$tmp/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" >"$tmp/mock.log" 2>&1 &
+"$tmp/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" -jitter "$JITTER" >"$tmp/mock.log" 2>&1 &
 mockpid=$!
 for _ in $(seq 100); do
 	curl -fsS "$base/mock/stats" >/dev/null 2>&1 && break
 	sleep 0.05
 done
 curl -fsS "$base/mock/stats" >/dev/null
-echo "mock WeCom at $base, latency $LATENCY, pid $mockpid; Redis $REDIS, key prefix $prefix"
+echo "mock WeCom at $base, latency $LATENCY ± $JITTER, pid $mockpid; Redis $REDIS, key prefix $prefix"
 
 lat_ms=$(awk -v d="$LATENCY" 'BEGIN { if (d ~ /ms$/) { sub(/ms$/, "", d); print d } else if (d ~ /s$/) { sub(/s$/, "", d); print d * 1000 } }')
 

@@ -17,8 +17,9 @@
 //   - The tag APIs are limited per (corp, API) in concurrency (default 5 calls
 //     in flight) and mark_tag per customer (default 1); going over answers
 //     45033 at once.
-//   - Latency, "system busy" answers, HTTP 502s, truncated JSON and slow
-//     answers can be injected, reproducibly from a seed.
+//   - Latency (fixed, or spread uniformly around its mean), "system busy"
+//     answers, HTTP 502s, truncated JSON and slow answers can be injected,
+//     reproducibly from a seed.
 //
 // The contact tags (/cgi-bin/tag/*) and the customer-contact tags
 // (/cgi-bin/externalcontact/{get_corp_tag_list,add_corp_tag,edit_corp_tag,

@@ -226,7 +226,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) bool {
 	}
 	// The service time counts from the request's arrival, so the mock's own
 	// work is part of it, as it is of a real server's.
-	wait := s.latency - time.Since(arrived)
+	wait := s.serviceTime() - time.Since(arrived)
 	if slow {
 		wait += s.faults.SlowLatency
 	}
@@ -427,6 +427,16 @@ func (s *Server) drawFault() (kind faultKind, slow bool) {
 		slow = true
 	}
 	return kind, slow
+}
+
+// serviceTime draws one call's service time: the latency, spread by the
+// jitter. The caller holds s.mu.
+func (s *Server) serviceTime() time.Duration {
+	d := s.latency
+	if s.jitter > 0 {
+		d += time.Duration((2*s.rng.Float64() - 1) * float64(s.jitter))
+	}
+	return max(d, 0)
 }
 
 // admission is the in-flight slots one call holds.

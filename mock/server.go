@@ -38,6 +38,13 @@ type Config struct {
 	// then nothing is applied.
 	Latency time.Duration
 
+	// LatencyJitter spreads the service time: each call's is drawn
+	// uniformly from [Latency-LatencyJitter, Latency+LatencyJitter] with
+	// the seeded source (Config.Seed), so that its mean stays Latency while
+	// calls stop finishing in step, as real ones do (default 0: every call
+	// takes Latency). It must not exceed Latency.
+	LatencyJitter time.Duration
+
 	// TokenTTL is the lifetime of an access token (default 7200 s, WeCom's
 	// expires_in).
 	TokenTTL time.Duration
@@ -148,6 +155,7 @@ type Server struct {
 	perCustomer int
 	windows     []Window
 	maxPeriod   time.Duration
+	jitter      time.Duration
 
 	mu               sync.Mutex
 	latency          time.Duration
@@ -168,11 +176,14 @@ type apiKey struct{ corp, path string }
 type customerKey struct{ corp, user, external string }
 
 // New returns a Server configured by cfg. It fails when cfg.Latency or
-// cfg.TokenTTL is negative, or when a Window has a Limit or Period that is
-// not positive.
+// cfg.TokenTTL is negative, when cfg.LatencyJitter is negative or over
+// cfg.Latency, or when a Window has a Limit or Period that is not positive.
 func New(cfg Config) (*Server, error) {
 	if cfg.Latency < 0 {
 		return nil, fmt.Errorf("mock: negative Latency %v", cfg.Latency)
+	}
+	if cfg.LatencyJitter < 0 || cfg.LatencyJitter > cfg.Latency {
+		return nil, fmt.Errorf("mock: LatencyJitter %v not within [0, Latency %v]", cfg.LatencyJitter, cfg.Latency)
 	}
 	if cfg.TokenTTL < 0 {
 		return nil, fmt.Errorf("mock: negative TokenTTL %v", cfg.TokenTTL)
@@ -198,6 +209,7 @@ func New(cfg Config) (*Server, error) {
 		perCustomer:      cfg.PerCustomerConcurrency,
 		windows:          windows,
 		maxPeriod:        maxPeriod,
+		jitter:           cfg.LatencyJitter,
 		latency:          cfg.Latency,
 		corps:            make(map[string]*corp),
 		tokens:           make(map[string]*token),
@@ -341,7 +353,8 @@ func (s *Server) Register(mt *httpmock.MockTransport, baseURL string) {
 }
 
 // SetLatency changes the service time of every later API call except
-// gettoken. A negative d counts as 0.
+// gettoken. A negative d counts as 0. Config.LatencyJitter still applies; a
+// drawn service time under 0 counts as 0.
 func (s *Server) SetLatency(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

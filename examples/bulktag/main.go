@@ -45,7 +45,7 @@ const (
 type config struct {
 	baseURL, corpID, secret, userID, redis, redisPrefix string
 	customers, repeat, workers                          int
-	latency, leaseTTL                                   time.Duration
+	latency, jitter, leaseTTL                           time.Duration
 }
 
 func main() {
@@ -58,6 +58,7 @@ func main() {
 	flag.IntVar(&cfg.repeat, "repeat", 1, "times each customer is marked, interleaved so workers want the same customer at once")
 	flag.IntVar(&cfg.workers, "workers", 32, "concurrent workers")
 	flag.DurationVar(&cfg.latency, "latency", 20*time.Millisecond, "service time of the embedded mock")
+	flag.DurationVar(&cfg.jitter, "jitter", 0, "spread of the embedded mock's service time: drawn uniformly from latency±jitter")
 	flag.StringVar(&cfg.redis, "redis", "", "Redis for the limiter and token store shared by every copy: host:port, or a comma-separated list of cluster nodes")
 	flag.StringVar(&cfg.redisPrefix, "redis-prefix", "bulktag:", "prefix of the Redis keys")
 	flag.DurationVar(&cfg.leaseTTL, "lease-ttl", 0, "how long the slots of a copy that dies stay taken (default: the SDK's)")
@@ -111,7 +112,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (bool, error
 	if cfg.baseURL == "" {
 		// The embedded mock answers in-process, through an httpmock transport:
 		// no sockets, so the figures show the limiter, not the loopback stack.
-		m, err := mock.New(mock.Config{Latency: cfg.latency})
+		m, err := mock.New(mock.Config{Latency: cfg.latency, LatencyJitter: cfg.jitter})
 		if err != nil {
 			return false, err
 		}
@@ -120,7 +121,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (bool, error
 		cfg.baseURL = "http://wecom.mock"
 		m.Register(mt, cfg.baseURL)
 		srv, opts = m, append(opts, wecom.WithTransport(mt))
-		fmt.Fprintf(stderr, "embedded mock WeCom (in-process), latency %s\n", cfg.latency)
+		fmt.Fprintf(stderr, "embedded mock WeCom (in-process), latency %s ± %s\n", cfg.latency, cfg.jitter)
 	}
 
 	if cfg.redis != "" {

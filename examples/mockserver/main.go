@@ -31,13 +31,14 @@ const StatsPath = "/mock/stats"
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8099", "listen address (loopback)")
 	latency := flag.Duration("latency", 20*time.Millisecond, "service time of every API call")
+	jitter := flag.Duration("jitter", 0, "spread of the service time: each call's is drawn uniformly from latency±jitter")
 	corpID := flag.String("corp-id", "wwbulktag", "corp id of the registered app")
 	secret := flag.String("secret", "bulktag-secret", "secret of the registered app")
 	users := flag.Int("users", 0, "register users user0..userN-1 in the contact directory")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, *addr, *latency, *corpID, *secret, *users); err != nil {
+	if err := serve(ctx, *addr, mock.Config{Latency: *latency, LatencyJitter: *jitter}, *corpID, *secret, *users); err != nil {
 		fmt.Fprintln(os.Stderr, "mockserver:", err)
 		os.Exit(1)
 	}
@@ -61,8 +62,8 @@ func Handler(m *mock.Server) http.Handler {
 	return mux
 }
 
-func serve(ctx context.Context, addr string, latency time.Duration, corpID, secret string, users int) error {
-	m, err := mock.New(mock.Config{Latency: latency})
+func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret string, users int) error {
+	m, err := mock.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func serve(ctx context.Context, addr string, latency time.Duration, corpID, secr
 		return err
 	}
 	srv := &http.Server{Handler: Handler(m), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Printf("mock WeCom at http://%s (latency %s, app %s)\n", ln.Addr(), latency, corpID)
+	fmt.Printf("mock WeCom at http://%s (latency %s ± %s, app %s)\n", ln.Addr(), cfg.Latency, cfg.LatencyJitter, corpID)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
