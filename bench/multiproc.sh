@@ -7,8 +7,10 @@
 # time (process start, gettoken and the tag lookup included) and over the
 # marking phase (from the first copy's start of marking to the last copy's
 # end, as the copies report), the mean round trip the copies report and the
-# fraction of 5/(mean round trip), and the mock's 45033 and 45009 counts, max
-# in flight and gettoken calls.
+# fraction of 5/(mean round trip), the limiter scripts Redis ran per mark
+# (EVALSHA and EVAL calls in INFO commandstats, before and after the run: other
+# clients of the same Redis would add theirs), and the mock's 45033 and 45009
+# counts, max in flight and gettoken calls.
 #
 #	bash bench/multiproc.sh        # REDIS (default 127.0.0.1:6379), PORT (default 18099)
 #	JITTER=5ms bash bench/multiproc.sh
@@ -32,6 +34,16 @@ mockpid=""
 
 redis_host=${REDIS%:*}
 redis_port=${REDIS##*:}
+
+# scripts: EVALSHA + EVAL calls Redis has run (0 without redis-cli).
+scripts() {
+	if ! command -v redis-cli >/dev/null; then
+		echo 0
+		return
+	fi
+	redis-cli -h "$redis_host" -p "$redis_port" info commandstats |
+		awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { n += $3 } END { print n + 0 }'
+}
 
 cleanup() {
 	if [[ -n $mockpid ]]; then
@@ -78,7 +90,8 @@ run() {
 	local load
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	curl -fsS -X POST "$base/mock/reset-stats"
-	local start end i rc=0 pids=()
+	local start end i rc=0 pids=() scripts0
+	scripts0=$(scripts)
 	start=$(date +%s.%N)
 	for i in $(seq "$procs"); do
 		timeout 120 "$tmp/bulktag" -base-url "$base" "${shared[@]}" \
@@ -93,6 +106,8 @@ run() {
 		fi
 	done
 	end=$(date +%s.%N)
+	local nscripts=$(($(scripts) - scripts0))
+	[[ $mode == local ]] && nscripts=0
 	local stats
 	stats=$(curl -fsS "$base/mock/stats")
 	echo
@@ -114,12 +129,12 @@ run() {
 			sum += n * ms; tot += n
 		}
 		END { if (tot) printf "%.3f", sum / tot; else print "nan" }')
-	python3 - "$stats" "$start" "$end" "$procs" "$customers" "$rtt" "$lat_ms" "$phase" <<'EOF'
+	python3 - "$stats" "$start" "$end" "$procs" "$customers" "$rtt" "$lat_ms" "$phase" "$nscripts" <<'EOF'
 import json, sys
 st = json.loads(sys.argv[1])
 start, end = float(sys.argv[2]), float(sys.argv[3])
 procs, customers, rtt, lat = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
-phase = float(sys.argv[8])
+phase, nscripts = float(sys.argv[8]), int(sys.argv[9])
 wall = end - start
 marks = st["MarkCalls"]
 rate = marks / wall
@@ -132,6 +147,8 @@ print(f"   aggregate: {rate:.1f} marks/s = {100 * rate / bound:.1f}% of 5/latenc
 prate = marks / phase
 print(f"   marking phase (first copy's start to last copy's end): {phase:.3f} s, {prate:.1f} marks/s = {100 * prate / bound:.1f}% of 5/latency")
 print(f"   mean round trip reported by the copies: {rtt:.3f} ms; 5/(mean round trip) = {5000 / rtt:.1f}/s, achieved {100 * rate / (5000 / rtt):.1f}% of it")
+if nscripts:
+    print(f"   Redis: {nscripts} limiter scripts = {nscripts / marks:.2f} per mark (the token store's GET/SET not counted)")
 print(f"   mock: 45033 answered {ref.get('45033', 0)}, 45009 answered {ref.get('45009', 0)}, max in flight (mark_tag) {mif}, gettoken calls {st['GetTokenCalls']}")
 EOF
 	return $rc
