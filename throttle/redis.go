@@ -81,19 +81,24 @@ type RedisOptions struct {
 // order and only the head asks Redis. A Release of the process hands its slot
 // straight to a local waiter in the same round trip (the release script also
 // grants the next acquisition), so a process busy on a key makes one round
-// trip per call in steady state. A release that has no local waiter to serve
-// wakes the process that has waited longest, on a channel each process
-// subscribes to once; a timer at the time the script names (a window opening,
-// a cooldown ending, the next lease expiry) covers the rest, and a resync
-// every second covers notifications lost while the subscription reconnects.
+// trip per call in steady state. When another process has waited longer, that
+// script grants the slot to that process instead and publishes the lease on
+// the channel each process subscribes to once, so that the other process
+// starts its call without asking; a grant no waiter there can use goes back.
+// A release that has no local waiter to serve wakes the process that has
+// waited longest on the same channel; a timer at the time the script names (a
+// window opening, a cooldown ending, the next lease expiry) covers the rest,
+// and a resync every second covers notifications lost while the subscription
+// reconnects. A grant in flight to a process that dies or closes at that
+// moment holds its slot until the lease TTL ends, as a holder that dies does.
 //
 // Fairness: within a process, a freed slot goes to the first waiter in
 // arrival order that is not itself asking Redis at that moment (the head may
 // be), so the order is kept except around a head's own round trip. Across
 // processes, a process with waiters queues in Redis, and a hand-over yields
-// the slot to a process that has waited longer: it wakes that process instead
-// and its own waiter waits on. A process served while it still has waiters
-// queues again at the back, so busy processes take turns. Turns are kept
+// the slot to a process that has waited longer: it grants the slot to that
+// process and its own waiter waits on. A process served while it still has
+// waiters queues again at the back, so busy processes take turns. Turns are kept
 // approximately, not strictly: a head that asks at the moment a slot frees
 // may take it before the woken process arrives. No process starves: measured,
 // one waiter against eight in another process gets 38-39% of the grants on a
