@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,10 +188,31 @@ type rwaiter struct {
 	yielded bool
 }
 
-// available reports whether w may be handed a slot now. The caller holds
-// Redis.mu.
-func (w *rwaiter) available() bool {
-	return !w.busy && !w.claimed && !w.gone && len(w.slot) == 0
+// available reports whether w may be handed a slot now: it is free and not
+// asking Redis itself. The caller holds Redis.mu.
+func (w *rwaiter) available() bool { return !w.busy && w.free() }
+
+// free reports whether a lease may be sent to w: nothing is claimed for it or
+// waits in its slot, and it has not left. The caller holds Redis.mu.
+func (w *rwaiter) free() bool { return !w.claimed && !w.gone && len(w.slot) == 0 }
+
+// waiterFor returns the first waiter of k in arrival order that a lease
+// granted under r's limits may be sent to: one that is available, else, with
+// busyToo, one that is free though asking Redis itself. Nil if none. The
+// caller holds Redis.mu.
+func (k *rkey) waiterFor(r Request, busyToo bool) *rwaiter {
+	var asking *rwaiter
+	for e := k.queue.Front(); e != nil; e = e.Next() {
+		w := e.Value.(*rwaiter)
+		switch {
+		case !w.free() || !sameLimits(w.req, r):
+		case !w.busy:
+			return w
+		case busyToo && asking == nil:
+			asking = w
+		}
+	}
+	return asking
 }
 
 // NewRedis returns a Redis backend on rdb (a single node, Sentinel or Cluster
@@ -325,18 +345,6 @@ func parseGrant(msg string) (grant, error) {
 	return g, nil
 }
 
-// inMillis returns r's limits as the Redis backend counts them, in whole
-// milliseconds, to compare with a grant's.
-func inMillis(r Request) Request {
-	r.TTL = r.LeaseTTL().Truncate(time.Millisecond)
-	ws := make([]Window, len(r.Windows))
-	for i, w := range r.Windows {
-		ws[i] = Window{Limit: w.Limit, Period: w.Period.Truncate(time.Millisecond)}
-	}
-	r.Windows = ws
-	return r
-}
-
 // takeGrant gives a slot that another process's hand-over granted this one
 // (msg, as published) to a waiter of the key with the limits it was granted
 // under: the first in arrival order that is not asking Redis itself, else one
@@ -353,27 +361,21 @@ func (b *Redis) takeGrant(msg string) {
 		return
 	}
 	b.mu.Lock()
+	var (
+		to     *rwaiter
+		others int // waiters left wanting slots
+	)
 	k := b.keys[g.req.Key]
-	var to *rwaiter
 	if k != nil {
-		for pass := 0; pass < 2 && to == nil; pass++ {
-			for e := k.queue.Front(); e != nil; e = e.Next() {
-				w := e.Value.(*rwaiter)
-				if (pass == 1 || !w.busy) && !w.claimed && !w.gone && len(w.slot) == 0 && sameLimits(inMillis(w.req), g.req) {
-					to = w
-					break
-				}
-			}
-		}
+		to, others = k.waiterFor(g.req, true), k.queue.Len()
 	}
-	// Waiters other than the one served still want slots.
-	others := k != nil && k.queue.Len() > 1 || k != nil && to == nil && k.queue.Len() > 0
 	if to != nil {
+		others--
 		to.slot <- g.lease // never blocks: it was empty, and b.mu is held
-		k.full = k.full || others
+		k.full = k.full || others > 0
 	}
 	b.mu.Unlock()
-	if !others {
+	if others == 0 {
 		b.unqueue(g.req.Key)
 	}
 	if to == nil {
@@ -786,12 +788,10 @@ func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) 
 func (b *Redis) handOn(key string, l Lease, r Request) {
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil {
-		for e := k.queue.Front(); e != nil; e = e.Next() {
-			if w := e.Value.(*rwaiter); w.available() && sameLimits(w.req, r) {
-				w.slot <- l
-				b.mu.Unlock()
-				return
-			}
+		if w := k.waiterFor(r, false); w != nil {
+			w.slot <- l
+			b.mu.Unlock()
+			return
 		}
 	}
 	b.mu.Unlock()
@@ -799,9 +799,19 @@ func (b *Redis) handOn(key string, l Lease, r Request) {
 }
 
 // sameLimits reports whether a lease granted for a may serve b: the same
-// concurrency, lease TTL and windows.
+// concurrency, lease TTL and windows, as the Redis backend counts them (in
+// whole milliseconds, so that a grant parsed from Redis compares too).
 func sameLimits(a, b Request) bool {
-	return a.Concurrency == b.Concurrency && a.LeaseTTL() == b.LeaseTTL() && slices.Equal(a.Windows, b.Windows)
+	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
+	if a.Concurrency != b.Concurrency || ms(a.LeaseTTL()) != ms(b.LeaseTTL()) || len(a.Windows) != len(b.Windows) {
+		return false
+	}
+	for i, w := range a.Windows {
+		if w.Limit != b.Windows[i].Limit || ms(w.Period) != ms(b.Windows[i].Period) {
+			return false
+		}
+	}
+	return true
 }
 
 // failNonWaiting fails the waiters queued behind head that do not wait out
