@@ -1056,7 +1056,9 @@ func btoi(b bool) int {
 	return 0
 }
 
-func TestLatencyRespectsContext(t *testing.T) {
+// A client that hangs up does not end its call: as at WeCom, the call stays
+// in flight (holding its slot) for its whole service time and is applied.
+func TestHungUpCallStaysInFlight(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		srv := newServer(t, mock.Config{Latency: time.Hour, Concurrency: 1})
@@ -1064,35 +1066,39 @@ func TestLatencyRespectsContext(t *testing.T) {
 		tok := directToken(t, h, corpID, secret)
 		target := pathCreate + "?access_token=" + tok
 
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		start := time.Now()
-		rec := direct(ctx, h, http.MethodPost, target, `{"tagname":"never"}`)
-		if d := time.Since(start); d != time.Second {
-			t.Errorf("handler returned after %v, want 1s (the context's deadline)", d)
-		}
-		if rec.Body.Len() != 0 {
-			t.Errorf("answer after the context ended: %q", rec.Body.String())
-		}
-
-		// The same through httpmock: the client sees the context's error.
+		// Through httpmock the client sees its context's error at once.
 		mt := httpmock.NewMockTransport()
 		srv.Register(mt, baseURL)
-		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
-		defer cancel2()
-		req, _ := http.NewRequestWithContext(ctx2, http.MethodPost, baseURL+target, strings.NewReader(`{"tagname":"never2"}`))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+target, strings.NewReader(`{"tagname":"late"}`))
+		start := time.Now()
 		if _, err := (&http.Client{Transport: mt}).Do(req); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("httpmock client: err %v, want context.DeadlineExceeded", err)
 		}
-		synctest.Wait()
-
-		if got := srv.Tags(corpID); len(got) != 0 {
-			t.Errorf("cancelled calls were applied: %+v", got)
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("client returned after %v, want 1s (its deadline)", d)
 		}
-		// The single slot was released.
+
+		// The abandoned call still holds the only slot.
+		second := make(chan int, 1)
+		go func() { second <- directCode(t, h, http.MethodPost, target, `{"tagname":"second"}`) }()
+		if code := <-second; code != 45033 {
+			t.Errorf("call while the abandoned one runs: errcode %d, want 45033", code)
+		}
+		if got := srv.Tags(corpID); len(got) != 0 {
+			t.Errorf("applied before its service time: %+v", got)
+		}
+
+		// Once its hour has passed it was applied and its slot is free.
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := srv.Tags(corpID); len(got) != 1 || got[0].Name != "late" {
+			t.Errorf("tags after the service time = %+v, want the abandoned call's tag", got)
+		}
 		srv.SetLatency(0)
 		if code := directCode(t, h, http.MethodPost, target, `{"tagname":"now"}`); code != 0 {
-			t.Errorf("call after cancellations: errcode %d", code)
+			t.Errorf("call after the abandoned one ended: errcode %d", code)
 		}
 	})
 }

@@ -166,9 +166,10 @@ const (
 const badGatewayBody = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n" +
 	"<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n"
 
-// serve answers one request. It reports false when the request's context
-// ended during the latency wait and nothing was written.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) bool {
+// serve answers one request. Like WeCom, it goes on when the client hangs
+// up: a call admitted stays in flight for its whole service time and is
+// applied, and only then are its slots released.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	path := r.URL.Path
 	s.mu.Lock()
@@ -178,13 +179,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) bool {
 	rt, ok := lookupRoute(path)
 	if !ok {
 		http.NotFound(w, r)
-		return true
+		return
 	}
 	ip := clientIP(r)
 	query := r.URL.Query()
 	if rt.apply == nil {
 		writeJSON(w, s.getToken(query, ip))
-		return true
+		return
 	}
 	body, bodyErr := readBody(r)
 	in := &input{query: query, body: body, bodyErr: bodyErr}
@@ -199,7 +200,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) bool {
 		out := s.errorAnswer(aerr, ip, now, true)
 		s.mu.Unlock()
 		writeJSON(w, out)
-		return true
+		return
 	}
 	fault, slow := s.drawFault()
 	switch fault {
@@ -208,21 +209,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) bool {
 		out := mustMarshal(status{ErrCode: codeSystemBusy, ErrMsg: "system busy"})
 		s.mu.Unlock()
 		writeJSON(w, out)
-		return true
+		return
 	case fault5xx:
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Content-Length", strconv.Itoa(len(badGatewayBody)))
 		w.WriteHeader(http.StatusBadGateway)
 		_, _ = io.WriteString(w, badGatewayBody)
-		return true
+		return
 	}
 	adm, aerr := s.admit(c.id, rt, in)
 	if aerr != nil {
 		out := s.errorAnswer(aerr, ip, now, true)
 		s.mu.Unlock()
 		writeJSON(w, out)
-		return true
+		return
 	}
 	// The service time counts from the request's arrival, so the mock's own
 	// work is part of it, as it is of a real server's.
@@ -232,22 +233,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) bool {
 	}
 	s.mu.Unlock()
 
-	out, done := s.execute(r.Context(), adm, wait, c, rt, in, ip, fault == faultMalformed)
-	if !done {
-		return false
-	}
-	writeJSON(w, out)
-	return true
+	writeJSON(w, s.execute(adm, wait, c, rt, in, ip, fault == faultMalformed))
 }
 
 // execute waits the service time, then applies the call, and releases the
-// call's concurrency slots before its answer can be seen.
-func (s *Server) execute(ctx context.Context, adm admission, wait time.Duration,
-	c *corp, rt route, in *input, ip string, malformed bool) ([]byte, bool) {
+// call's concurrency slots before its answer can be seen. Nothing the client
+// does ends it early.
+func (s *Server) execute(adm admission, wait time.Duration,
+	c *corp, rt route, in *input, ip string, malformed bool) []byte {
 	defer s.release(adm)
-	if !sleepCtx(ctx, wait) {
-		return nil, false
-	}
+	sleepCtx(context.Background(), wait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in.now = s.now()
@@ -265,7 +260,7 @@ func (s *Server) execute(ctx context.Context, adm admission, wait time.Duration,
 		// Half of a JSON object never holds its closing brace.
 		out = out[:len(out)/2]
 	}
-	return out, true
+	return out
 }
 
 // spinFor is the end of a wait that sleepCtx spends yielding rather than on a

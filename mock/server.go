@@ -305,8 +305,9 @@ func (s *Server) Start() *httptest.Server {
 }
 
 // Responder returns an httpmock.Responder that behaves exactly as Handler.
-// The request's context is kept: latency waits end when it ends, and the
-// responder then returns the context's error.
+// When the request's context ends first, the responder returns the context's
+// error at once, and the call goes on without its client as it would at
+// WeCom: it stays in flight for its whole service time and is applied.
 func (s *Server) Responder() httpmock.Responder {
 	return s.responder("")
 }
@@ -322,10 +323,15 @@ func (s *Server) responder(prefix string) httpmock.Responder {
 			r.URL.RawPath = ""
 		}
 		rec := httptest.NewRecorder()
-		if !s.serve(rec, r) {
-			if err := req.Context().Err(); err != nil {
-				return nil, err
-			}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.serve(rec, r)
+		}()
+		select {
+		case <-done:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
 		}
 		resp := rec.Result()
 		resp.Request = req
