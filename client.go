@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -41,6 +42,8 @@ type Client struct {
 	waitOnRateLimit bool
 	attemptTimeout  time.Duration
 	leaseTTLOpt     time.Duration
+	abandonedHold   time.Duration
+	background      tracker
 
 	// Tags calls the contact tag (通讯录标签) APIs.
 	Tags *TagService
@@ -99,11 +102,23 @@ type Attempt struct {
 	Duration time.Duration
 	// LeaseWait is the time spent waiting for the limiter before sending.
 	LeaseWait time.Duration
+	// Detached: the caller had given up (its context ended) before the
+	// answer; the attempt went on without it, and its leases went back when
+	// the answer came.
+	Detached bool
+	// Abandoned: the request was sent and no answer came (the attempt
+	// timeout fired, or the connection broke). The call may still be running
+	// at WeCom, so its concurrency slots were neither released nor renewed:
+	// they stay taken for the abandoned hold (WithAbandonedHold), capacity
+	// the other calls lose meanwhile.
+	Abandoned bool
 }
 
 // Observer is called after every attempt of every call, gettoken included, in
-// the calling goroutine. It must be safe for concurrent use. If it panics, the
-// call's leases are still released.
+// the calling goroutine, or, for an attempt that outlived its caller
+// (Attempt.Detached), in the goroutine that finished it. It must be safe for
+// concurrent use. If it panics, the call's leases are still released; the
+// panic reaches the caller, or is logged when the caller has gone.
 type Observer func(ctx context.Context, a Attempt)
 
 // WithBaseURL sets the API endpoint (default DefaultBaseURL), for a proxy or a
@@ -364,14 +379,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 		busyRetries, concRetries int
 	)
 	for n := 1; ; n++ {
-		var tok string
-		if !cl.noToken {
-			var err error
-			if tok, err = c.tokens.token(ctx); err != nil {
-				return err
-			}
-		}
-		err := c.attempt(ctx, cl, lim, tok, n)
+		tok, err := c.attempt(ctx, cl, lim, n)
 		if err == nil {
 			return nil
 		}
@@ -430,23 +438,70 @@ func retryable(err error) bool {
 	return !errors.As(err, &ae) && !errors.As(err, &le) && !errors.Is(err, ErrInvalidRequest)
 }
 
-// attempt sends the call once, holding its leases from before sending until the
-// answer is in. Every lease is released on every path.
-func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, tok string, n int) (err error) {
+// attempt sends the call once. It takes the call's leases, then the token:
+// a token replaced while the call waited for a slot is not sent. It returns
+// the token it sent. A call whose caller gives up after sending goes on in
+// the background (see exchange).
+func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, n int) (tok string, err error) {
 	waitStart := time.Now()
 	leases, err := c.acquire(ctx, cl, lim)
 	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart)}
+	if err == nil && !cl.noToken {
+		if tok, err = c.tokens.token(ctx); err != nil {
+			c.release(ctx, leases) // nothing was sent
+		}
+	}
 	if err != nil {
 		a.Err = err
 		c.observe(ctx, a)
-		return err
+		return tok, err
 	}
-	defer c.release(ctx, leases)
-	defer c.keepAlive(ctx, leases)()
+	return tok, c.exchange(ctx, cl, lim, leases, tok, a)
+}
 
-	actx, cancel := context.WithTimeout(ctx, c.attemptTimeout)
+// exchange sends the call, which holds leases, and waits for its answer. A
+// request sent is in flight at WeCom until WeCom answers, whatever the caller
+// does: when ctx ends first, exchange returns ctx's error at once and the
+// attempt goes on in the background under the client's attempt timeout, its
+// leases going back when the answer arrives (see Client.Drain).
+func (c *Client) exchange(ctx context.Context, cl *call, lim Limits, leases []throttle.Lease, tok string, a Attempt) error {
+	if ctx.Done() == nil { // the caller cannot give up: no goroutine needed
+		a = c.roundTrip(ctx, cl, lim, leases, tok, a)
+		c.observe(ctx, a)
+		return a.Err
+	}
+	answered := make(chan Attempt)
+	c.background.add()
+	go func() {
+		defer c.background.done()
+		a := c.roundTrip(ctx, cl, lim, leases, tok, a)
+		select {
+		case answered <- a:
+		case <-ctx.Done():
+			a.Detached = true
+			c.observeDetached(ctx, a)
+		}
+	}()
+	select {
+	case a := <-answered:
+		c.observe(ctx, a)
+		return a.Err
+	case <-ctx.Done():
+		return fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller): %w", cl.path, ctx.Err())
+	}
+}
+
+// roundTrip makes the HTTP exchange of an attempt that holds leases, bounded
+// by the attempt timeout and not by the caller's context, and then gives the
+// leases back: at once if an answer came or the request never left, and
+// otherwise (the request may be running at WeCom) only when their hold ends.
+func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []throttle.Lease, tok string, a Attempt) Attempt {
+	stop := c.keepAlive(ctx, leases)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout)
 	defer cancel()
-	q := url.Values{}
+	var w wire
+	actx = httptrace.WithClientTrace(actx, w.trace())
+	q := make(url.Values, len(cl.query)+1)
 	for k, v := range cl.query {
 		q[k] = v
 	}
@@ -454,8 +509,9 @@ func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, tok string, 
 		q.Set("access_token", tok)
 	}
 	start := time.Now()
-	err = c.send(actx, cl, q, tok)
+	answered, err := c.send(actx, cl, q, tok)
 	a.Duration, a.Err = time.Since(start), err
+	stop()
 	var ae *APIError
 	if errors.As(err, &ae) {
 		a.ErrCode = ae.Code
@@ -466,14 +522,29 @@ func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, tok string, 
 			}
 		}
 	}
-	c.observe(ctx, a)
-	return err
+	if !answered && w.mayHaveArrived() {
+		a.Abandoned = c.hold(ctx, cl.path, leases)
+	} else {
+		c.release(ctx, leases)
+	}
+	return a
 }
 
 func (c *Client) observe(ctx context.Context, a Attempt) {
 	if c.observer != nil {
 		c.observer(ctx, a)
 	}
+}
+
+// observeDetached observes an attempt whose caller has gone. A panic in the
+// observer has no caller to reach: it is logged instead of ending the process.
+func (c *Client) observeDetached(ctx context.Context, a Attempt) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.logger.LogAttrs(ctx, slog.LevelError, "wecom: observer panicked", slog.String("path", a.Path), slog.Any("panic", p))
+		}
+	}()
+	c.observe(ctx, a)
 }
 
 // acquire takes the call's leases in order, giving back those taken if one
@@ -593,26 +664,28 @@ type envelope struct {
 	ErrMsg  string `json:"errmsg"`
 }
 
-// send makes one HTTP exchange and decodes its answer.
-func (c *Client) send(ctx context.Context, cl *call, q url.Values, tok string) error {
+// send makes one HTTP exchange and decodes its answer. answered reports
+// whether an answer (an HTTP status) arrived: then the server is done with
+// the call, whatever the error.
+func (c *Client) send(ctx context.Context, cl *call, q url.Values, tok string) (answered bool, err error) {
 	req := c.http.R().SetContext(ctx).SetQueryParamsFromValues(q).SetDoNotParseResponse(true)
 	if cl.body != nil {
 		req.SetHeader("Content-Type", "application/json").SetBody(cl.body)
 	}
 	resp, err := req.Execute(cl.method, c.baseURL+cl.path)
 	if err != nil {
-		return fmt.Errorf("wecom: %s: %w", cl.path, sanitizeError(err, tok, c.secret))
+		return resp != nil && resp.RawResponse != nil, fmt.Errorf("wecom: %s: %w", cl.path, sanitizeError(err, tok, c.secret))
 	}
 	body := resp.RawBody()
 	defer body.Close()
 	raw, err := io.ReadAll(io.LimitReader(body, 16<<20))
 	if err != nil {
-		return fmt.Errorf("wecom: %s: reading answer: %w", cl.path, sanitizeError(err, tok, c.secret))
+		return true, fmt.Errorf("wecom: %s: reading answer: %w", cl.path, sanitizeError(err, tok, c.secret))
 	}
 	if resp.StatusCode() != http.StatusOK {
-		return &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
+		return true, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
 	}
-	return decode(cl.path, raw, cl.out)
+	return true, decode(cl.path, raw, cl.out)
 }
 
 // decode reads an answer: errcode first (absent means success), then out.

@@ -34,8 +34,8 @@ func defaultWindows() []Window {
 // Config configures a Server. Zero values mean the documented defaults.
 type Config struct {
 	// Latency is the service time of every API call except gettoken
-	// (default 0). Waits end early when the request's context ends, and
-	// then nothing is applied.
+	// (default 0). As at WeCom, a call stays in flight for its whole
+	// service time and is applied even when its client hangs up.
 	Latency time.Duration
 
 	// LatencyJitter spreads the service time: each call's is drawn

@@ -376,6 +376,9 @@ func (m *Memory) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 	}
 	l.Expires = now.Add(ttl)
 	ks.holders[l.ID] = l.Expires
+	if ks.queue.Len() > 0 {
+		m.dispatch(l.Key, ks, now) // a shortened lease moves the waiters' next wake-up
+	}
 	return l, nil
 }
 

@@ -3,6 +3,8 @@ package throttle_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/wecomkit/wecom/throttle"
 	"github.com/wecomkit/wecom/throttle/throttletest"
@@ -44,6 +46,35 @@ func BenchmarkMemoryAcquireRelease(b *testing.B) {
 			if err := m.Release(ctx, l); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// A lease whose expiry is moved earlier (the hold of an abandoned call) wakes
+// its waiters at the new expiry, not at the old one.
+func TestMemoryShortenedLeaseWakesWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := throttle.NewMemory()
+		ctx := context.Background()
+		r := throttle.Request{Key: "k", Concurrency: 1, TTL: time.Hour}
+		holder, err := m.Acquire(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan time.Time, 1)
+		go func() {
+			if _, err := m.Acquire(ctx, r); err != nil {
+				t.Error(err)
+			}
+			got <- time.Now()
+		}()
+		synctest.Wait()
+		start := time.Now()
+		if _, err := m.Extend(ctx, holder, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if d := (<-got).Sub(start); d != time.Second {
+			t.Errorf("waiter served %v after the lease was shortened to 1s, want 1s", d)
 		}
 	})
 }
