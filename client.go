@@ -1,6 +1,7 @@
 package wecom
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -379,11 +380,11 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 		busyRetries, concRetries int
 	)
 	for n := 1; ; n++ {
-		tok, err := c.attempt(ctx, cl, lim, n)
+		tok, final, err := c.attempt(ctx, cl, lim, n)
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil {
+		if final || ctx.Err() != nil {
 			return err
 		}
 		var ae *APIError
@@ -441,22 +442,24 @@ func retryable(err error) bool {
 // attempt sends the call once. It takes the call's leases, then the token:
 // a token replaced while the call waited for a slot is not sent. It returns
 // the token it sent. A call whose caller gives up after sending goes on in
-// the background (see exchange).
-func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, n int) (tok string, err error) {
+// the background (see exchange). final reports an error that ends the call:
+// no token could be had, the fetch having made its own retries.
+func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, n int) (tok string, final bool, err error) {
 	waitStart := time.Now()
 	leases, err := c.acquire(ctx, cl, lim)
 	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart)}
 	if err == nil && !cl.noToken {
 		if tok, err = c.tokens.token(ctx); err != nil {
 			c.release(ctx, leases) // nothing was sent
+			final = true
 		}
 	}
 	if err != nil {
 		a.Err = err
 		c.observe(ctx, a)
-		return tok, err
+		return tok, final, err
 	}
-	return tok, c.exchange(ctx, cl, lim, leases, tok, a)
+	return tok, false, c.exchange(ctx, cl, lim, leases, tok, a)
 }
 
 // exchange sends the call, which holds leases, and waits for its answer. A
@@ -688,23 +691,65 @@ func (c *Client) send(ctx context.Context, cl *call, q url.Values, tok string) (
 	return true, decode(cl.path, raw, cl.out)
 }
 
-// decode reads an answer: errcode first (absent means success), then out.
+// validator is an answer type that knows what a success must carry; decode
+// calls it after decoding a success into it.
+type validator interface {
+	validate() error
+}
+
+// omitsErrcode reports whether WeCom leaves errcode out of a successful
+// answer of path. Every other API always sends it, so an answer without it
+// is not WeCom's (a gateway's, a proxy's).
+func omitsErrcode(path string) bool {
+	switch path {
+	case "/cgi-bin/service/get_suite_token", "/cgi-bin/service/get_corp_token", "/cgi-bin/service/get_provider_token":
+		return true
+	}
+	return false
+}
+
+// decode reads an answer of path into out. A WeCom answer is a JSON object
+// with an errcode (see omitsErrcode); a non-zero errcode is an *APIError.
+// Anything else (no errcode, null, an array, a string, not JSON, or a
+// success without what out must carry) is a *ResponseError: never a success.
 func decode(path string, raw []byte, out any) error {
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err}
 	}
-	if env.ErrCode != nil && *env.ErrCode != CodeOK {
+	switch {
+	case !isObject(raw):
+		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: errNotObject}
+	case env.ErrCode == nil && !omitsErrcode(path):
+		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: errNoErrcode}
+	case env.ErrCode != nil && *env.ErrCode != CodeOK:
 		return &APIError{Code: *env.ErrCode, Message: env.ErrMsg, Path: path}
 	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			// The envelope decoded, so the body is JSON: the answer does not
-			// fit out. Sending it again would not help.
-			return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err, shape: true}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		// The envelope decoded, so the body is JSON: the answer does not
+		// fit out. Sending it again would not help.
+		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err, shape: true}
+	}
+	if v, ok := out.(validator); ok {
+		if err := v.validate(); err != nil {
+			return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err}
 		}
 	}
 	return nil
+}
+
+var (
+	errNotObject = errors.New("the answer is not a JSON object")
+	errNoErrcode = errors.New("the answer has no errcode: not WeCom's")
+)
+
+// isObject reports whether raw, valid JSON, is an object.
+func isObject(raw []byte) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // sleep waits d or until ctx ends.

@@ -121,7 +121,7 @@ func (s *tokenServer) register(mt *httpmock.MockTransport, path string) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.issued++
-		return httpmock.NewStringResponse(200, fmt.Sprintf(`{"access_token":"TOKEN-%d","expires_in":7200}`, s.issued)), nil
+		return httpmock.NewStringResponse(200, fmt.Sprintf(`{"errcode":0,"errmsg":"ok","access_token":"TOKEN-%d","expires_in":7200}`, s.issued)), nil
 	})
 	mt.RegisterResponder("GET", testBaseURL+path, func(r *http.Request) (*http.Response, error) {
 		s.apiHits.Add(1)
@@ -332,7 +332,7 @@ func TestSystemBusyRetriedOnlyWhenSafe(t *testing.T) {
 	}
 	// And a busy answer followed by success succeeds.
 	f := setup(t)
-	f.mt.RegisterResponder("GET", testBaseURL+pathTagList, sequence(`{"errcode":-1,"errmsg":"busy"}`, `{"errcode":6000,"errmsg":"conflict"}`, `{"taglist":[]}`))
+	f.mt.RegisterResponder("GET", testBaseURL+pathTagList, sequence(`{"errcode":-1,"errmsg":"busy"}`, `{"errcode":6000,"errmsg":"conflict"}`, `{"errcode":0,"errmsg":"ok","taglist":[]}`))
 	if _, err := f.c.Tags.List(context.Background()); err != nil {
 		t.Errorf("List after busy answers: %v", err)
 	}
@@ -369,8 +369,8 @@ func TestBadSecretNotLooped(t *testing.T) {
 func TestBadSecretBackoffEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := setup(t, WithBadCredentialsBackoff(time.Minute))
-		f.mt.RegisterResponder("GET", testBaseURL+pathGetToken, sequence(`{"errcode":40001,"errmsg":"invalid secret"}`, `{"access_token":"TOKEN-x","expires_in":7200}`))
-		f.respond("GET", pathTagList, `{"taglist":[]}`)
+		f.mt.RegisterResponder("GET", testBaseURL+pathGetToken, sequence(`{"errcode":40001,"errmsg":"invalid secret"}`, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN-x","expires_in":7200}`))
+		f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 		_, err := f.c.Tags.List(context.Background())
 		f.record(err)
 		if !errors.Is(err, ErrBadCredentials) {
@@ -393,7 +393,7 @@ func TestNoLeaseLeftBehind(t *testing.T) {
 	f.mt.RegisterResponder("GET", testBaseURL+pathTagList, func(*http.Request) (*http.Response, error) {
 		entered <- struct{}{}
 		<-release
-		return httpmock.NewStringResponse(200, `{"taglist":[]}`), nil
+		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`), nil
 	})
 	if _, err := f.c.tokens.token(context.Background()); err != nil {
 		t.Fatal(err)
@@ -538,7 +538,7 @@ func TestTokenRefreshedAhead(t *testing.T) {
 		ts := &tokenServer{code: CodeAccessTokenExpired}
 		ts.register(f.mt, pathTagList)
 		// The server takes any recent token: count fetches only.
-		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, httpmock.NewStringResponder(200, `{"taglist":[]}`))
+		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`))
 		ctx := context.Background()
 		if _, err := f.c.Tags.List(ctx); err != nil {
 			t.Fatal(err)
@@ -594,7 +594,7 @@ func TestDoValidates(t *testing.T) {
 	if n := f.mt.GetTotalCallCount(); n != 0 {
 		t.Errorf("%d requests sent for invalid calls", n)
 	}
-	f.respond("POST", "/cgi-bin/user/simplelist", `{"userlist":[{"userid":"a"}]}`)
+	f.respond("POST", "/cgi-bin/user/simplelist", `{"errcode":0,"errmsg":"ok","userlist":[{"userid":"a"}]}`)
 	var out struct {
 		Users []struct {
 			UserID string `json:"userid"`
@@ -612,7 +612,7 @@ func TestSharedTokenStore(t *testing.T) {
 	a := setup(t, WithTokenStore(store))
 	b := setup(t, WithTokenStore(store))
 	for _, f := range []*fixture{a, b} {
-		f.respond("GET", pathTagList, `{"taglist":[]}`)
+		f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 		if _, err := f.c.Tags.List(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -644,7 +644,7 @@ func TestTokenSource(t *testing.T) {
 		if r.URL.Query().Get("access_token") != "TOKEN-src-2" {
 			return httpmock.NewStringResponse(200, `{"errcode":42001,"errmsg":"expired"}`), nil
 		}
-		return httpmock.NewStringResponse(200, `{"taglist":[]}`), nil
+		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`), nil
 	})
 	c, err := New(testCorp, "", WithTokenSource(src), WithAgentID(1000002), WithBaseURL(testBaseURL), WithTransport(mt))
 	if err != nil {
@@ -671,7 +671,7 @@ func TestTokenSource(t *testing.T) {
 func TestFailedRefreshKeepsToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := setup(t)
-		f.respond("GET", pathTagList, `{"taglist":[]}`)
+		f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 		ctx := context.Background()
 		if _, err := f.c.Tags.List(ctx); err != nil {
 			t.Fatal(err)
@@ -800,7 +800,7 @@ func TestSlowCallKeepsLease(t *testing.T) {
 		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, func(*http.Request) (*http.Response, error) {
 			defer g.enter("")()
 			time.Sleep(5 * time.Second)
-			return httpmock.NewStringResponse(200, `{"taglist":[]}`), nil
+			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`), nil
 		})
 		var wg sync.WaitGroup
 		for i := range 3 {

@@ -2,6 +2,7 @@ package wecom
 
 import (
 	"context"
+	"errors"
 	"unicode/utf8"
 )
 
@@ -119,13 +120,27 @@ func (s *CustomerTagService) Add(ctx context.Context, req CorpTagAddRequest) (*C
 		}
 	}
 	req.AgentID = s.agent(req.AgentID)
-	var out struct {
-		Group CorpTagGroup `json:"tag_group"`
-	}
+	var out corpTagAddAnswer
 	if err := s.client.do(ctx, &call{method: "POST", path: pathCorpTagAdd, body: req, out: &out}); err != nil {
 		return nil, err
 	}
 	return &out.Group, nil
+}
+
+type corpTagAddAnswer struct {
+	Group CorpTagGroup `json:"tag_group"`
+}
+
+func (a *corpTagAddAnswer) validate() error {
+	if a.Group.GroupID == "" || len(a.Group.Tags) == 0 {
+		return errors.New("add_corp_tag answered no tag_group with tags")
+	}
+	for _, t := range a.Group.Tags {
+		if t.ID == "" {
+			return errors.New("add_corp_tag answered a tag without id")
+		}
+	}
+	return nil
 }
 
 // Edit renames or reorders a tag or a group.

@@ -194,22 +194,26 @@ func testEndpointFailure(t *testing.T, ep failureEndpoint) {
 		}
 	})
 
-	t.Run("malformed JSON", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t)
-		f.respond(ep.method, ep.path, "{not json")
-		err := f.record(ep.call(context.Background(), f.c))
-		var re *ResponseError
-		if !errors.As(err, &re) {
-			t.Fatalf("err = %v (%T), want a *ResponseError", err, err)
-		}
-		if re.StatusCode != http.StatusOK || re.Err == nil || re.Path != ep.path {
-			t.Errorf("ResponseError{StatusCode %d, Path %q, Err %v}, want 200, %q and a decoding error", re.StatusCode, re.Path, re.Err, ep.path)
-		}
-		if n := f.calls(ep.method, ep.path); n != busyAttempts {
-			t.Errorf("%d attempts, want %d", n, busyAttempts)
-		}
-	})
+	// Answers that are not WeCom's are never a success: a gateway's JSON,
+	// null, an array, a string, an empty object, half an object.
+	for _, body := range []string{"{not json", `{"message":"blocked"}`, `null`, `[]`, `"ok"`, `{}`, ` {"errmsg":"ok"}`} {
+		t.Run("not WeCom's "+body, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			f.respond(ep.method, ep.path, body)
+			err := f.record(ep.call(context.Background(), f.c))
+			var re *ResponseError
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v (%T), want a *ResponseError", err, err)
+			}
+			if re.StatusCode != http.StatusOK || re.Err == nil || re.Path != ep.path {
+				t.Errorf("ResponseError{StatusCode %d, Path %q, Err %v}, want 200, %q and a decoding error", re.StatusCode, re.Path, re.Err, ep.path)
+			}
+			if n := f.calls(ep.method, ep.path); n != busyAttempts {
+				t.Errorf("%d attempts, want %d", n, busyAttempts)
+			}
+		})
+	}
 
 	t.Run("HTTP 502", func(t *testing.T) {
 		t.Parallel()

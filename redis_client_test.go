@@ -25,7 +25,7 @@ func TestRedisSharedCooldown(t *testing.T) {
 	}
 	a, b := clients[0], clients[1]
 	a.respond("GET", pathTagList, `{"errcode":45009,"errmsg":"api freq out of limit"}`)
-	b.respond("GET", pathTagList, `{"taglist":[]}`)
+	b.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 	b.respond("POST", pathTagUpdate, `{"errcode":0,"errmsg":"updated"}`)
 	ctx := context.Background()
 	_, err := a.c.Tags.List(ctx)

@@ -106,11 +106,20 @@ func (s *TagService) Create(ctx context.Context, req TagCreateRequest) (int, err
 	if req.ID < 0 {
 		return 0, invalid("tag id", "%d is negative", req.ID)
 	}
-	var out struct {
-		ID int `json:"tagid"`
-	}
+	var out tagCreateAnswer
 	err := s.client.do(ctx, &call{method: "POST", path: pathTagCreate, body: req, out: &out})
 	return out.ID, err
+}
+
+type tagCreateAnswer struct {
+	ID int `json:"tagid"`
+}
+
+func (a *tagCreateAnswer) validate() error {
+	if a.ID <= 0 {
+		return errors.New("tag/create answered no tagid")
+	}
+	return nil
 }
 
 // Update renames a tag.

@@ -360,20 +360,27 @@ func (m *tokenManager) get(ctx context.Context) (Token, error) {
 		}
 		return t, nil
 	}
-	var out struct {
-		AccessToken string `json:"access_token"`
-		ExpiresIn   int64  `json:"expires_in"`
-	}
+	var out tokenAnswer
 	q := url.Values{"corpid": {m.c.corpID}, "corpsecret": {m.c.secret}}
 	start := time.Now()
 	if err := m.c.do(ctx, &call{method: "GET", path: pathGetToken, query: q, out: &out, idempotent: true, noToken: true}); err != nil {
 		return Token{}, err
 	}
-	if out.AccessToken == "" {
-		return Token{}, &ResponseError{Path: pathGetToken, StatusCode: 200, Err: errors.New("answer without access_token")}
+	return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+}
+
+// tokenAnswer is gettoken's answer.
+type tokenAnswer struct {
+	AccessToken string `json:"access_token"`
+	ExpiresIn   int64  `json:"expires_in"`
+}
+
+// validate: a token answer carries a token and its lifetime.
+func (a *tokenAnswer) validate() error {
+	if a.AccessToken == "" || a.ExpiresIn <= 0 {
+		return errors.New("gettoken answered no access_token or no positive expires_in")
 	}
-	// expires_in counts whole seconds left: 0 is a token in its last second.
-	return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(max(out.ExpiresIn, 1)) * time.Second)}, nil
+	return nil
 }
 
 // accept turns a fetched token into the local copy, with its refresh time.

@@ -1,0 +1,71 @@
+package wecom
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+)
+
+// A gettoken success must carry a token and a positive lifetime; anything
+// else is a malformed answer, retried as gettoken is safe to repeat.
+func TestGetTokenAnswerMustCarryToken(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"errcode":0,"errmsg":"ok","access_token":"","expires_in":7200}`,
+		`{"errcode":0,"errmsg":"ok","access_token":"TOKEN-1","expires_in":0}`,
+		`{"errcode":0,"errmsg":"ok","expires_in":7200}`,
+		`{"access_token":"TOKEN-1","expires_in":7200}`,
+		`{"message":"blocked"}`,
+		`null`,
+	} {
+		t.Run(body, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			f.respond("GET", pathGetToken, body)
+			f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
+			_, err := f.c.Tags.List(context.Background())
+			f.record(err)
+			var re *ResponseError
+			if !errors.As(err, &re) || re.Path != pathGetToken {
+				t.Fatalf("err = %v, want a *ResponseError of gettoken", err)
+			}
+			if n := f.calls("GET", pathGetToken); n != 4 {
+				t.Errorf("%d gettoken calls, want 4 (one and 3 retries)", n)
+			}
+			if n := f.calls("GET", pathTagList); n != 0 {
+				t.Errorf("%d API calls without a token, want 0", n)
+			}
+		})
+	}
+}
+
+// Do is strict too: an answer without errcode is not a success, except on the
+// APIs where WeCom leaves errcode out of a success.
+func TestDoStrictAnswers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		path, body string
+		wantErr    bool
+	}{
+		{"/cgi-bin/user/simplelist", `{"userlist":[]}`, true},
+		{"/cgi-bin/user/simplelist", `null`, true},
+		{"/cgi-bin/user/simplelist", `{"errcode":0,"errmsg":"ok","userlist":[]}`, false},
+		{"/cgi-bin/service/get_suite_token", `{"suite_access_token":"x","expires_in":7200}`, false},
+		{"/cgi-bin/service/get_suite_token", `[]`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path+" "+tt.body, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			f.respond(http.MethodGet, tt.path, tt.body)
+			var out map[string]any
+			err := f.c.Do(context.Background(), http.MethodGet, tt.path, nil, nil, &out)
+			f.record(err)
+			var re *ResponseError
+			if got := errors.As(err, &re); got != tt.wantErr {
+				t.Errorf("err = %v, want a *ResponseError: %t", err, tt.wantErr)
+			}
+		})
+	}
+}
