@@ -454,6 +454,10 @@ func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, n int) (tok 
 			final = true
 		}
 	}
+	if err == nil && ctx.Err() != nil { // the caller left before anything was sent
+		c.release(ctx, leases)
+		err = fmt.Errorf("wecom: %s: %w", cl.path, ctx.Err())
+	}
 	if err != nil {
 		a.Err = err
 		c.observe(ctx, a)
