@@ -59,7 +59,9 @@ type service struct{ client *Client }
 type Option func(*Client) error
 
 // RetryPolicy bounds the SDK's retries. Retries wait with exponential backoff
-// and jitter, and never outlast the caller's context.
+// and jitter, and never outlast the caller's context. A field left at zero
+// takes its default, so RetryPolicy{MaxRetries: 5} changes only that; a
+// count that means "never retry" is spelled NoRetries.
 type RetryPolicy struct {
 	// MaxRetries bounds retries after -1 (system busy), 6000, HTTP 5xx,
 	// malformed answers and transport errors. These retries happen only for
@@ -73,9 +75,43 @@ type RetryPolicy struct {
 	MaxInterval     time.Duration
 }
 
+// NoRetries, as MaxRetries or MaxConcurrencyRetries, means no retry at all.
+const NoRetries = -1
+
 // DefaultRetryPolicy returns the policy a Client uses unless told otherwise.
 func DefaultRetryPolicy() RetryPolicy {
 	return RetryPolicy{MaxRetries: 3, MaxConcurrencyRetries: 10, InitialInterval: 200 * time.Millisecond, MaxInterval: 5 * time.Second}
+}
+
+// withDefaults fills p's zero fields from DefaultRetryPolicy and turns
+// NoRetries into a count of 0.
+func (p RetryPolicy) withDefaults() (RetryPolicy, error) {
+	d := DefaultRetryPolicy()
+	count := func(n, def int) (int, bool) {
+		switch {
+		case n == 0:
+			return def, true
+		case n == NoRetries:
+			return 0, true
+		}
+		return n, n > 0
+	}
+	var ok1, ok2 bool
+	p.MaxRetries, ok1 = count(p.MaxRetries, d.MaxRetries)
+	p.MaxConcurrencyRetries, ok2 = count(p.MaxConcurrencyRetries, d.MaxConcurrencyRetries)
+	if p.InitialInterval == 0 {
+		p.InitialInterval = d.InitialInterval
+		if p.MaxInterval > 0 {
+			p.InitialInterval = min(p.InitialInterval, p.MaxInterval)
+		}
+	}
+	if p.MaxInterval == 0 {
+		p.MaxInterval = max(d.MaxInterval, p.InitialInterval)
+	}
+	if !ok1 || !ok2 || p.InitialInterval < 0 || p.MaxInterval < p.InitialInterval {
+		return p, invalid("retry policy", "%+v: counts must be positive, 0 (default) or NoRetries; intervals positive (0: default) and ordered", p)
+	}
+	return p, nil
 }
 
 func (p RetryPolicy) newBackOff() *backoff.ExponentialBackOff {
@@ -135,13 +171,17 @@ func WithBaseURL(u string) Option {
 	}
 }
 
-// WithHTTPClient sets the HTTP client. It is copied, never modified.
+// WithHTTPClient sets the HTTP client. It is copied, never modified. A nil
+// Transport means http.DefaultTransport, as in net/http.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) error {
 		if hc == nil {
 			return invalid("HTTP client", "nil")
 		}
 		cp := *hc
+		if cp.Transport == nil {
+			cp.Transport = http.DefaultTransport
+		}
 		c.http = newResty(&cp)
 		return nil
 	}
@@ -197,11 +237,13 @@ func WithLimits(path string, l Limits) Option {
 	}
 }
 
-// WithRetryPolicy sets the retry policy (default DefaultRetryPolicy).
+// WithRetryPolicy sets the retry policy (default DefaultRetryPolicy); zero
+// fields take their defaults.
 func WithRetryPolicy(p RetryPolicy) Option {
 	return func(c *Client) error {
-		if p.MaxRetries < 0 || p.MaxConcurrencyRetries < 0 || p.InitialInterval <= 0 || p.MaxInterval < p.InitialInterval {
-			return invalid("retry policy", "%+v: retries must not be negative, intervals positive and ordered", p)
+		p, err := p.withDefaults()
+		if err != nil {
+			return err
 		}
 		c.retry = p
 		return nil
@@ -317,9 +359,15 @@ func (c *Client) CorpID() string { return c.corpID }
 
 // defaultTransport is http.DefaultTransport with enough idle connections per
 // host for the calls in flight: the standard 2 would reopen a TCP (and TLS)
-// connection for most calls of a busy client.
+// connection for most calls of a busy client. When http.DefaultTransport is
+// not an *http.Transport (httpmock.Activate, a tracing wrapper), it is used
+// as it is.
 func defaultTransport() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
 	t.MaxIdleConnsPerHost = 64
 	return t
 }

@@ -40,7 +40,7 @@ func TestNewValidates(t *testing.T) {
 		{"nil source", testCorp, testSecret, []Option{WithTokenSource(nil)}, "token source"},
 		{"negative limits", testCorp, testSecret, []Option{WithLimits(pathMarkTag, Limits{Concurrency: -1})}, "limits " + pathMarkTag},
 		{"relative limits path", testCorp, testSecret, []Option{WithLimits("cgi-bin/x", Limits{})}, "limits path"},
-		{"bad retry policy", testCorp, testSecret, []Option{WithRetryPolicy(RetryPolicy{MaxRetries: -1})}, "retry policy"},
+		{"bad retry policy", testCorp, testSecret, []Option{WithRetryPolicy(RetryPolicy{MaxRetries: -2})}, "retry policy"},
 		{"nil logger", testCorp, testSecret, []Option{WithLogger(nil)}, "logger"},
 		{"nil observer", testCorp, testSecret, []Option{WithObserver(nil)}, "observer"},
 		{"zero attempt timeout", testCorp, testSecret, []Option{WithAttemptTimeout(0)}, "attempt timeout"},

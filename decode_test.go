@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // A gettoken success must carry a token and a positive lifetime; anything
@@ -67,5 +68,35 @@ func TestDoStrictAnswers(t *testing.T) {
 				t.Errorf("err = %v, want a *ResponseError: %t", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// A retry policy's zero fields take their defaults; NoRetries is "none".
+func TestRetryPolicyDefaults(t *testing.T) {
+	t.Parallel()
+	d := DefaultRetryPolicy()
+	tests := []struct {
+		in      RetryPolicy
+		want    RetryPolicy
+		wantErr bool
+	}{
+		{RetryPolicy{}, d, false},
+		{RetryPolicy{MaxRetries: 5}, RetryPolicy{MaxRetries: 5, MaxConcurrencyRetries: 10, InitialInterval: 200 * time.Millisecond, MaxInterval: 5 * time.Second}, false},
+		{RetryPolicy{MaxRetries: NoRetries, MaxConcurrencyRetries: NoRetries}, RetryPolicy{InitialInterval: 200 * time.Millisecond, MaxInterval: 5 * time.Second}, false},
+		{RetryPolicy{MaxInterval: 50 * time.Millisecond}, RetryPolicy{MaxRetries: 3, MaxConcurrencyRetries: 10, InitialInterval: 50 * time.Millisecond, MaxInterval: 50 * time.Millisecond}, false},
+		{RetryPolicy{InitialInterval: 10 * time.Second}, RetryPolicy{MaxRetries: 3, MaxConcurrencyRetries: 10, InitialInterval: 10 * time.Second, MaxInterval: 10 * time.Second}, false},
+		{RetryPolicy{MaxRetries: -2}, RetryPolicy{}, true},
+		{RetryPolicy{InitialInterval: -time.Second}, RetryPolicy{}, true},
+		{RetryPolicy{InitialInterval: time.Second, MaxInterval: time.Millisecond}, RetryPolicy{}, true},
+	}
+	for _, tt := range tests {
+		c, err := New(testCorp, testSecret, WithRetryPolicy(tt.in))
+		if (err != nil) != tt.wantErr {
+			t.Errorf("WithRetryPolicy(%+v): err %v, want error %t", tt.in, err, tt.wantErr)
+			continue
+		}
+		if err == nil && c.retry != tt.want {
+			t.Errorf("WithRetryPolicy(%+v) = %+v, want %+v", tt.in, c.retry, tt.want)
+		}
 	}
 }

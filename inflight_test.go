@@ -203,7 +203,7 @@ func TestSentOrNotDecidesTheSlot(t *testing.T) {
 					return wecom.Token{Value: "tok-123456789", ExpiresAt: time.Now().Add(time.Hour)}, nil
 				})),
 				wecom.WithLimits(path, wecom.Limits{Concurrency: 1}), wecom.WithAttemptTimeout(100*time.Millisecond),
-				wecom.WithAbandonedHold(time.Hour), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 0, MaxConcurrencyRetries: 1, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
+				wecom.WithAbandonedHold(time.Hour), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: wecom.NoRetries, MaxConcurrencyRetries: 1, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,71 @@
+package wecom_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/jarcoal/httpmock"
+
+	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/mock"
+)
+
+// The path every user takes first: httpmock.Activate replaces
+// http.DefaultTransport, and the client must work on it, with no option and
+// with WithHTTPClient(http.DefaultClient), and never panic.
+// Not parallel: httpmock.Activate changes http.DefaultTransport.
+func TestHTTPMockActivate(t *testing.T) {
+	httpmock.Activate(t)
+	m, err := mock.New(mock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.AddApp("wwhttpmock", "httpmock-secret")
+	m.Register(httpmock.DefaultTransport, wecom.DefaultBaseURL)
+	tests := []struct {
+		name string
+		opts []wecom.Option
+	}{
+		{"no transport option", nil},
+		{"http.DefaultClient", []wecom.Option{wecom.WithHTTPClient(http.DefaultClient)}},
+		{"a client with a nil Transport", []wecom.Option{wecom.WithHTTPClient(&http.Client{})}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := wecom.New("wwhttpmock", "httpmock-secret", tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Tags.Create(context.Background(), wecom.TagCreateRequest{Name: tt.name[:4]}); err != nil {
+				t.Fatalf("Create through httpmock: %v", err)
+			}
+		})
+	}
+	if n := httpmock.GetCallCountInfo()["GET "+wecom.DefaultBaseURL+"/cgi-bin/gettoken"]; n != len(tests) {
+		t.Errorf("%d gettoken calls reached httpmock, want %d", n, len(tests))
+	}
+}
+
+// Test code that uses the SDK with httpmock: activate it, register the mock
+// WeCom's responders under the real base URL, and create clients as usual.
+func Example_httpmock() {
+	httpmock.Activate()
+	defer httpmock.DeactivateAndReset()
+
+	m, err := mock.New(mock.Config{})
+	if err != nil {
+		panic(err)
+	}
+	m.AddApp("wwcorp", "app-secret")
+	m.Register(httpmock.DefaultTransport, wecom.DefaultBaseURL)
+
+	c, err := wecom.New("wwcorp", "app-secret") // no option: http.DefaultTransport is httpmock's
+	if err != nil {
+		panic(err)
+	}
+	id, err := c.Tags.Create(context.Background(), wecom.TagCreateRequest{Name: "VIP"})
+	fmt.Println(id > 0, err)
+	// Output: true <nil>
+}
