@@ -2,8 +2,10 @@ package wecom_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/jarcoal/httpmock"
@@ -68,4 +70,39 @@ func Example_httpmock() {
 	id, err := c.Tags.Create(context.Background(), wecom.TagCreateRequest{Name: "VIP"})
 	fmt.Println(id > 0, err)
 	// Output: true <nil>
+}
+
+// Test your own handling of WeCom's errors: script the mock to answer the
+// next mark of one customer with 40068 (invalid tag) and see it as an
+// *APIError; every other call is modelled as usual.
+func ExampleCustomerTagService_Mark_scriptedError() {
+	mt := httpmock.NewMockTransport()
+	m, err := mock.New(mock.Config{})
+	if err != nil {
+		panic(err)
+	}
+	m.AddApp("wwcorp", "app-secret")
+	m.Register(mt, wecom.DefaultBaseURL)
+	c, err := wecom.New("wwcorp", "app-secret", wecom.WithTransport(mt))
+	if err != nil {
+		panic(err)
+	}
+	err = m.AddScript(mock.Script{
+		Path:    "/cgi-bin/externalcontact/mark_tag",
+		Match:   func(_ *http.Request, body []byte) bool { return strings.Contains(string(body), `"wmA"`) },
+		ErrCode: wecom.CodeInvalidTagID,
+		ErrMsg:  "invalid tagid",
+	})
+	if err != nil {
+		panic(err)
+	}
+	err = c.CustomerTags.Mark(context.Background(), wecom.MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmA", AddTags: []string{"et1"}})
+	var ae *wecom.APIError
+	if errors.As(err, &ae) {
+		fmt.Println("errcode", ae.Code)
+	}
+	fmt.Println("scripted answers:", m.Stats().Scripted)
+	// Output:
+	// errcode 40068
+	// scripted answers: 1
 }

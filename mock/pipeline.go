@@ -176,6 +176,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.stats.Calls[path]++
 	s.mu.Unlock()
 
+	body, bodyErr := readBody(r)
+	if s.scripted(w, r, body) {
+		return
+	}
 	rt, ok := lookupRoute(path)
 	if !ok {
 		http.NotFound(w, r)
@@ -187,7 +191,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, s.getToken(query, ip))
 		return
 	}
-	body, bodyErr := readBody(r)
 	in := &input{query: query, body: body, bodyErr: bodyErr}
 
 	s.mu.Lock()
@@ -253,7 +256,7 @@ func (s *Server) execute(adm admission, wait time.Duration,
 	} else {
 		out = mustMarshal(answer)
 		if rt.path == pathMarkTag {
-			s.markCalls++
+			s.stats.MarkCalls++
 		}
 	}
 	if malformed {

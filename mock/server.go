@@ -119,6 +119,10 @@ type Stats struct {
 	Refusals map[int]int
 	// GetTokenCalls counts every gettoken request, failed ones included.
 	GetTokenCalls int
+	// MarkCalls counts the mark_tag calls that succeeded (errcode 0).
+	MarkCalls int
+	// Scripted counts the calls answered by a Script instead of the model.
+	Scripted int
 }
 
 // Tag is a contact tag (通讯录标签) as held by a Server.
@@ -167,7 +171,7 @@ type Server struct {
 	inFlight         map[apiKey]int
 	customerInFlight map[customerKey]int
 	stats            Stats
-	markCalls        int
+	scripts          []*Script
 	hintSeq          uint64
 }
 
@@ -407,15 +411,16 @@ func (s *Server) Stats() Stats {
 		MaxInFlight:   maps.Clone(s.stats.MaxInFlight),
 		Refusals:      maps.Clone(s.stats.Refusals),
 		GetTokenCalls: s.stats.GetTokenCalls,
+		MarkCalls:     s.stats.MarkCalls,
+		Scripted:      s.stats.Scripted,
 	}
 }
 
-// ResetStats zeroes every counter of Stats, and MarkCalls.
+// ResetStats zeroes every counter of Stats.
 func (s *Server) ResetStats() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats = newStats()
-	s.markCalls = 0
 }
 
 // Tags returns the contact tags of a corp sorted by id, with their members
@@ -472,10 +477,11 @@ func (s *Server) Marks(corpID, userID, externalUserID string) []string {
 	return sortedKeys(c.marks[markKey{userID, externalUserID}])
 }
 
-// MarkCalls returns the number of mark_tag calls that succeeded (errcode 0)
-// since New or the last ResetStats.
+// MarkCalls returns Stats().MarkCalls.
+//
+// Deprecated: read Stats().MarkCalls, with the other counters.
 func (s *Server) MarkCalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.markCalls
+	return s.stats.MarkCalls
 }
