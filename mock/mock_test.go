@@ -773,7 +773,7 @@ func TestCustomerTags(t *testing.T) {
 		if got := e.srv.Marks(corpID, "u1", "wmA"); !slices.Equal(got, wantMarks) {
 			t.Errorf("Marks = %v, want %v", got, wantMarks)
 		}
-		if got := e.srv.MarkCalls(); got != 3 {
+		if got := e.srv.Stats().MarkCalls; got != 3 {
 			t.Errorf("MarkCalls = %d, want 3", got)
 		}
 
@@ -1041,7 +1041,7 @@ func TestPerCustomerConcurrency(t *testing.T) {
 				if got := srv.Marks(corpID, "u1", "wmA"); !slices.Equal(got, wantMarks) {
 					t.Errorf("Marks = %v, want %v", got, wantMarks)
 				}
-				if got, want := srv.MarkCalls(), 3+btoi(tt.wantSecond == 0); got != want {
+				if got, want := srv.Stats().MarkCalls, 3+btoi(tt.wantSecond == 0); got != want {
 					t.Errorf("MarkCalls = %d, want %d", got, want)
 				}
 			})
@@ -1316,7 +1316,7 @@ func TestStatsCopyAndReset(t *testing.T) {
 		e.srv.ResetStats()
 		st3 := e.srv.Stats()
 		if len(st3.Calls) != 0 || len(st3.Refusals) != 0 || len(st3.MaxInFlight) != 0 || st3.GetTokenCalls != 0 ||
-			e.srv.MarkCalls() != 0 || st3.Calls == nil {
+			e.srv.Stats().MarkCalls != 0 || st3.Calls == nil {
 			t.Errorf("after ResetStats: %+v", st3)
 		}
 	})
@@ -1360,8 +1360,8 @@ func TestManyCallers(t *testing.T) {
 	if len(groups) != 1 || len(groups[0].Tags) != callers {
 		t.Errorf("%d groups, want 1 with %d tags", len(groups), callers)
 	}
-	if got := len(srv.Marks(corpID, "u1", "wmA")); got != callers || srv.MarkCalls() != callers {
-		t.Errorf("%d marks, %d mark calls, want %d", got, srv.MarkCalls(), callers)
+	if got := len(srv.Marks(corpID, "u1", "wmA")); got != callers || srv.Stats().MarkCalls != callers {
+		t.Errorf("%d marks, %d mark calls, want %d", got, srv.Stats().MarkCalls, callers)
 	}
 
 	// With the default limit, parallel callers are either served or refused
