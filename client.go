@@ -565,10 +565,16 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []t
 	}
 	start := time.Now()
 	answered, err := c.send(actx, cl, q, tok)
-	a.Duration, a.Err = time.Since(start), err
 	stop()
+	var te *TransportError
+	if errors.As(err, &te) && !answered {
+		te.Sent = w.mayHaveArrived()
+		te.Timeout = actx.Err() != nil
+	}
+	a.Duration, a.Err = time.Since(start), err
 	var ae *APIError
 	if errors.As(err, &ae) {
+		ae.CorpID, ae.AgentID = c.corpID, c.agentID
 		a.ErrCode = ae.Code
 		if ae.Code == CodeFrequencyLimited {
 			// Before the leases go back: nobody starts on this API until the block ends.
@@ -729,13 +735,13 @@ func (c *Client) send(ctx context.Context, cl *call, q url.Values, tok string) (
 	}
 	resp, err := req.Execute(cl.method, c.baseURL+cl.path)
 	if err != nil {
-		return resp != nil && resp.RawResponse != nil, fmt.Errorf("wecom: %s: %w", cl.path, sanitizeError(err, tok, c.secret))
+		return resp != nil && resp.RawResponse != nil, &TransportError{Path: cl.path, Err: sanitizeError(err, tok, c.secret)}
 	}
 	body := resp.RawBody()
 	defer body.Close()
 	raw, err := io.ReadAll(io.LimitReader(body, 16<<20))
 	if err != nil {
-		return true, fmt.Errorf("wecom: %s: reading answer: %w", cl.path, sanitizeError(err, tok, c.secret))
+		return true, &TransportError{Path: cl.path, Sent: true, Err: fmt.Errorf("reading the answer: %w", sanitizeError(err, tok, c.secret))}
 	}
 	if resp.StatusCode() != http.StatusOK {
 		return true, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/wecomkit/wecom/throttle"
 )
 
 // WeCom error codes (errcode) the SDK knows by name. The meanings are those of the
@@ -80,6 +82,16 @@ var (
 	// ErrInvalidRequest: the SDK refused a request before sending it, for input
 	// WeCom would reject. The error is a *ValidationError.
 	ErrInvalidRequest = errors.New("wecom: invalid request")
+	// ErrTransport: no answer came: the connection was refused or broke, DNS
+	// or TLS failed, or the attempt timed out. The error is a
+	// *TransportError; its Sent field says whether WeCom may have got the
+	// request.
+	ErrTransport = errors.New("wecom: transport failure")
+	// ErrAttemptTimeout: an attempt got no answer within the client's attempt
+	// timeout (WithAttemptTimeout). It is a *TransportError that does not
+	// match context.DeadlineExceeded, which is kept for the caller's own
+	// deadline.
+	ErrAttemptTimeout = errors.New("wecom: attempt timed out")
 )
 
 // APIError is a non-zero errcode answered by WeCom.
@@ -88,11 +100,26 @@ type APIError struct {
 	Message string
 	// Path is the API path called, such as "/cgi-bin/tag/create".
 	Path string
+	// CorpID is the corp the call was made for, and AgentID its app when
+	// the client knows it (WithAgentID), so that a service serving several
+	// corps can tell whose secret or permission is wrong.
+	CorpID  string
+	AgentID int
 }
 
 // Error describes the answer.
 func (e *APIError) Error() string {
-	return fmt.Sprintf("wecom: %s: errcode %d: %s", e.Path, e.Code, e.Message)
+	return fmt.Sprintf("wecom: %s: %s: errcode %d: %s", e.who(), e.Path, e.Code, e.Message)
+}
+
+func (e *APIError) who() string {
+	switch {
+	case e.CorpID == "":
+		return "corp ?"
+	case e.AgentID != 0:
+		return fmt.Sprintf("corp %s agent %d", e.CorpID, e.AgentID)
+	}
+	return "corp " + e.CorpID
 }
 
 // Is matches the class sentinels: errors.Is(err, ErrConcurrencyLimited) and so on.
@@ -132,12 +159,29 @@ type RateLimitError struct {
 	Err error
 }
 
-// Error describes the block.
+// Error describes the block, saying each thing once.
 func (e *RateLimitError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("wecom: %s: rate limited, retry after %s: %v", e.Path, e.RetryAfter, e.Err)
+	var ae *APIError
+	if errors.As(e.Err, &ae) {
+		return fmt.Sprintf("%v (the API is blocked: retry after %s)", ae, e.RetryAfter)
 	}
-	return fmt.Sprintf("wecom: %s: rate limited (cooling down), retry after %s", e.Path, e.RetryAfter)
+	return fmt.Sprintf("wecom: %s: rate limited (%s), retry after %s", e.Path, e.reason(), e.RetryAfter)
+}
+
+// reason says which local limit refused the call.
+func (e *RateLimitError) reason() string {
+	var le *throttle.LimitError
+	if errors.As(e.Err, &le) {
+		switch le.Reason {
+		case throttle.ReasonCooldown:
+			return "cooling down after a 45009"
+		case throttle.ReasonRate:
+			return "the rate window is full until after the deadline"
+		case throttle.ReasonConcurrency:
+			return "no slot before the deadline"
+		}
+	}
+	return "cooling down"
 }
 
 // Is makes errors.Is(err, ErrRateLimited) true.
@@ -163,6 +207,45 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalidReq
 
 func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// TransportError is an attempt that got no answer. It matches ErrTransport,
+// and ErrAttemptTimeout when the attempt timeout fired.
+type TransportError struct {
+	Path string
+	// Sent reports that the request may have reached WeCom (it was written
+	// to a connection), so the call may have been done.
+	Sent bool
+	// Timeout reports that the attempt timeout fired.
+	Timeout bool
+	// Err is the cause, free of secrets. For a timeout it is not returned
+	// by Unwrap, so that the error does not match context.DeadlineExceeded.
+	Err error
+}
+
+// Error describes the failure.
+func (e *TransportError) Error() string {
+	sent := "the request never left"
+	if e.Sent {
+		sent = "the request was sent: WeCom may have done it"
+	}
+	if e.Timeout {
+		return fmt.Sprintf("wecom: %s: no answer within the attempt timeout (%s)", e.Path, sent)
+	}
+	return fmt.Sprintf("wecom: %s: %v (%s)", e.Path, e.Err, sent)
+}
+
+// Is matches ErrTransport, and ErrAttemptTimeout for a timeout.
+func (e *TransportError) Is(target error) bool {
+	return target == ErrTransport || (e.Timeout && target == ErrAttemptTimeout)
+}
+
+// Unwrap returns the cause, except for an attempt timeout.
+func (e *TransportError) Unwrap() error {
+	if e.Timeout {
+		return nil
+	}
+	return e.Err
 }
 
 // ResponseError is an answer that is not a WeCom answer: an HTTP status other

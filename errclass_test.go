@@ -1,0 +1,96 @@
+package wecom_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wecomkit/wecom"
+)
+
+// Errors a service serving several corps can act on: whose call failed, each
+// thing said once, and a transport failure told apart from an answer and an
+// attempt timeout from the caller's own deadline.
+func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
+	t.Parallel()
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/cgi-bin/gettoken":
+			_, _ = w.Write([]byte(`{"errcode":0,"errmsg":"ok","access_token":"tok-abcdefghijkl","expires_in":7200}`))
+		case "/cgi-bin/tag/list":
+			_, _ = w.Write([]byte(`{"errcode":45009,"errmsg":"api freq out of limit"}`))
+		case "/cgi-bin/tag/get":
+			_, _ = w.Write([]byte(`{"errcode":60011,"errmsg":"no privilege to access/modify contact/party/agent"}`))
+		default:
+			<-hang
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(hang) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	newClient := func(base string) *wecom.Client {
+		c, err := wecom.New("wwcorpA", "secret-A-0123456789", wecom.WithBaseURL(base), wecom.WithAgentID(1000002),
+			wecom.WithAttemptTimeout(100*time.Millisecond), wecom.WithAbandonedHold(100*time.Millisecond),
+			wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: wecom.NoRetries}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := newClient(srv.URL)
+	ctx := context.Background()
+
+	_, err = c.Tags.Members(ctx, 1)
+	var ae *wecom.APIError
+	if !errors.As(err, &ae) || ae.CorpID != "wwcorpA" || ae.AgentID != 1000002 {
+		t.Fatalf("err = %v, want an *APIError of corp wwcorpA, agent 1000002", err)
+	}
+	if !strings.Contains(err.Error(), "corp wwcorpA agent 1000002") {
+		t.Errorf("%q does not say whose call it was", err)
+	}
+
+	_, err = c.Tags.List(ctx)
+	if !errors.Is(err, wecom.ErrRateLimited) {
+		t.Fatalf("err = %v, want ErrRateLimited", err)
+	}
+	for _, once := range []string{"/cgi-bin/tag/list", "errcode 45009", "wecom:"} {
+		if n := strings.Count(err.Error(), once); n != 1 {
+			t.Errorf("%q says %q %d times, want once", err, once, n)
+		}
+	}
+
+	tests := []struct {
+		name              string
+		base              string
+		wantSent, timeout bool
+	}{
+		{"refused", refused, false, false},
+		{"attempt timeout", srv.URL, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := newClient(tt.base).Tags.Create(ctx, wecom.TagCreateRequest{Name: "x"})
+			var te *wecom.TransportError
+			if !errors.As(err, &te) || !errors.Is(err, wecom.ErrTransport) {
+				t.Fatalf("err = %v (%T), want a *TransportError matching ErrTransport", err, err)
+			}
+			if te.Sent != tt.wantSent || errors.Is(err, wecom.ErrAttemptTimeout) != tt.timeout {
+				t.Errorf("Sent %t, ErrAttemptTimeout %t; want %t, %t", te.Sent, errors.Is(err, wecom.ErrAttemptTimeout), tt.wantSent, tt.timeout)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%v matches context.DeadlineExceeded, but the caller set no deadline", err)
+			}
+		})
+	}
+}
