@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/throttle"
 )
@@ -22,17 +23,43 @@ const (
 	faultSecret = "faults-secret-0123456789"
 )
 
-// faultFixture is a client on a real HTTP server running the project's mock,
-// with a limiter the test can inspect and counters of what the observer saw.
+// faultFixture is a set of clients of one app (one per limiter backend: one
+// "process" each) on a real HTTP server running the project's mock, with
+// counters of what their observers saw.
 type faultFixture struct {
 	m         *mock.Server
-	c         *wecom.Client
-	limiter   *throttle.Memory
+	c         *wecom.Client // clients[0]
+	clients   []*wecom.Client
+	limiters  []throttle.Backend
 	abandoned atomic.Int64
 	detached  atomic.Int64
 }
 
-func newFaultFixture(t *testing.T, cfg mock.Config, opts ...wecom.Option) *faultFixture {
+// backendKinds are the limiter set-ups the fault tests run on: one process
+// in memory, and two processes sharing Redis.
+var backendKinds = []string{"memory", "redis"}
+
+// newBackends returns the limiters of the processes of one kind.
+func newBackends(t *testing.T, kind string) []throttle.Backend {
+	t.Helper()
+	if kind == "memory" {
+		return []throttle.Backend{throttle.NewMemory()}
+	}
+	rdb := redistest.Single(t)
+	prefix := redistest.Prefix(t, rdb)
+	var bs []throttle.Backend
+	for range 2 {
+		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		bs = append(bs, b)
+	}
+	return bs
+}
+
+func newFaultFixture(t *testing.T, cfg mock.Config, limiters []throttle.Backend, opts ...wecom.Option) *faultFixture {
 	t.Helper()
 	m, err := mock.New(cfg)
 	if err != nil {
@@ -41,32 +68,49 @@ func newFaultFixture(t *testing.T, cfg mock.Config, opts ...wecom.Option) *fault
 	m.AddApp(faultCorp, faultSecret)
 	m.AddUsers(faultCorp, "u1", "u2")
 	srv := m.Start()
-	f := &faultFixture{m: m, limiter: throttle.NewMemory()}
-	base := []wecom.Option{
-		wecom.WithBaseURL(srv.URL),
-		wecom.WithLimiter(f.limiter),
-		wecom.WithObserver(func(_ context.Context, a wecom.Attempt) {
-			if a.Abandoned {
-				f.abandoned.Add(1)
-			}
-			if a.Detached {
-				f.detached.Add(1)
-			}
-		}),
+	if limiters == nil {
+		limiters = []throttle.Backend{throttle.NewMemory()}
 	}
-	f.c, err = wecom.New(faultCorp, faultSecret, append(base, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := f.c.Drain(ctx); err != nil {
-			t.Errorf("Drain: %v", err)
+	f := &faultFixture{m: m, limiters: limiters}
+	tokens := wecom.NewMemoryTokenStore()
+	for _, l := range limiters {
+		base := []wecom.Option{
+			wecom.WithBaseURL(srv.URL),
+			wecom.WithLimiter(l),
+			wecom.WithTokenStore(tokens),
+			wecom.WithObserver(func(_ context.Context, a wecom.Attempt) {
+				if a.Abandoned {
+					f.abandoned.Add(1)
+				}
+				if a.Detached {
+					f.detached.Add(1)
+				}
+			}),
 		}
+		c, err := wecom.New(faultCorp, faultSecret, append(base, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.clients = append(f.clients, c)
+	}
+	f.c = f.clients[0]
+	t.Cleanup(func() {
+		f.drain(t)
 		srv.Close()
 	})
 	return f
+}
+
+// drain waits for the attempts of every client whose callers gave up.
+func (f *faultFixture) drain(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range f.clients {
+		if err := c.Drain(ctx); err != nil {
+			t.Errorf("Drain: %v", err)
+		}
+	}
 }
 
 // tag creates one customer tag to mark with.
@@ -79,12 +123,14 @@ func (f *faultFixture) tag(t *testing.T) string {
 	return g.Tags[0].ID
 }
 
-// markLoop runs workers that mark customers (customer i%customers) until
-// stop is closed, each call with its own context from newCtx.
+// markLoop runs workers, spread over the clients, that mark customers
+// (customer i%customers) until stop is closed, each call with its own
+// context from newCtx.
 func (f *faultFixture) markLoop(workers, customers int, tag string, stop <-chan struct{}, newCtx func() (context.Context, context.CancelFunc)) (calls int64) {
 	var n atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
+		c := f.clients[w%len(f.clients)]
 		wg.Go(func() {
 			for i := w; ; i += workers {
 				select {
@@ -93,7 +139,7 @@ func (f *faultFixture) markLoop(workers, customers int, tag string, stop <-chan 
 				default:
 				}
 				ctx, cancel := newCtx()
-				_ = f.c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: "u1", ExternalUserID: fmt.Sprintf("wm%04d", i%customers), AddTags: []string{tag}})
+				_ = c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: "u1", ExternalUserID: fmt.Sprintf("wm%04d", i%customers), AddTags: []string{tag}})
 				cancel()
 				n.Add(1)
 			}
@@ -108,32 +154,33 @@ func (f *faultFixture) markLoop(workers, customers int, tag string, stop <-chan 
 // so the next calls never collide with it (no 45033).
 func TestCallerGivingUpKeepsSlotsUntilAnswer(t *testing.T) {
 	t.Parallel()
-	f := newFaultFixture(t, mock.Config{Latency: 150 * time.Millisecond})
-	tag := f.tag(t)
-	f.m.ResetStats()
-	stop := make(chan struct{})
-	time.AfterFunc(time.Second, func() { close(stop) })
-	calls := f.markLoop(32, 1000, tag, stop, func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), 50*time.Millisecond)
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := f.c.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st := f.m.Stats()
-	if st.Refusals[wecom.CodeConcurrencyLimited] != 0 || st.MaxInFlight["/cgi-bin/externalcontact/mark_tag"] > 5 {
-		t.Errorf("45033 answers %d, max in flight %d, want 0 and at most 5 (calls %d)",
-			st.Refusals[wecom.CodeConcurrencyLimited], st.MaxInFlight["/cgi-bin/externalcontact/mark_tag"], calls)
-	}
-	if f.detached.Load() == 0 {
-		t.Error("no attempt went on without its caller: the test did not test anything")
-	}
-	if f.abandoned.Load() != 0 {
-		t.Errorf("%d attempts abandoned, want 0: every detached one got its answer", f.abandoned.Load())
-	}
-	if n := freeSlots(f.limiter, faultCorp, "/cgi-bin/externalcontact/mark_tag", 5); n != 5 {
-		t.Errorf("%d of 5 slots free after Drain", n)
+	for _, kind := range backendKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := newFaultFixture(t, mock.Config{Latency: 150 * time.Millisecond}, newBackends(t, kind))
+			tag := f.tag(t)
+			f.m.ResetStats()
+			stop := make(chan struct{})
+			time.AfterFunc(time.Second, func() { close(stop) })
+			calls := f.markLoop(32, 1000, tag, stop, func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 50*time.Millisecond)
+			})
+			f.drain(t)
+			st := f.m.Stats()
+			if st.Refusals[wecom.CodeConcurrencyLimited] != 0 || st.MaxInFlight["/cgi-bin/externalcontact/mark_tag"] > 5 {
+				t.Errorf("45033 answers %d, max in flight %d, want 0 and at most 5 (calls %d)",
+					st.Refusals[wecom.CodeConcurrencyLimited], st.MaxInFlight["/cgi-bin/externalcontact/mark_tag"], calls)
+			}
+			if f.detached.Load() == 0 {
+				t.Error("no attempt went on without its caller: the test did not test anything")
+			}
+			if f.abandoned.Load() != 0 {
+				t.Errorf("%d attempts abandoned, want 0: every detached one got its answer", f.abandoned.Load())
+			}
+			if n := freeSlots(f.limiters[0], faultCorp, "/cgi-bin/externalcontact/mark_tag", 5); n != 5 {
+				t.Errorf("%d of 5 slots free after Drain", n)
+			}
+		})
 	}
 }
 
@@ -142,24 +189,29 @@ func TestCallerGivingUpKeepsSlotsUntilAnswer(t *testing.T) {
 // overlaps the abandoned attempt on the same customer.
 func TestAttemptTimeoutHoldsSlots(t *testing.T) {
 	t.Parallel()
-	f := newFaultFixture(t, mock.Config{},
-		wecom.WithAttemptTimeout(50*time.Millisecond), wecom.WithAbandonedHold(600*time.Millisecond),
-		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 1, MaxConcurrencyRetries: 10, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond}))
-	tag := f.tag(t)
-	f.m.SetLatency(200 * time.Millisecond)
-	f.m.ResetStats()
-	stop := make(chan struct{})
-	time.AfterFunc(500*time.Millisecond, func() { close(stop) })
-	f.markLoop(8, 3, tag, stop, func() (context.Context, context.CancelFunc) {
-		return context.WithCancel(context.Background())
-	})
-	time.Sleep(800 * time.Millisecond) // the last holds end, and the mock's calls with them
-	st := f.m.Stats()
-	if st.Refusals[wecom.CodeConcurrencyLimited] != 0 {
-		t.Errorf("45033 answers %d, want 0", st.Refusals[wecom.CodeConcurrencyLimited])
-	}
-	if f.abandoned.Load() == 0 {
-		t.Error("no attempt was abandoned: the test did not test anything")
+	for _, kind := range backendKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := newFaultFixture(t, mock.Config{}, newBackends(t, kind),
+				wecom.WithAttemptTimeout(50*time.Millisecond), wecom.WithAbandonedHold(600*time.Millisecond),
+				wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 1, MaxConcurrencyRetries: 10, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond}))
+			tag := f.tag(t)
+			f.m.SetLatency(200 * time.Millisecond)
+			f.m.ResetStats()
+			stop := make(chan struct{})
+			time.AfterFunc(500*time.Millisecond, func() { close(stop) })
+			f.markLoop(8, 3, tag, stop, func() (context.Context, context.CancelFunc) {
+				return context.WithCancel(context.Background())
+			})
+			time.Sleep(800 * time.Millisecond) // the last holds end, and the mock's calls with them
+			st := f.m.Stats()
+			if st.Refusals[wecom.CodeConcurrencyLimited] != 0 {
+				t.Errorf("45033 answers %d, want 0", st.Refusals[wecom.CodeConcurrencyLimited])
+			}
+			if f.abandoned.Load() == 0 {
+				t.Error("no attempt was abandoned: the test did not test anything")
+			}
+		})
 	}
 }
 
@@ -277,7 +329,7 @@ func TestDetachedAttemptReleasesOnAnswer(t *testing.T) {
 // their slot.
 func TestQueuedCallsTakeTheNewToken(t *testing.T) {
 	t.Parallel()
-	f := newFaultFixture(t, mock.Config{Latency: 10 * time.Millisecond})
+	f := newFaultFixture(t, mock.Config{Latency: 10 * time.Millisecond}, nil)
 	if _, err := f.c.Tags.List(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +368,7 @@ func TestQueuedCallsTakeTheNewToken(t *testing.T) {
 }
 
 // freeSlots counts the free concurrency slots of (corp, path), up to max.
-func freeSlots(m *throttle.Memory, corp, path string, max int) int {
+func freeSlots(m throttle.Backend, corp, path string, max int) int {
 	key := "{" + corp + "}" + path
 	var ls []throttle.Lease
 	for range max {
