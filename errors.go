@@ -3,8 +3,6 @@ package wecom
 import (
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/wecomkit/wecom/throttle"
@@ -273,65 +271,27 @@ func (e *ResponseError) Unwrap() error { return e.Err }
 // redactedToken replaces secrets in URLs that reach errors and logs.
 const redactedToken = "REDACTED"
 
-// sanitizeURL returns u with access_token and corpsecret redacted.
-func sanitizeURL(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	c := *u
-	q := c.Query()
-	for _, k := range []string{"access_token", "corpsecret"} {
-		if q.Has(k) {
-			q.Set(k, redactedToken)
-		}
-	}
-	c.RawQuery = q.Encode()
-	return c.String()
-}
-
-// sanitizeError rewrites transport errors so that no URL in them carries a
-// token or a secret. The secrets are also scrubbed from the text of any inner
-// error, as a last line of defence.
+// sanitizeError returns err free of the given secrets and tokens (by value,
+// see minRedactLen) and of every credential key's value (by structure), with
+// its chain kept for errors.Is and errors.As (see redactor.err). The client
+// uses redactErr, which knows every token it has held.
 func sanitizeError(err error, secrets ...string) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		u, perr := url.Parse(ue.URL)
-		redacted := redactedToken
-		if perr == nil {
-			redacted = sanitizeURL(u)
-		}
-		err = &url.Error{Op: ue.Op, URL: redacted, Err: scrub(ue.Err, secrets)}
-	}
-	return scrub(err, secrets)
+	return newRedactor(secrets...).err(err)
 }
 
-// scrub returns err, or an error with the same chain and a text free of
-// secrets if its text holds one.
-func scrub(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	dirty := false
-	for _, s := range secrets {
-		if s != "" && strings.Contains(msg, s) {
-			msg = strings.ReplaceAll(msg, s, redactedToken)
-			dirty = true
-		}
-	}
-	if !dirty {
-		return err
-	}
-	return &scrubbedError{msg: msg, err: err}
-}
-
-// scrubbedError keeps errors.Is working on an error whose text was cleaned. It
-// does not unwrap: the original's text, which held a secret, stays out of reach.
+// scrubbedError is an error whose text held a secret or a token: it reads
+// clean, unwraps to its causes cleaned the same way (so that errors.As finds
+// a *url.Error, a *net.OpError or context.DeadlineExceeded in them), and
+// answers errors.Is as the original did. The original, whose text held the
+// secret, is never returned.
 type scrubbedError struct {
-	msg string
-	err error
+	msg    string
+	err    error
+	causes []error
 }
 
 func (e *scrubbedError) Error() string { return e.msg }
 
 func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+func (e *scrubbedError) Unwrap() []error { return e.causes }

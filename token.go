@@ -166,7 +166,14 @@ type tokenManager struct {
 	flight   *tokenFlight
 	bad      error
 	badUntil time.Time
+	// held: the last maxHeldTokens distinct tokens this client accepted or saw
+	// (from the store, the source or gettoken), oldest first, for redaction:
+	// a token dropped or replaced may still be echoed in outside text.
+	held []string
 }
+
+// maxHeldTokens bounds tokenManager.held.
+const maxHeldTokens = 8
 
 type cachedToken struct {
 	tok Token
@@ -277,6 +284,7 @@ func (m *tokenManager) fetch(ctx context.Context, f *tokenFlight, prev cachedTok
 		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: access token fetch failed", slog.String("corp", m.c.corpID), slog.String("error", err.Error()))
 		f.err = err
 	} else {
+		m.remember(tok.Value)
 		m.cur = m.accept(prev, tok, now)
 		f.tok = tok
 	}
@@ -294,6 +302,31 @@ func (m *tokenManager) safeObtain(ctx context.Context, prev cachedToken) (t Toke
 	}()
 	t, err = m.obtain(ctx, prev)
 	return t, nil, err
+}
+
+// remember records v among the tokens held. Called with m.mu held.
+func (m *tokenManager) remember(v string) {
+	if v == "" {
+		return
+	}
+	for i, h := range m.held {
+		if h == v {
+			// Most recent last, so that the token in use is dropped last.
+			m.held = append(append(m.held[:i:i], m.held[i+1:]...), v)
+			return
+		}
+	}
+	if len(m.held) == maxHeldTokens {
+		m.held = append(m.held[:0:0], m.held[1:]...)
+	}
+	m.held = append(m.held, v)
+}
+
+// heldTokens returns a copy of the tokens held, for redaction.
+func (m *tokenManager) heldTokens() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.held...)
 }
 
 // better reports whether a stored token t can replace prev: it must be valid
@@ -345,6 +378,9 @@ func (m *tokenManager) stored(ctx context.Context, prev cachedToken) (Token, boo
 		}
 		return Token{}, false
 	}
+	m.mu.Lock()
+	m.remember(t.Value)
+	m.mu.Unlock()
 	return t, better(prev, t, time.Now())
 }
 
@@ -352,6 +388,9 @@ func (m *tokenManager) stored(ctx context.Context, prev cachedToken) (Token, boo
 func (m *tokenManager) get(ctx context.Context) (Token, error) {
 	if m.source != nil {
 		t, err := m.source.Token(ctx)
+		m.mu.Lock()
+		m.remember(t.Value)
+		m.mu.Unlock()
 		if err != nil {
 			return Token{}, fmt.Errorf("wecom: token source: %w", err)
 		}
