@@ -1,0 +1,10 @@
+package redistest
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMain gives the Redis tests a private Redis (a node and a 3-master
+// cluster) when REDIS_ADDR or REDIS_CLUSTER_ADDRS is unset.
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
