@@ -45,3 +45,65 @@ func TestSplitInvalidList(t *testing.T) {
 		}
 	}
 }
+
+// The redactor: a secret or a token (at least minRedactLen long) placed
+// anywhere as a whole token, in any of its forms, never survives; a short
+// secret is removed where it is a credential's value; text that holds neither
+// a value nor a credential key comes out unchanged.
+func FuzzRedact(f *testing.F) {
+	f.Add(`Get "https://q/cgi-bin/gettoken?corpid=c&corpsecret=`, `": dial tcp: connection refused`, uint8(0), uint8(3))
+	f.Add(`{"errmsg":"echo `, `","errcode":40014}`, uint8(2), uint8(0))
+	f.Add("next=https%3A%2F%2Fq%3Fcorpsecret%3D", "%26x%3D1", uint8(1), uint8(7))
+	f.Add("it's s, https", "refused", uint8(5), uint8(200))
+	f.Fuzz(func(t *testing.T, a, b string, which, seps uint8) {
+		r := newRedactor(longSecret, longToken, "s")
+		forms := append(valueForms(longSecret), valueForms(longToken)...)
+		for _, s := range []string{a, b} {
+			if !holdsAny(s, forms) {
+				if got := r.text(s); got != s {
+					t.Fatalf("clean text changed: %q -> %q", s, got)
+				}
+			}
+		}
+		const sep = " &=\"':/,;[]{}()\n\t<>"
+		v := forms[int(which)%len(forms)]
+		in := a + sep[int(seps%16)%len(sep):][:1] + v + sep[int(seps/16)%len(sep):][:1] + b
+		out := r.text(in)
+		for _, f := range forms {
+			for i := 0; ; i++ {
+				k := strings.Index(out[i:], f)
+				if k < 0 {
+					break
+				}
+				i += k
+				end := i + len(f)
+				if (i == 0 || !isWordChar(out[i-1])) && (end == len(out) || !isWordChar(out[end])) {
+					t.Fatalf("%q survives in %q (from %q)", f, out, in)
+				}
+			}
+		}
+		if holdsAny(a+b, nil) {
+			return
+		}
+		in = a + " corpsecret=s&" + b
+		if out := r.text(in); !strings.Contains(out, " corpsecret=REDACTED&") {
+			t.Fatalf("short secret kept by structure: %q -> %q", in, out)
+		}
+	})
+}
+
+// holdsAny reports whether s holds a credential key (any case) or one of forms.
+func holdsAny(s string, forms []string) bool {
+	l := strings.ToLower(s)
+	for _, k := range redactKeys {
+		if strings.Contains(l, k) {
+			return true
+		}
+	}
+	for _, f := range forms {
+		if strings.Contains(s, f) {
+			return true
+		}
+	}
+	return false
+}
