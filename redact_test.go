@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -245,4 +246,49 @@ func TestSanitizeErrorShortSecret(t *testing.T) {
 	if got := sanitizeError(in, "s").Error(); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+}
+
+// A token source's error that echoes the token, and the token store's
+// errors, reach neither the caller nor the log.
+func TestTokenErrorsRedacted(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	src := TokenSourceFunc(func(context.Context) (Token, error) {
+		return Token{Value: longToken}, fmt.Errorf("central token service: %s expired, access_token=%s", longToken, longToken)
+	})
+	c, err := New("ww1", longSecret, WithTokenSource(src), WithTokenStore(failingStore{}),
+		WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.tokens.token(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "central token service: REDACTED expired") {
+		t.Fatalf("err = %v", err)
+	}
+	assertClean(t, err, longToken)
+	c.tokens.invalidate(context.Background(), longToken)
+	out := logs.String()
+	if strings.Contains(out, longToken) || strings.Contains(out, longSecret) {
+		t.Errorf("log holds a credential:\n%s", out)
+	}
+	for _, want := range []string{"access token fetch failed", "token store get failed", "token store delete failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// failingStore fails, echoing the token it was given.
+type failingStore struct{}
+
+func (failingStore) Get(context.Context, string) (Token, error) {
+	return Token{}, errors.New("store down: secret=" + longSecret)
+}
+
+func (failingStore) Set(_ context.Context, _ string, t Token) error {
+	return errors.New("store down: " + t.Value)
+}
+
+func (failingStore) Delete(_ context.Context, _, v string) error {
+	return errors.New("store down: DEL " + v)
 }

@@ -258,7 +258,7 @@ func (m *tokenManager) invalidate(ctx context.Context, tok string) {
 	}
 	m.mu.Unlock()
 	if err := m.store.Delete(context.WithoutCancel(ctx), m.key, tok); err != nil {
-		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store delete failed", slog.String("error", err.Error()))
+		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store delete failed", slog.String("error", m.c.redactText(err.Error())))
 	}
 }
 
@@ -268,6 +268,9 @@ func (m *tokenManager) fetch(ctx context.Context, f *tokenFlight, prev cachedTok
 	ctx, cancel := context.WithTimeout(ctx, m.c.fetchTimeout())
 	defer cancel()
 	tok, panicked, err := m.safeObtain(ctx, prev)
+	// Before taking m.mu: redaction reads the tokens held under it. The
+	// callers and the log get the same clean error.
+	err = m.c.redactErr(err)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -363,7 +366,7 @@ func (m *tokenManager) obtain(ctx context.Context, prev cachedToken) (Token, err
 		return Token{}, err
 	}
 	if err := m.store.Set(ctx, m.key, t); err != nil {
-		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store set failed", slog.String("error", err.Error()))
+		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store set failed", slog.String("error", m.c.redactText(err.Error())))
 	}
 	m.c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: access token fetched", slog.String("corp", m.c.corpID), slog.Time("expires", t.ExpiresAt))
 	return t, nil
@@ -374,7 +377,7 @@ func (m *tokenManager) stored(ctx context.Context, prev cachedToken) (Token, boo
 	t, err := m.store.Get(ctx, m.key)
 	if err != nil {
 		if !errors.Is(err, ErrNoToken) {
-			m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store get failed", slog.String("error", err.Error()))
+			m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store get failed", slog.String("error", m.c.redactText(err.Error())))
 		}
 		return Token{}, false
 	}
@@ -392,7 +395,7 @@ func (m *tokenManager) get(ctx context.Context) (Token, error) {
 		m.remember(t.Value)
 		m.mu.Unlock()
 		if err != nil {
-			return Token{}, fmt.Errorf("wecom: token source: %w", err)
+			return Token{}, fmt.Errorf("wecom: token source: %w", m.c.redactErr(err))
 		}
 		if t.Value == "" || !time.Now().Before(t.ExpiresAt) {
 			return Token{}, fmt.Errorf("wecom: token source returned an empty or expired token")
