@@ -26,12 +26,13 @@ func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
 	}{
 		{20 * time.Millisecond, "5s", 150, 150},
 		{20 * time.Millisecond, "0s", 150, 150},
-		{200 * time.Millisecond, "5s", 30, 30},
-		{200 * time.Millisecond, "0s", 30, 30},
+		{200 * time.Millisecond, "5s", 50, 20},
+		{200 * time.Millisecond, "0s", 50, 20},
 	} {
 		t.Run(fmt.Sprintf("latency %s drain %s", tc.latency, tc.drain), func(t *testing.T) {
 			f := newFleet(t, tc.latency, tc.customers)
-			args := append(f.args, "-lease-ttl", "2s", "-drain", tc.drain)
+			// 32 workers, the default, as in the runs.
+			args := append(f.args, "-lease-ttl", "2s", "-drain", tc.drain, "-workers", "32")
 			victim, survivors := start(t, args...), []*child{start(t, args...), start(t, args...)}
 			waitFor(t, "the fleet's first marks", func() bool { return f.mock.Stats().MarkCalls >= tc.signalFrom })
 			if err := victim.cmd.Process.Signal(syscall.SIGINT); err != nil {
