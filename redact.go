@@ -162,6 +162,10 @@ func redactStructured(s string) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(s); {
+		if c := lower[i]; c != 'a' && c != 'c' && c != 'p' && c != 's' { // redactKeys' initials
+			i++
+			continue
+		}
 		vs, ve := credentialAt(s, lower, i)
 		if ve <= vs {
 			i++
@@ -413,11 +417,10 @@ func (r *redactor) dirty(err error, depth int) bool {
 // redactor returns the client's redactor: its secret and every token it has
 // held.
 func (c *Client) redactor() *redactor {
-	var held []string
-	if c.tokens != nil {
-		held = c.tokens.heldTokens()
+	if c.tokens == nil {
+		return newRedactor(c.secret)
 	}
-	return newRedactor(append(held, c.secret)...)
+	return c.tokens.redactor()
 }
 
 // redactErr returns err with its text, and any URL in it, free of the client's

@@ -292,3 +292,20 @@ func (failingStore) Set(_ context.Context, _ string, t Token) error {
 func (failingStore) Delete(_ context.Context, _, v string) error {
 	return errors.New("store down: DEL " + v)
 }
+
+func BenchmarkRedactText(b *testing.B) {
+	c, err := New("ww1", longSecret)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.tokens.mu.Lock()
+	for i := range maxHeldTokens {
+		c.tokens.remember(fmt.Sprintf("%s-%02d", longToken, i))
+	}
+	c.tokens.mu.Unlock()
+	msg := "api concurrent out of limit, hint: [1700000000_12_3456789abcdef], from ip: 1.2.3.4, more info at https://open.work.weixin.qq.com/devtool/query?e=45033"
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.redactText(msg)
+	}
+}

@@ -170,6 +170,7 @@ type tokenManager struct {
 	// (from the store, the source or gettoken), oldest first, for redaction:
 	// a token dropped or replaced may still be echoed in outside text.
 	held []string
+	red  *redactor // of held and the secret; nil when held changed
 }
 
 // maxHeldTokens bounds tokenManager.held.
@@ -319,17 +320,22 @@ func (m *tokenManager) remember(v string) {
 			return
 		}
 	}
+	m.red = nil
 	if len(m.held) == maxHeldTokens {
 		m.held = append(m.held[:0:0], m.held[1:]...)
 	}
 	m.held = append(m.held, v)
 }
 
-// heldTokens returns a copy of the tokens held, for redaction.
-func (m *tokenManager) heldTokens() []string {
+// redactor returns the redactor of the client's secret and the tokens held,
+// built again only when they change.
+func (m *tokenManager) redactor() *redactor {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]string(nil), m.held...)
+	if m.red == nil {
+		m.red = newRedactor(append(append([]string(nil), m.held...), m.c.secret)...)
+	}
+	return m.red
 }
 
 // better reports whether a stored token t can replace prev: it must be valid
