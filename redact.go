@@ -7,41 +7,42 @@ import (
 	"strings"
 )
 
-// Redaction: every text the SDK did not write itself (WeCom's or a proxy's
-// errmsg, transport errors and the URLs in them, bodies) is cleaned before it
-// reaches an error or a log line, in two passes:
-//
-//   - by value: the client's secret and every access token it has held (the
-//     last heldTokens), in the forms they take in a URL (query- and
-//     path-escaped, escaped twice, upper- or lower-case hex) and in JSON, are
-//     replaced wherever they stand as a whole token: the characters on either
-//     side are not [A-Za-z0-9_-] (an escape such as %26 or \u0026 counts as a
-//     separator). So a secret "s" never turns "https" into "httpREDACTED".
-//     Values shorter than minRedactLen are not replaced by value at all: a
-//     short value is an ordinary word ("s" stands alone in "it's"), WeCom's
-//     secrets (43 characters) and tokens (64 and more) are far longer, and
-//     such a value is still removed where it stands as a credential by the
-//     structured pass.
-//   - by structure: the value of every credential key (redactKeys, any case)
-//     in a query (k=v, up to &, a space or a quote, escaped once or twice), in
-//     JSON ("k":"v", "k": "v", also escaped inside another JSON string) and in
-//     "k: v" text, whatever the value is.
-
-// minRedactLen is the shortest secret or token replaced by value.
+// minRedactLen is the shortest secret or token replaced by value (see
+// redactor for why there is one).
 const minRedactLen = 8
 
-// redactKeys are the keys whose values are credentials, longest first so
-// that a key is matched whole.
-var redactKeys = []string{
-	"provider_access_token", "suite_access_token", "provider_secret",
-	"permanent_code", "access_token", "suite_secret", "corpsecret", "secret",
-}
+// redactKeyList names the keys whose values are credentials, longest first
+// so that a key is matched whole.
+const redactKeyList = "provider_access_token,suite_access_token,provider_secret," +
+	"permanent_code,access_token,suite_secret,corpsecret,secret"
 
 // maxRedactDepth bounds the walk down an error chain.
 const maxRedactDepth = 32
 
-// redactor scrubs texts and errors of a set of values and of credential keys'
-// values. The zero value scrubs by structure only.
+// redactor cleans every text the SDK did not write itself (WeCom's or a
+// proxy's errmsg, transport errors and the URLs in them, bodies) before it
+// reaches an error or a log line, in two passes:
+//
+//   - by value: the client's secret and every access token it has held (the
+//     last maxHeldTokens), in the forms they take in a URL (query- and
+//     path-escaped, escaped twice, upper- or lower-case hex) and in JSON, are
+//     replaced wherever they stand as a whole token: the characters on either
+//     side are not [A-Za-z0-9_-] (an escape such as %26 or \u0026 counts as a
+//     separator). So a secret "s" never turns "https" into "httpREDACTED", and
+//     a value inside a longer word is not one of ours.
+//     Values shorter than minRedactLen are not replaced by value at all: a
+//     short value is an ordinary word ("s" stands alone in "it's", "ok" or
+//     "test" in any sentence), so replacing it would garble the text that
+//     explains the failure; WeCom's secrets (43 characters) and tokens (64
+//     and more) are far longer, and a short value is still removed where it
+//     stands as a credential, by the structured pass.
+//   - by structure: the value of every credential key (redactKeyList, any
+//     case) in a query (k=v, up to &, a space or a quote, escaped once or
+//     twice), in JSON ("k":"v", "k": "v", also escaped inside another JSON
+//     string) and in "k: v" text, whatever the value is.
+//
+// A redactor is immutable, so safe for concurrent use. The zero value
+// redacts by structure only.
 type redactor struct {
 	// forms of the values to replace, longest first.
 	forms []string
@@ -162,7 +163,7 @@ func redactStructured(s string) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(s); {
-		if c := lower[i]; c != 'a' && c != 'c' && c != 'p' && c != 's' { // redactKeys' initials
+		if c := lower[i]; c != 'a' && c != 'c' && c != 'p' && c != 's' { // the keys' initials
 			i++
 			continue
 		}
@@ -186,10 +187,11 @@ func redactStructured(s string) string {
 // at i of s (lower is s in lower case), or an empty range.
 func credentialAt(s, lower string, i int) (vs, ve int) {
 	var key string
-	for _, k := range redactKeys {
+	for rest := redactKeyList; rest != "" && key == ""; {
+		var k string
+		k, rest, _ = strings.Cut(rest, ",")
 		if strings.HasPrefix(lower[i:], k) {
 			key = k
-			break
 		}
 	}
 	if key == "" || !boundaryBefore(s, i, false) {
