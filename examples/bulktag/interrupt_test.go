@@ -10,6 +10,8 @@ import (
 	"github.com/wecomkit/wecom"
 )
 
+const listPath = "/cgi-bin/externalcontact/get_corp_tag_list"
+
 // One of three copies sharing Redis gets SIGINT mid-run: it starts no new
 // mark, lets (or, with -drain 0, does not let) its calls in flight end,
 // prints a summary that accounts for every mark with some not started, and
@@ -19,22 +21,27 @@ import (
 // the slots of a call that was sent until WeCom answers it (issue 8 §1).
 func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
 	for _, tc := range []struct {
-		latency    time.Duration
-		drain      string
-		customers  int // per copy, each marked twice
-		signalFrom int // marks applied fleet-wide before the SIGINT
+		latency   time.Duration
+		drain     string
+		customers int // per copy, each marked twice
 	}{
-		{20 * time.Millisecond, "5s", 150, 150},
-		{20 * time.Millisecond, "0s", 150, 150},
-		{200 * time.Millisecond, "5s", 50, 20},
-		{200 * time.Millisecond, "0s", 50, 20},
+		{20 * time.Millisecond, "5s", 250},
+		{20 * time.Millisecond, "0s", 250},
+		{200 * time.Millisecond, "5s", 50},
+		{200 * time.Millisecond, "0s", 50},
 	} {
 		t.Run(fmt.Sprintf("latency %s drain %s", tc.latency, tc.drain), func(t *testing.T) {
 			f := newFleet(t, tc.latency, tc.customers)
 			// 32 workers, the default, as in the issue's runs.
 			args := append(f.args, "-lease-ttl", "2s", "-drain", tc.drain, "-workers", "32")
-			victim, survivors := start(t, args...), []*child{start(t, args...), start(t, args...)}
-			waitFor(t, "the fleet's first marks", func() bool { return f.mock.Stats().MarkCalls >= tc.signalFrom })
+			// The victim starts first and is in its stride, holding slots, when
+			// the other two join: once they are waiting for slots too, it
+			// gets SIGINT.
+			victim := start(t, args...)
+			waitFor(t, "the victim's first marks", func() bool { return marked(victim.stderr.String()) >= 5 })
+			survivors := []*child{start(t, args...), start(t, args...)}
+			waitFor(t, "the others' tag lookups", func() bool { return f.mock.Stats().Calls[listPath] >= 3 })
+			time.Sleep(5 * tc.latency) // a trigger, not an assertion: let them queue
 			if err := victim.cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
@@ -87,4 +94,15 @@ func TestSecondSignalAborts(t *testing.T) {
 	if strings.Contains(c.stdout.String(), "marks:") {
 		t.Errorf("an aborted copy printed a summary:\n%s", c.stdout)
 	}
+}
+
+// marked reads the last progress line ("marked N/M") a copy wrote on stderr.
+func marked(stderr string) int {
+	i := strings.LastIndex(stderr, "marked ")
+	if i < 0 {
+		return 0
+	}
+	var n int
+	_, _ = fmt.Sscanf(stderr[i:], "marked %d/", &n)
+	return n
 }
