@@ -118,7 +118,7 @@ run() {
 	# The marking phase: first start to last end over the copies.
 	local phase
 	phase=$(cat "$tmp/$name".*.out | awk '
-		/^marking:/ { if (first == "" || $2 < first) first = $2; if ($4 > last) last = $4 }
+		/^unix:/ { if (first == "" || $2 < first) first = $2; if ($3 > last) last = $3 }
 		END { if (first != "") printf "%.6f", last - first; else print "nan" }')
 	# The copies' mean round trips, weighted by their attempts.
 	local rtt

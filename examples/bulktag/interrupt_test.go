@@ -33,7 +33,7 @@ func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
 		t.Run(fmt.Sprintf("latency %s drain %s", tc.latency, tc.drain), func(t *testing.T) {
 			f := newFleet(t, tc.latency, tc.customers)
 			// 32 workers, the default, as in the runs.
-			args := append(f.args, "-lease-ttl", "2s", "-drain", tc.drain, "-workers", "32")
+			args := append(f.args, "-lease-ttl", "2s", "-drain", tc.drain, "-workers", "32", "-progress", "100ms")
 			// The victim starts first and is in its stride, holding slots, when
 			// the other two join: once they are waiting for slots too, it
 			// gets SIGINT.

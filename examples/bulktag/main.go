@@ -64,6 +64,10 @@ type config struct {
 	baseURL, corpID, secret, userID, redis, redisPrefix string
 	customers, repeat, workers                          int
 	latency, jitter, leaseTTL, drain                    time.Duration
+	// progress is how often progress is shown; 0: progressEvery's default.
+	progress time.Duration
+	// tty: stderr is a terminal, where progress rewrites one line.
+	tty bool
 }
 
 func main() { os.Exit(bulktag(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -88,6 +92,7 @@ func cli(args []string, sig <-chan os.Signal, stdout, stderr io.Writer, exit fun
 	if err != nil {
 		return exitSetup
 	}
+	cfg.tty = isTerminal(stderr)
 	stderr = &lockedWriter{w: stderr} // the workers, the progress line and the signals share it
 	stop, stopNow := context.WithCancel(context.Background())
 	defer stopNow()
@@ -133,6 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.redis, "redis", "", "Redis for the limiter and token store shared by every copy: host:port, or a comma-separated list of cluster nodes")
 	fs.StringVar(&cfg.redisPrefix, "redis-prefix", "bulktag:", "prefix of the Redis keys")
 	fs.DurationVar(&cfg.leaseTTL, "lease-ttl", 0, "how long the slots of a copy that dies stay taken (default: the SDK's)")
+	fs.DurationVar(&cfg.progress, "progress", 0, "how often progress is shown on stderr (default: 500ms on a terminal, where one line is rewritten; 5s elsewhere, a line each time)")
 	fs.DurationVar(&cfg.drain, "drain", 5*time.Second, "after the first SIGINT/SIGTERM, how long the marks in flight may take to finish before their calls are cancelled (0: cancel them at once)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

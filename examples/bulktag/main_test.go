@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
 )
 
@@ -32,6 +33,54 @@ func TestBulkTagOnEmbeddedMock(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "stopped:") {
 		t.Errorf("a run that was not stopped says it was:\n%s", out.String())
+	}
+	// Read by a person: progress ends at 100% on a line of its own (stderr is
+	// no terminal here, so there is no carriage return), the latency says it
+	// includes the wait for a slot, and times are a clock's, not unix seconds
+	// (which stay on a line of their own for scripts).
+	if strings.Contains(errOut.String(), "\r") {
+		t.Errorf("progress on a non-terminal rewrites its line: %q", errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "marked 600/600 (100%, ") {
+		t.Errorf("last progress line %q, want the 100%% one", last)
+	}
+	for _, want := range []string{"the wait for a free slot included", "(marking from ", "unix:       "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// Copies sharing Redis show the fleet's combined count and rate: the copy
+// that ends last counts every copy's marks.
+func TestBulkTagFleetRate(t *testing.T) {
+	rdb := redistest.Single(t)
+	prefix := redistest.Prefix(t, rdb)
+	cfg := config{corpID: "wwfleetrate", secret: "s", userID: "zhangsan", customers: 150, repeat: 1, workers: 8,
+		latency: 2 * time.Millisecond, drain: time.Second, redis: os.Getenv(redistest.EnvAddr), redisPrefix: prefix}
+	outs := make([]bytes.Buffer, 2)
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Go(func() {
+			var errOut bytes.Buffer
+			if code, err := run(context.Background(), cfg, &outs[i], &errOut); err != nil || code != exitOK {
+				t.Errorf("copy %d: %d, %v\n%s", i, code, err, outs[i].String())
+			}
+		})
+	}
+	wg.Wait()
+	most := int64(0)
+	for i := range outs {
+		var n int64
+		line := outs[i].String()[strings.Index(outs[i].String(), "fleet:"):]
+		if _, err := fmt.Sscanf(line, "fleet: %d marks", &n); err != nil {
+			t.Fatalf("copy %d: no fleet line: %v\n%s", i, err, outs[i].String())
+		}
+		most = max(most, n)
+	}
+	if most != 300 {
+		t.Errorf("the fleet counted %d marks at most, want both copies' 300", most)
 	}
 }
 

@@ -38,10 +38,11 @@ type counts struct {
 // from then to finish, after which their calls are cancelled; then it waits
 // (within the same drain) for the client's background attempts, so that
 // their slots go back to the fleet rather than expire.
-func markAll(stop context.Context, c *wecom.Client, cfg config, tagID string, st *stats, stderr io.Writer) outcome {
+func markAll(stop context.Context, c *wecom.Client, cfg config, tagID string, st *stats, fleet *fleetCount, stderr io.Writer) outcome {
 	calls, cancelCalls := context.WithCancel(context.Background())
 	defer cancelCalls()
 	o := outcome{total: cfg.customers * cfg.repeat, start: time.Now()}
+	fleet.begin(o.start)
 	var n counts
 	jobs := make(chan string)
 	var wg sync.WaitGroup
@@ -55,7 +56,7 @@ func markAll(stop context.Context, c *wecom.Client, cfg config, tagID string, st
 			}
 		})
 	}
-	defer startProgress(stderr, &n, o.total, o.start)()
+	defer startProgress(stderr, cfg.tty, cfg.progress, &n, o.total, o.start, func() { fleet.add(n.ok.Load()) })()
 	go func() {
 		feed(stop, jobs, cfg.customers, cfg.repeat)
 		close(jobs)
@@ -133,29 +134,4 @@ func drainClient(c *wecom.Client, deadline time.Time) bool {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	return c.Drain(ctx) == nil
-}
-
-// startProgress shows the marks ended so far on w twice a second, until the
-// function it returns is called; that returns once the last line is out.
-func startProgress(w io.Writer, n *counts, total int, start time.Time) (stop func()) {
-	stopc, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopc:
-				fmt.Fprintln(w)
-				return
-			case <-t.C:
-				ended := n.ok.Load() + n.failed.Load()
-				fmt.Fprintf(w, "\rmarked %d/%d (%.0f/s)   ", ended, total, float64(ended)/time.Since(start).Seconds())
-			}
-		}
-	}()
-	return func() {
-		close(stopc)
-		<-done
-	}
 }

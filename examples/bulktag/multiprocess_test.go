@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(bulktag(args, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	os.Exit(redistest.Main(m))
 }
 
 // fleet is a mock WeCom served over HTTP and copies of bulktag sharing it

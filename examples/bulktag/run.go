@@ -49,12 +49,14 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 		srv, opts = m, append(opts, wecom.WithTransport(mt))
 		fmt.Fprintf(stderr, "embedded mock WeCom (in-process), latency %s ± %s\n", cfg.latency, cfg.jitter)
 	}
+	var fl *fleetCount
 	if cfg.redis != "" {
 		rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(cfg.redis, ",")})
 		defer rdb.Close()
 		if err := rdb.Ping(stop).Err(); err != nil {
 			return exitSetup, fmt.Errorf("-redis %s: %w", cfg.redis, err)
 		}
+		fl = newFleetCount(rdb, cfg.redisPrefix, cfg.corpID)
 		limiter, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: cfg.redisPrefix + "throttle:"})
 		if err != nil {
 			return exitSetup, err
@@ -90,8 +92,9 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 		tokenCalls = srv.Stats().GetTokenCalls
 		srv.ResetStats() // count only the marks from here
 	}
-	o := markAll(stop, c, cfg, tagID, st, stderr)
+	o := markAll(stop, c, cfg, tagID, st, fl, stderr)
 	code := o.print(stdout, st, cfg, srv)
+	printFleet(stdout, fl)
 	printMockStats(stdout, cfg, srv, tokenCalls, o)
 	return code, nil
 }

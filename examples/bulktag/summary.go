@@ -88,14 +88,17 @@ func (o outcome) print(w io.Writer, st *stats, cfg config, srv *mock.Server) int
 	}
 	elapsed := o.end.Sub(o.start)
 	rate := float64(o.ok) / max(elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(w, "elapsed:    %s\n", elapsed.Round(time.Millisecond))
-	// Unix times, for tools that add up copies running at once.
-	fmt.Fprintf(w, "marking:    %d.%09d to %d.%09d (unix seconds)\n", o.start.Unix(), o.start.Nanosecond(), o.end.Unix(), o.end.Nanosecond())
+	fmt.Fprintf(w, "elapsed:    %s (marking from %s to %s)\n", elapsed.Round(time.Millisecond),
+		o.start.Format("15:04:05.000"), o.end.Format("15:04:05.000 MST"))
 	fmt.Fprintf(w, "throughput: %.1f marks/s\n", rate)
 	if len(st.latencies) > 0 {
 		slices.Sort(st.latencies)
-		fmt.Fprintf(w, "latency:    p50 %s, p99 %s\n", pct(st.latencies, 0.50), pct(st.latencies, 0.99))
+		fmt.Fprintf(w, "latency:    p50 %s, p99 %s per mark, from the worker's call to its return: the wait for a free slot included\n",
+			pct(st.latencies, 0.50), pct(st.latencies, 0.99))
 	}
+	// The same times for scripts that add up copies running at once.
+	fmt.Fprintf(w, "unix:       %d.%09d %d.%09d (start and end of the marking, unix seconds, for scripts)\n",
+		o.start.Unix(), o.start.Nanosecond(), o.end.Unix(), o.end.Nanosecond())
 	switch {
 	case o.ok == o.total:
 		return exitOK
@@ -104,6 +107,23 @@ func (o outcome) print(w io.Writer, st *stats, cfg config, srv *mock.Server) int
 	default:
 		return exitFailed
 	}
+}
+
+// printFleet adds the marks of every copy sharing Redis and their combined
+// rate since the first started; copies still running add to it later.
+func printFleet(w io.Writer, f *fleetCount) {
+	if f == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	marks, since, err := f.total(ctx)
+	if err != nil || since.IsZero() {
+		return
+	}
+	d := time.Since(since)
+	fmt.Fprintf(w, "fleet:      %d marks by every copy sharing Redis since the first started %s ago: %.1f marks/s together (final once the last copy ends)\n",
+		marks, d.Round(100*time.Millisecond), float64(marks)/max(d.Seconds(), 1e-9))
 }
 
 // printMockStats adds the mock's counters: the embedded mock's, or those
