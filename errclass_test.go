@@ -3,9 +3,6 @@ package wecom_test
 import (
 	"context"
 	"errors"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,27 +15,11 @@ import (
 // attempt timeout from the caller's own deadline.
 func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
 	t.Parallel()
-	hang := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/cgi-bin/gettoken":
-			_, _ = w.Write([]byte(`{"errcode":0,"errmsg":"ok","access_token":"tok-abcdefghijkl","expires_in":7200}`))
-		case "/cgi-bin/tag/list":
-			_, _ = w.Write([]byte(`{"errcode":45009,"errmsg":"api freq out of limit"}`))
-		case "/cgi-bin/tag/get":
-			_, _ = w.Write([]byte(`{"errcode":60011,"errmsg":"no privilege to access/modify contact/party/agent"}`))
-		default:
-			<-hang
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(hang) })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	ln.Close()
+	base := fakeWeCom(t, map[string]string{
+		"/cgi-bin/tag/list": `{"errcode":45009,"errmsg":"api freq out of limit"}`,
+		"/cgi-bin/tag/get":  `{"errcode":60011,"errmsg":"no privilege to access/modify contact/party/agent"}`,
+	})
+	refused := refusedURL(t)
 	newClient := func(base string) *wecom.Client {
 		c, err := wecom.New("wwcorpA", "secret-A-0123456789", wecom.WithBaseURL(base), wecom.WithAgentID(1000002),
 			wecom.WithAttemptTimeout(100*time.Millisecond), wecom.WithAbandonedHold(100*time.Millisecond),
@@ -48,10 +29,10 @@ func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
 		}
 		return c
 	}
-	c := newClient(srv.URL)
+	c := newClient(base)
 	ctx := context.Background()
 
-	_, err = c.Tags.Members(ctx, 1)
+	_, err := c.Tags.Members(ctx, 1)
 	var ae *wecom.APIError
 	if !errors.As(err, &ae) || ae.CorpID != "wwcorpA" || ae.AgentID != 1000002 {
 		t.Fatalf("err = %v, want an *APIError of corp wwcorpA, agent 1000002", err)
@@ -76,7 +57,7 @@ func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
 		wantSent, timeout bool
 	}{
 		{"refused", refused, false, false},
-		{"attempt timeout", srv.URL, true, true},
+		{"attempt timeout", base, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

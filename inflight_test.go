@@ -221,30 +221,13 @@ func TestAttemptTimeoutHoldsSlots(t *testing.T) {
 func TestSentOrNotDecidesTheSlot(t *testing.T) {
 	t.Parallel()
 	const path = "/cgi-bin/tag/list"
-	hang := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/cgi-bin/gettoken" {
-			_, _ = w.Write([]byte(`{"errcode":0,"errmsg":"ok","access_token":"tok-123456789","expires_in":7200}`))
-			return
-		}
-		<-hang
-	}))
-	t.Cleanup(slow.Close)
-	t.Cleanup(func() { close(hang) })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	ln.Close()
-
 	tests := []struct {
 		name     string
 		baseURL  string
 		wantFree int
 	}{
-		{"sent, no answer", slow.URL, 0},
-		{"never left", refused, 1},
+		{"sent, no answer", fakeWeCom(t, nil), 0},
+		{"never left", refusedURL(t), 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -382,4 +365,37 @@ func freeSlots(m throttle.Backend, corp, path string, max int) int {
 		_ = m.Release(context.Background(), l)
 	}
 	return len(ls)
+}
+
+// fakeWeCom serves gettoken and the canned answers of answers (by path); a
+// call to any other path gets no answer until the test ends. It returns the
+// server's URL.
+func fakeWeCom(t *testing.T, answers map[string]string) string {
+	t.Helper()
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/cgi-bin/gettoken" {
+			_, _ = w.Write([]byte(`{"errcode":0,"errmsg":"ok","access_token":"tok-abcdefghijkl","expires_in":7200}`))
+			return
+		}
+		if a, ok := answers[r.URL.Path]; ok {
+			_, _ = w.Write([]byte(a))
+			return
+		}
+		<-hang
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(hang) })
+	return srv.URL
+}
+
+// refusedURL returns the URL of a loopback port nobody listens on.
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
 }
