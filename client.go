@@ -735,18 +735,19 @@ func (c *Client) send(ctx context.Context, cl *call, q url.Values, tok string) (
 	}
 	resp, err := req.Execute(cl.method, c.baseURL+cl.path)
 	if err != nil {
-		return resp != nil && resp.RawResponse != nil, &TransportError{Path: cl.path, Err: sanitizeError(err, tok, c.secret)}
+		return resp != nil && resp.RawResponse != nil, &TransportError{Path: cl.path, Err: c.redactErr(err)}
 	}
 	body := resp.RawBody()
 	defer body.Close()
 	raw, err := io.ReadAll(io.LimitReader(body, 16<<20))
 	if err != nil {
-		return true, &TransportError{Path: cl.path, Sent: true, Err: fmt.Errorf("reading the answer: %w", sanitizeError(err, tok, c.secret))}
+		return true, &TransportError{Path: cl.path, Sent: true, Err: fmt.Errorf("reading the answer: %w", c.redactErr(err))}
 	}
 	if resp.StatusCode() != http.StatusOK {
 		return true, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
 	}
-	return true, decode(cl.path, raw, cl.out)
+	// errmsg, or a proxy's body, may echo the request: its token, our secret.
+	return true, c.redactErr(decode(cl.path, raw, cl.out))
 }
 
 // validator is an answer type that knows what a success must carry; decode
