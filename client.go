@@ -564,7 +564,7 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []t
 		q.Set("access_token", tok)
 	}
 	start := time.Now()
-	answered, err := c.send(actx, cl, q, tok)
+	answered, err := c.send(actx, cl, q)
 	stop()
 	var te *TransportError
 	if errors.As(err, &te) && !answered {
@@ -728,7 +728,7 @@ type envelope struct {
 // send makes one HTTP exchange and decodes its answer. answered reports
 // whether an answer (an HTTP status) arrived: then the server is done with
 // the call, whatever the error.
-func (c *Client) send(ctx context.Context, cl *call, q url.Values, tok string) (answered bool, err error) {
+func (c *Client) send(ctx context.Context, cl *call, q url.Values) (answered bool, err error) {
 	req := c.http.R().SetContext(ctx).SetQueryParamsFromValues(q).SetDoNotParseResponse(true)
 	if cl.body != nil {
 		req.SetHeader("Content-Type", "application/json").SetBody(cl.body)
