@@ -60,8 +60,11 @@ type RedisOptions struct {
 	// FallBackLocal, such as 1/3 for three processes (default 1). Concurrency
 	// and window limits are rounded down, but never below 1.
 	LocalShare float64
-	// RetryRedisAfter is how long after a failed round trip calls do not try
-	// Redis: they fail at once (FailClosed) or use the fallback (default 1s).
+	// RetryRedisAfter is how often Redis is probed once a round trip failed
+	// for want of it (default 1s). Until a probe (one PING at a time, in the
+	// background) sees Redis answer, no call waits on Redis: acquisitions
+	// fail at once (FailClosed) or use the fallback, Extend and Cooldown fail
+	// at once, and releases are kept and made when Redis answers again.
 	RetryRedisAfter time.Duration
 	// OpTimeout bounds each Redis round trip (default 2s).
 	OpTimeout time.Duration
@@ -109,6 +112,15 @@ type RedisOptions struct {
 // Redis key of one throttle key is in one slot and different corps spread.
 // Keys expire when idle.
 //
+// Redis down: after a round trip fails for want of Redis, no call waits on
+// it: acquisitions fail at once with ErrUnavailable (or use the local
+// fallback), Extend and Cooldown fail at once, and releases are kept and made
+// when Redis answers again, so a slot released in the outage does not wait
+// for its TTL. One probe, a PING every RetryRedisAfter in a goroutine of its
+// own, is the only round trip meanwhile. The backend prints nothing; go-redis
+// itself logs failed dials through its package logger, which a program
+// quiets with redis.SetLogger.
+//
 // NewRedis subscribes at once, in a goroutine that Close stops.
 type Redis struct {
 	rdb        redis.UniversalClient
@@ -123,12 +135,18 @@ type Redis struct {
 	pass       *redis.Script
 	local      *Memory // the fallback
 
-	mu        sync.Mutex
-	keys      map[string]*rkey
-	downUntil time.Time // Redis deemed unreachable until then
-	pubsub    *redis.PubSub
-	done      chan struct{}
+	mu      sync.Mutex
+	keys    map[string]*rkey
+	down    bool    // a round trip failed for want of Redis, and no probe has succeeded since
+	probing bool    // the probe (see probe) runs
+	orphans []Lease // releases that failed for want of Redis, retried when it answers
+	pubsub  *redis.PubSub
+	done    chan struct{}
 }
+
+// maxOrphans bounds the releases kept for retry while Redis is down; a lease
+// past it frees its slot when its TTL ends, as a holder that dies does.
+const maxOrphans = 10000
 
 // rkey is the local state of one key: its queue of waiters and the signal
 // that wakes the head.
@@ -500,12 +518,68 @@ func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool, releas
 	return Lease{}, v, time.UnixMilli(res[3]), held, nil
 }
 
-// isDown reports whether a round trip failed for want of Redis within the
-// last RetryRedisAfter: calls then do not wait for Redis again.
+// isDown reports whether Redis is deemed unreachable: a round trip failed
+// for want of it and the probe has not seen it answer since. Calls then do
+// not wait on Redis: only the probe does.
 func (b *Redis) isDown() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return time.Now().Before(b.downUntil)
+	return b.down
+}
+
+// markDown deems Redis unreachable and starts the probe unless it runs.
+func (b *Redis) markDown() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.down = true
+	if !b.probing {
+		b.probing = true
+		go b.probe()
+	}
+}
+
+// probe runs while Redis is deemed down: every RetryRedisAfter it sends one
+// PING, the only round trip that waits on Redis meanwhile. When Redis
+// answers, calls go back to it, and the releases that failed meanwhile are
+// made (a lease that expired meanwhile is simply gone). It ends with Close.
+func (b *Redis) probe() {
+	t := time.NewTimer(b.opt.RetryRedisAfter)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.done:
+			b.mu.Lock()
+			b.probing = false
+			b.mu.Unlock()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := b.opCtx(context.Background())
+		err := b.rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			break
+		}
+		t.Reset(b.opt.RetryRedisAfter)
+	}
+	b.mu.Lock()
+	b.down, b.probing = false, false
+	orphans := b.orphans
+	b.orphans = nil
+	b.mu.Unlock()
+	for _, l := range orphans {
+		_ = b.Release(context.Background(), l)
+	}
+}
+
+// orphan keeps a lease whose release failed for want of Redis, for the probe
+// to release when Redis answers.
+func (b *Redis) orphan(l Lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.orphans) < maxOrphans {
+		b.orphans = append(b.orphans, l)
+	}
 }
 
 // failed classifies a Redis error. An outage (no connection, a timeout of the
@@ -518,10 +592,13 @@ func (b *Redis) failed(op string, err error) (outage bool, _ error) {
 	if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
 		return false, fmt.Errorf("throttle: redis %s: %w", op, err)
 	}
-	b.mu.Lock()
-	b.downUntil = time.Now().Add(b.opt.RetryRedisAfter)
-	b.mu.Unlock()
+	b.markDown()
 	return true, fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+}
+
+// errDown is the error of a call refused at once while Redis is deemed down.
+func (b *Redis) errDown() error {
+	return fmt.Errorf("%w: Redis did not answer, and has not answered a probe since", ErrUnavailable)
 }
 
 // unavailableReply reports whether a Redis error reply means the server
@@ -540,7 +617,7 @@ func unavailableReply(msg string) bool {
 func (b *Redis) instead(ctx context.Context, r Request, try bool, cause error) (Lease, error) {
 	if b.opt.Fallback != FallBackLocal {
 		if cause == nil {
-			cause = fmt.Errorf("%w: Redis failed within the last %s", ErrUnavailable, b.opt.RetryRedisAfter)
+			cause = b.errDown()
 		}
 		return Lease{}, cause
 	}
@@ -885,6 +962,10 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 	if !l.HoldsSlot() {
 		return nil
 	}
+	if b.isDown() {
+		b.orphan(l)
+		return b.errDown()
+	}
 	b.mu.Lock()
 	var (
 		next *rwaiter
@@ -907,7 +988,10 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 		b.settle(l.Key, next, got, more, err == nil && v.reason == reasonYielded)
 		switch {
 		case err != nil:
-			_, err = b.failed("release", err)
+			outage, err := b.failed("release", err)
+			if outage {
+				b.orphan(l)
+			}
 			return err
 		case !held:
 			return ErrLeaseNotHeld
@@ -920,7 +1004,10 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 	n, err := b.release.Run(octx, b.rdb, []string{k.holders, k.waiting}, l.ID, b.wakePrefix, l.Key, 0).Int64()
 	switch {
 	case err != nil:
-		_, err = b.failed("release", err)
+		outage, err := b.failed("release", err)
+		if outage {
+			b.orphan(l)
+		}
 		return err
 	case n == 0:
 		return ErrLeaseNotHeld
@@ -936,6 +1023,9 @@ func (b *Redis) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, 
 	if strings.HasPrefix(l.ID, localLease) {
 		l.ID = strings.TrimPrefix(l.ID, localLease)
 		return fromLocal(b.local.Extend(ctx, l, ttl))
+	}
+	if b.isDown() {
+		return l, b.errDown()
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
@@ -958,6 +1048,10 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 	}
 	if d <= 0 {
 		return nil
+	}
+	if b.isDown() {
+		_ = b.local.Cooldown(ctx, key, d) // keep this process off the API at least
+		return b.errDown()
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
