@@ -49,6 +49,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The exit statuses, as the package comment describes them.
@@ -70,7 +72,18 @@ type config struct {
 	tty bool
 }
 
-func main() { os.Exit(bulktag(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// go-redis logs failed dials to stderr through a package logger of its
+	// own; while Redis is down the limiter already fails (or falls back)
+	// at once with throttle.ErrUnavailable, which the summary counts.
+	redis.SetLogger(discardRedisLog{})
+	os.Exit(bulktag(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// discardRedisLog quiets go-redis's logger.
+type discardRedisLog struct{}
+
+func (discardRedisLog) Printf(context.Context, string, ...any) {}
 
 // bulktag is the whole program with real signals: the first SIGINT or
 // SIGTERM stops the run gracefully, the second exits the process at once.
