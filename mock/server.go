@@ -476,12 +476,3 @@ func (s *Server) Marks(corpID, userID, externalUserID string) []string {
 	}
 	return sortedKeys(c.marks[markKey{userID, externalUserID}])
 }
-
-// MarkCalls returns Stats().MarkCalls.
-//
-// Deprecated: read Stats().MarkCalls, with the other counters.
-func (s *Server) MarkCalls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats.MarkCalls
-}

@@ -50,10 +50,7 @@ func Handler(m *mock.Server) http.Handler {
 	mux.Handle("/cgi-bin/", m.Handler())
 	mux.HandleFunc("GET "+StatsPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(struct {
-			mock.Stats
-			MarkCalls int
-		}{m.Stats(), m.MarkCalls()})
+		_ = json.NewEncoder(w).Encode(m.Stats())
 	})
 	mux.HandleFunc("POST /mock/reset-stats", func(w http.ResponseWriter, _ *http.Request) {
 		m.ResetStats()
