@@ -19,6 +19,13 @@
 // answer arrives, so that every goroutine, and with a shared backend every
 // process, stays under the limits together.
 //
+// A call sent is in flight at WeCom until WeCom answers, whatever the caller
+// does: a caller whose context ends returns at once, while the attempt goes on
+// in the background and gives its leases back when the answer comes
+// (Client.Drain waits for such attempts at shutdown); an attempt that gets no
+// answer keeps its slots for WithAbandonedHold. A request that never left
+// gives them back at once.
+//
 // # Calls
 //
 // A Client serves one app of one corp:
@@ -42,10 +49,12 @@
 //
 // Failures are *APIError (WeCom's errcode), *RateLimitError (45009 or the
 // cooldown after one), *ValidationError (refused before sending),
-// *ResponseError (not a WeCom answer) or transport errors. Branch with
-// errors.Is on ErrConcurrencyLimited, ErrRateLimited, ErrTokenInvalid,
-// ErrBadCredentials, ErrSystemBusy and ErrInvalidRequest. No error or log line
-// holds an access token or a secret.
+// *ResponseError (not a WeCom answer: no errcode, not a JSON object, a
+// success without what it must carry) or *TransportError (no answer). Branch
+// with errors.Is on ErrConcurrencyLimited, ErrRateLimited, ErrTokenInvalid,
+// ErrBadCredentials, ErrSystemBusy, ErrInvalidRequest, ErrTransport and
+// ErrAttemptTimeout. No error or log line holds an access token or a secret:
+// text from outside is scrubbed of both.
 //
 // # Retries
 //
