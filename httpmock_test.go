@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jarcoal/httpmock"
 
@@ -105,4 +106,44 @@ func ExampleCustomerTagService_Mark_scriptedError() {
 	// Output:
 	// errcode 40068
 	// scripted answers: 1
+}
+
+// A partial RetryPolicy keeps the defaults of the fields it leaves at zero,
+// and NoRetries means none: seen from the attempts WeCom receives.
+func TestPartialRetryPolicy(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		policy       wecom.RetryPolicy
+		wantAttempts int
+	}{
+		{"MaxRetries only", wecom.RetryPolicy{MaxRetries: 2, InitialInterval: time.Millisecond}, 3},
+		{"defaults", wecom.RetryPolicy{InitialInterval: time.Millisecond}, 4},
+		{"NoRetries", wecom.RetryPolicy{MaxRetries: wecom.NoRetries}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			mt := httpmock.NewMockTransport()
+			m, err := mock.New(mock.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.AddApp("wwcorp", "app-secret")
+			m.Register(mt, wecom.DefaultBaseURL)
+			if err := m.AddScript(mock.Script{Path: "/cgi-bin/tag/list", Times: 10, ErrCode: wecom.CodeSystemBusy}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := wecom.New("wwcorp", "app-secret", wecom.WithTransport(mt), wecom.WithRetryPolicy(tt.policy))
+			if err != nil {
+				t.Fatalf("New with %+v: %v", tt.policy, err)
+			}
+			if _, err := c.Tags.List(context.Background()); !errors.Is(err, wecom.ErrSystemBusy) {
+				t.Fatalf("err = %v, want ErrSystemBusy", err)
+			}
+			if got := m.Stats().Calls["/cgi-bin/tag/list"]; got != tt.wantAttempts {
+				t.Errorf("%d attempts reached WeCom, want %d", got, tt.wantAttempts)
+			}
+		})
+	}
 }
