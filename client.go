@@ -496,51 +496,86 @@ func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, n int) (tok 
 	waitStart := time.Now()
 	leases, err := c.acquire(ctx, cl, lim)
 	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart)}
-	if err == nil && !cl.noToken {
+	if err != nil {
+		a.Err = err
+		c.observe(ctx, a)
+		return "", false, err
+	}
+	// The leases are renewed from now on, however long the token takes.
+	stop := c.keepAlive(ctx, leases)
+	handedOn := false
+	defer func() {
+		if !handedOn { // nothing was sent: the token could not be had (or its fetch panicked), or the caller left
+			stop()
+			c.release(ctx, leases)
+		}
+	}()
+	if !cl.noToken {
 		if tok, err = c.tokens.token(ctx); err != nil {
-			c.release(ctx, leases) // nothing was sent
 			final = true
 		}
 	}
 	if err == nil && ctx.Err() != nil { // the caller left before anything was sent
-		c.release(ctx, leases)
 		err = fmt.Errorf("wecom: %s: %w", cl.path, ctx.Err())
 	}
 	if err != nil {
+		handedOn = true
+		stop()
+		c.release(ctx, leases)
 		a.Err = err
 		c.observe(ctx, a)
 		return tok, final, err
 	}
-	return tok, false, c.exchange(ctx, cl, lim, leases, tok, a)
+	handedOn = true
+	return tok, false, c.exchange(ctx, cl, lim, leases, stop, tok, a)
 }
 
-// exchange sends the call, which holds leases, and waits for its answer. A
-// request sent is in flight at WeCom until WeCom answers, whatever the caller
-// does: when ctx ends first, exchange returns ctx's error at once and the
-// attempt goes on in the background under the client's attempt timeout, its
-// leases going back when the answer arrives (see Client.Drain).
-func (c *Client) exchange(ctx context.Context, cl *call, lim Limits, leases []throttle.Lease, tok string, a Attempt) error {
+// attemptResult is what an attempt run in the background hands its caller.
+type attemptResult struct {
+	a        Attempt
+	panicked any // re-panicked in the caller
+}
+
+// exchange sends the call, which holds leases (renewed until stop), and
+// waits for its answer. A request sent is in flight at WeCom until WeCom
+// answers, whatever the caller does: when ctx ends first, exchange returns
+// ctx's error at once and the attempt goes on in the background under the
+// client's attempt timeout, its leases going back when the answer arrives
+// (see Client.Drain). A panic in the background reaches the caller, or is
+// logged when the caller has gone.
+func (c *Client) exchange(ctx context.Context, cl *call, lim Limits, leases []throttle.Lease, stop func(), tok string, a Attempt) error {
 	if ctx.Done() == nil { // the caller cannot give up: no goroutine needed
-		a = c.roundTrip(ctx, cl, lim, leases, tok, a)
+		a = c.roundTrip(ctx, cl, lim, leases, stop, tok, a)
 		c.observe(ctx, a)
 		return a.Err
 	}
-	answered := make(chan Attempt)
+	answered := make(chan attemptResult)
 	c.background.add()
 	go func() {
 		defer c.background.done()
-		a := c.roundTrip(ctx, cl, lim, leases, tok, a)
+		var r attemptResult
+		func() {
+			defer func() { r.panicked = recover() }()
+			r.a = c.roundTrip(ctx, cl, lim, leases, stop, tok, a)
+		}()
 		select {
-		case answered <- a:
+		case answered <- r:
 		case <-ctx.Done():
-			a.Detached = true
-			c.observeDetached(ctx, a)
+			if r.panicked != nil {
+				c.logger.LogAttrs(ctx, slog.LevelError, "wecom: a call whose caller had gone panicked", slog.String("path", cl.path), slog.Any("panic", r.panicked))
+				return
+			}
+			r.a.Detached = true
+			c.observeDetached(ctx, r.a)
 		}
 	}()
 	select {
-	case a := <-answered:
-		c.observe(ctx, a)
-		return a.Err
+	case r := <-answered:
+		if r.panicked != nil {
+			panic(r.panicked)
+		}
+		c.observe(ctx, r.a)
+		return r.a.Err
 	case <-ctx.Done():
 		return fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller): %w", cl.path, ctx.Err())
 	}
@@ -550,8 +585,14 @@ func (c *Client) exchange(ctx context.Context, cl *call, lim Limits, leases []th
 // by the attempt timeout and not by the caller's context, and then gives the
 // leases back: at once if an answer came or the request never left, and
 // otherwise (the request may be running at WeCom) only when their hold ends.
-func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []throttle.Lease, tok string, a Attempt) Attempt {
-	stop := c.keepAlive(ctx, leases)
+func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []throttle.Lease, stop func(), tok string, a Attempt) Attempt {
+	settled := false
+	defer func() {
+		if !settled { // a panic while the request may have left: hold, as for no answer
+			stop()
+			c.hold(ctx, cl.path, leases)
+		}
+	}()
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout)
 	defer cancel()
 	var w wire
@@ -567,9 +608,11 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []t
 	answered, err := c.send(actx, cl, q)
 	stop()
 	var te *TransportError
-	if errors.As(err, &te) && !answered {
-		te.Sent = w.mayHaveArrived()
-		te.Timeout = actx.Err() != nil
+	if errors.As(err, &te) {
+		te.Timeout = actx.Err() != nil // also while reading an answer that began
+		if !answered {
+			te.Sent = w.mayHaveArrived()
+		}
 	}
 	a.Duration, a.Err = time.Since(start), err
 	var ae *APIError
@@ -583,6 +626,7 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []t
 			}
 		}
 	}
+	settled = true
 	if !answered && w.mayHaveArrived() {
 		a.Abandoned = c.hold(ctx, cl.path, leases)
 	} else {

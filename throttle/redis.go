@@ -403,6 +403,9 @@ func (b *Redis) takeGrant(msg string) {
 
 // unqueue takes this process out of the key's waiting processes.
 func (b *Redis) unqueue(key string) {
+	if b.isDown() {
+		return // the queue entry expires; a grant it gets goes back
+	}
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
 	_ = b.rdb.ZRem(octx, b.names(key, nil).waiting, b.proc).Err() // lost: a grant it gets goes back
@@ -410,6 +413,9 @@ func (b *Redis) unqueue(key string) {
 
 // passOn wakes the next process waiting on key.
 func (b *Redis) passOn(key string) {
+	if b.isDown() {
+		return // waiters' timers still run
+	}
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
 	_ = b.pass.Run(octx, b.rdb, []string{b.names(key, nil).waiting}, b.wakePrefix, key).Err() // lost: waiters' timers still run
@@ -945,6 +951,9 @@ func (b *Redis) giveBack(l Lease, r Request) {
 	args := []any{l.ID, b.wakePrefix, r.Key, l.Granted.UnixMilli()}
 	for _, w := range r.Windows {
 		args = append(args, w.Period.Milliseconds())
+	}
+	if b.isDown() {
+		return // the TTL frees the slot
 	}
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
