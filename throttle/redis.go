@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -112,16 +113,31 @@ type RedisOptions struct {
 // Redis key of one throttle key is in one slot and different corps spread.
 // Keys expire when idle.
 //
-// Redis down: after a round trip fails for want of Redis, no call waits on
-// it: acquisitions fail at once with ErrUnavailable (or use the local
-// fallback), Extend and Cooldown fail at once, and releases are kept and made
-// when Redis answers again, so a slot released in the outage does not wait
-// for its TTL. One probe, a PING every RetryRedisAfter in a goroutine of its
-// own, is the only round trip meanwhile. The backend prints nothing; go-redis
-// itself logs failed dials through its package logger, which a program
-// quiets with redis.SetLogger.
+// Redis down: no call waits on a Redis known to be down, and one probe
+// alone talks to it. After a round trip fails for want of Redis,
+// acquisitions fail at once with ErrUnavailable (or use the local fallback),
+// Extend and Cooldown fail at once, and releases are kept and made when Redis
+// answers again, so that a slot released in the outage does not wait for its
+// TTL. The probe, a PING every RetryRedisAfter in a goroutine of its own, is
+// the only round trip meanwhile. Before the first probe has answered (a new
+// backend), and after the subscription broke until a probe answers, calls
+// wait for that one probe's verdict, bounded by their context and
+// OpTimeout, instead of each dialing Redis. Every round trip is bounded by
+// OpTimeout whatever the client's own retries and timeouts: a call that went
+// to Redis just as it died waits at most that long. A new backend does not
+// dial in NewRedis.
 //
-// NewRedis subscribes at once, in a goroutine that Close stops.
+// The backend prints nothing. go-redis itself logs failed dials ("failed to
+// dial after 5 attempts") through its package-wide logger; a program that
+// wants them quiet sets its own once, before using Redis:
+//
+//	type quiet struct{}
+//	func (quiet) Printf(context.Context, string, ...any) {}
+//	...
+//	redis.SetLogger(quiet{})
+//
+// NewRedis starts the probe and the subscription in goroutines that Close
+// stops.
 type Redis struct {
 	rdb        redis.UniversalClient
 	opt        RedisOptions
@@ -135,12 +151,15 @@ type Redis struct {
 	pass       *redis.Script
 	local      *Memory // the fallback
 
-	mu      sync.Mutex
-	keys    map[string]*rkey
-	down    bool    // a round trip failed for want of Redis, and no probe has succeeded since
-	probing bool    // the probe (see probe) runs
-	orphans []Lease // releases that failed for want of Redis, retried when it answers
-	pubsub  *redis.PubSub
+	mu   sync.Mutex
+	keys map[string]*rkey
+	// health is Redis as this process knows it: healthUnknown until the
+	// first probe answers, then healthUp or healthDown. Written under mu.
+	health  atomic.Int32
+	probing bool          // the probe (see probe) runs
+	changed chan struct{} // closed and replaced when health or probing changes
+	orphans []Lease       // releases that failed for want of Redis, retried when it answers
+	pubsub  *redis.PubSub // the subscription listen holds, nil between connections
 	done    chan struct{}
 }
 
@@ -275,9 +294,13 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		local:      NewMemory(),
 		keys:       make(map[string]*rkey),
 		done:       make(chan struct{}),
+		changed:    make(chan struct{}),
 	}
-	b.pubsub = rdb.Subscribe(context.Background(), b.channel, b.wakePrefix+b.proc)
-	go b.listen(b.pubsub.Channel(redis.WithChannelHealthCheckInterval(time.Second)))
+	// Nothing waits on Redis here: the first probe and the subscription
+	// run in the background, and calls wait for the probe's verdict.
+	b.probing = true
+	go b.probe(0)
+	go b.listen()
 	return b, nil
 }
 
@@ -289,32 +312,36 @@ func (b *Redis) Close() error {
 	default:
 	}
 	close(b.done)
-	return b.pubsub.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pubsub != nil {
+		return b.pubsub.Close()
+	}
+	return nil
 }
 
-// listen wakes the head waiter of every key a release or cooldown names. A
-// wake-up for a key nobody here waits on any more goes to the next process.
-func (b *Redis) listen(ch <-chan *redis.Message) {
-	for m := range ch {
-		if m.Channel != b.channel && strings.Contains(m.Payload, "\n") {
-			b.takeGrant(m.Payload)
-			continue
+// dispatch wakes the head waiter of the key a release or cooldown names, or
+// takes a grant published to this process. A wake-up for a key nobody here
+// waits on any more goes to the next process.
+func (b *Redis) dispatch(m *redis.Message) {
+	if m.Channel != b.channel && strings.Contains(m.Payload, "\n") {
+		b.takeGrant(m.Payload)
+		return
+	}
+	b.mu.Lock()
+	k := b.keys[m.Payload]
+	if k != nil {
+		if m.Channel != b.channel {
+			k.targeted = true
 		}
-		b.mu.Lock()
-		k := b.keys[m.Payload]
-		if k != nil {
-			if m.Channel != b.channel {
-				k.targeted = true
-			}
-			select {
-			case k.wake <- struct{}{}:
-			default:
-			}
+		select {
+		case k.wake <- struct{}{}:
+		default:
 		}
-		b.mu.Unlock()
-		if k == nil && m.Channel != b.channel {
-			b.passOn(m.Payload)
-		}
+	}
+	b.mu.Unlock()
+	if k == nil && m.Channel != b.channel {
+		b.passOn(m.Payload)
 	}
 }
 
@@ -524,70 +551,6 @@ func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool, releas
 	return Lease{}, v, time.UnixMilli(res[3]), held, nil
 }
 
-// isDown reports whether Redis is deemed unreachable: a round trip failed
-// for want of it and the probe has not seen it answer since. Calls then do
-// not wait on Redis: only the probe does.
-func (b *Redis) isDown() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.down
-}
-
-// markDown deems Redis unreachable and starts the probe unless it runs.
-func (b *Redis) markDown() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.down = true
-	if !b.probing {
-		b.probing = true
-		go b.probe()
-	}
-}
-
-// probe runs while Redis is deemed down: every RetryRedisAfter it sends one
-// PING, the only round trip that waits on Redis meanwhile. When Redis
-// answers, calls go back to it, and the releases that failed meanwhile are
-// made (a lease that expired meanwhile is simply gone). It ends with Close.
-func (b *Redis) probe() {
-	t := time.NewTimer(b.opt.RetryRedisAfter)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.done:
-			b.mu.Lock()
-			b.probing = false
-			b.mu.Unlock()
-			return
-		case <-t.C:
-		}
-		ctx, cancel := b.opCtx(context.Background())
-		err := b.rdb.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			break
-		}
-		t.Reset(b.opt.RetryRedisAfter)
-	}
-	b.mu.Lock()
-	b.down, b.probing = false, false
-	orphans := b.orphans
-	b.orphans = nil
-	b.mu.Unlock()
-	for _, l := range orphans {
-		_ = b.Release(context.Background(), l)
-	}
-}
-
-// orphan keeps a lease whose release failed for want of Redis, for the probe
-// to release when Redis answers.
-func (b *Redis) orphan(l Lease) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.orphans) < maxOrphans {
-		b.orphans = append(b.orphans, l)
-	}
-}
-
 // failed classifies a Redis error. An outage (no connection, a timeout of the
 // round trip itself, as the caller's cancellation never reaches it, or a
 // server that says it cannot serve) marks Redis down for RetryRedisAfter; an
@@ -663,7 +626,9 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
 	}
-	if b.isDown() {
+	if down, err := b.ready(ctx); err != nil {
+		return Lease{}, err
+	} else if down {
 		return b.instead(ctx, r, true, nil)
 	}
 	b.mu.Lock()
@@ -694,7 +659,9 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
 	}
-	if b.isDown() {
+	if down, err := b.ready(ctx); err != nil {
+		return Lease{}, err
+	} else if down {
 		return b.instead(ctx, r, false, nil)
 	}
 	// Queue locally; only the head of a key's queue talks to Redis, and a
@@ -740,7 +707,9 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	}
 	woken := false
 	for first := true; ; first = false {
-		if b.isDown() { // Redis failed while this waiter queued
+		if down, err := b.ready(ctx); err != nil { // Redis failed while this waiter queued
+			return Lease{}, err
+		} else if down {
 			return b.instead(ctx, r, false, nil)
 		}
 		b.mu.Lock()
@@ -953,7 +922,10 @@ func (b *Redis) giveBack(l Lease, r Request) {
 		args = append(args, w.Period.Milliseconds())
 	}
 	if b.isDown() {
-		return // the TTL frees the slot
+		if l.HoldsSlot() {
+			b.orphan(l) // released, without a refund, when Redis answers
+		}
+		return
 	}
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
@@ -971,7 +943,9 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 	if !l.HoldsSlot() {
 		return nil
 	}
-	if b.isDown() {
+	if down, err := b.ready(ctx); err != nil {
+		return err
+	} else if down {
 		b.orphan(l)
 		return b.errDown()
 	}
@@ -1033,7 +1007,9 @@ func (b *Redis) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, 
 		l.ID = strings.TrimPrefix(l.ID, localLease)
 		return fromLocal(b.local.Extend(ctx, l, ttl))
 	}
-	if b.isDown() {
+	if down, err := b.ready(ctx); err != nil {
+		return l, err
+	} else if down {
 		return l, b.errDown()
 	}
 	octx, cancel := b.opCtx(ctx)
@@ -1058,7 +1034,9 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 	if d <= 0 {
 		return nil
 	}
-	if b.isDown() {
+	if down, err := b.ready(ctx); err != nil {
+		return err
+	} else if down {
 		_ = b.local.Cooldown(ctx, key, d) // keep this process off the API at least
 		return b.errDown()
 	}

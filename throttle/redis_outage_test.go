@@ -201,3 +201,176 @@ func TestRedisOutageFailsFastAndReleasesLater(t *testing.T) {
 		t.Error("the slot released during the outage was still held after Redis came back")
 	}
 }
+
+// dialCounter is a redis.Options.Dialer that counts dials and the most in
+// flight at once. Each dial takes at least dialHold, so that dials made at
+// the same time overlap and are seen to.
+type dialCounter struct {
+	n, inflight, most atomic.Int64
+}
+
+const dialHold = 20 * time.Millisecond
+
+func (d *dialCounter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.n.Add(1)
+	cur := d.inflight.Add(1)
+	defer d.inflight.Add(-1)
+	for m := d.most.Load(); cur > m && !d.most.CompareAndSwap(m, cur); m = d.most.Load() {
+	}
+	t := time.NewTimer(dialHold)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, addr)
+}
+
+// countedClient returns a client of addr with go-redis's defaults (retries
+// and all, as a new user has them) whose dials and commands are counted.
+func countedClient(t *testing.T, addr string) (*redis.Client, *dialCounter, *cmdCounter) {
+	t.Helper()
+	dials, cmds := &dialCounter{}, &cmdCounter{names: make(map[string]int)}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Dialer: dials.dial})
+	rdb.AddHook(cmds)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb, dials, cmds
+}
+
+// refusedAddr returns a loopback address nothing listens on.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// burst makes n calls from each of workers goroutines at once, alternating
+// Acquire and TryAcquire on r, and returns how many did not fail with
+// ErrUnavailable.
+func burst(b *throttle.Redis, r throttle.Request, workers, n int) (wrong int64, last error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard only
+	defer cancel()
+	var bad atomic.Int64
+	var mu sync.Mutex
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			<-start
+			for j := range n {
+				var err error
+				if (i+j)%2 == 0 {
+					_, err = b.Acquire(ctx, r)
+				} else {
+					_, err = b.TryAcquire(ctx, r)
+				}
+				if !errors.Is(err, throttle.ErrUnavailable) {
+					bad.Add(1)
+					mu.Lock()
+					last = err
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return bad.Load(), last
+}
+
+// A new backend whose Redis is unreachable: its first calls, made all at
+// once, do not each dial Redis: one probe dials, they wait for its verdict
+// and fail with ErrUnavailable, and no call runs a command of its own. The
+// calls after that fail at once, and still only the probe dials.
+func TestRedisUnreachableFirstCallsOneProbe(t *testing.T) {
+	rdb, dials, cmds := countedClient(t, refusedAddr(t))
+	b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: "wt:unreachable:", RetryRedisAfter: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	r := throttle.Request{Key: "{corp}/first", Concurrency: 1, Windows: []throttle.Window{{Limit: 10, Period: time.Minute}}}
+
+	if wrong, last := burst(b, r, 32, 1); wrong != 0 {
+		t.Errorf("first calls: %d of 32 did not fail with ErrUnavailable (last: %v)", wrong, last)
+	}
+	if n, most := cmds.scripts(), dials.most.Load(); n != 0 || most != 1 {
+		t.Errorf("32 first calls at once: %d scripts sent, at most %d dials at once; want none, and one (the probe's)", n, most)
+	}
+	if cmds.count("ping") == 0 {
+		t.Error("no probe PING was sent")
+	}
+	if wrong, last := burst(b, r, 8, 200); wrong != 0 {
+		t.Errorf("calls known down: %d of 1600 did not fail with ErrUnavailable (last: %v)", wrong, last)
+	}
+	if n, d, pings := cmds.scripts(), dials.n.Load(), int64(cmds.count("ping")); n != 0 || d > dialsPerPing*(pings+1) {
+		t.Errorf("after 1600 more calls: %d scripts sent, %d dials for %d probe PINGs; want none, and only the probe's dials", n, d, pings)
+	}
+	t.Logf("%d dials, %d PINGs in all", dials.n.Load(), cmds.count("ping"))
+}
+
+// dialsPerPing is the most dials one command makes with go-redis's defaults:
+// 5 attempts a connection, for the command and each of its 3 retries. (A
+// dial go-redis started goes on after the command's context ends, so the
+// dials of successive probes may overlap.)
+const dialsPerPing = 5 * 4
+
+// A Redis killed under a working backend: once one call has seen it gone,
+// every call fails at once with ErrUnavailable, none runs a command, only the
+// probe dials (the subscription does not redial on its own), and when Redis
+// is back (restarted, empty) calls are served again.
+func TestRedisKilledFailsFastAndRecovers(t *testing.T) {
+	addr, restart, stop := redistest.StartServer(t)
+	rdb, dials, cmds := countedClient(t, addr)
+	b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: "wt:killed:", RetryRedisAfter: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := context.Background()
+	r := throttle.Request{Key: "{corp}/killed", Concurrency: 2, Windows: []throttle.Window{{Limit: 1000, Period: time.Minute}}}
+	l, err := b.Acquire(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+
+	stop()
+	// One call learns that Redis is gone (it, or the subscription's probe).
+	if !robustEventually(30*time.Second, func() bool {
+		_, err := b.TryAcquire(ctx, r)
+		return errors.Is(err, throttle.ErrUnavailable)
+	}) {
+		t.Fatal("calls still succeed with Redis killed")
+	}
+	cmds.reset()
+	dials.n.Store(0)
+	if wrong, last := burst(b, r, 8, 200); wrong != 0 {
+		t.Errorf("%d of 1600 calls did not fail with ErrUnavailable (last: %v)", wrong, last)
+	}
+	// The dials of the command that saw Redis gone may go on: one more
+	// command's worth.
+	if n, d, pings := cmds.scripts(), dials.n.Load(), int64(cmds.count("ping")); n != 0 || d > dialsPerPing*(pings+1) {
+		t.Errorf("1600 calls with Redis known down: %d scripts sent, %d dials for %d probe PINGs; want none, and only the probe's dials", n, d, pings)
+	}
+
+	restart()
+	if !robustEventually(30*time.Second, func() bool {
+		l, err := b.TryAcquire(ctx, r)
+		if err != nil {
+			return false
+		}
+		return b.Release(ctx, l) == nil
+	}) {
+		t.Fatal("calls still fail after Redis was restarted")
+	}
+}
