@@ -31,6 +31,8 @@ var (
 	cooldownLua string
 	//go:embed lua/pass.lua
 	passLua string
+	//go:embed lua/restore.lua
+	restoreLua string
 )
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
@@ -149,7 +151,11 @@ type Redis struct {
 	extend     *redis.Script
 	cooldown   *redis.Script
 	pass       *redis.Script
-	local      *Memory // the fallback
+	restoreSc  *redis.Script
+	local      *Memory      // the fallback
+	ledger     ledger       // what Redis would lose in a restart, as far as this process knows
+	restoreMu  sync.Mutex   // one restore at a time
+	restores   atomic.Int64 // keys written back after Redis lost them
 
 	mu   sync.Mutex
 	keys map[string]*rkey
@@ -291,6 +297,7 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		extend:     redis.NewScript(extendLua),
 		cooldown:   redis.NewScript(cooldownLua),
 		pass:       redis.NewScript(passLua),
+		restoreSc:  redis.NewScript(restoreLua),
 		local:      NewMemory(),
 		keys:       make(map[string]*rkey),
 		done:       make(chan struct{}),
@@ -405,6 +412,7 @@ func (b *Redis) takeGrant(msg string) {
 		}
 		return
 	}
+	b.ledger.add(g.req.Key, g.req.Windows, g.lease.Granted.UnixMilli())
 	b.mu.Lock()
 	var (
 		to     *rwaiter
@@ -450,13 +458,13 @@ func (b *Redis) passOn(key string) {
 
 // redisKeys names the Redis keys of a throttle key.
 type redisKeys struct {
-	holders, cooldown, waiting string
-	windows                    []string
+	holders, cooldown, waiting, epoch string
+	windows                           []string
 }
 
 func (b *Redis) names(key string, ws []Window) redisKeys {
 	base := b.opt.Prefix + "{" + hashTag(key) + "}" + key
-	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q"}
+	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q", epoch: base + ":e"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))
 	}
@@ -511,10 +519,39 @@ func (b *Redis) opCtx(ctx context.Context) (context.Context, context.CancelFunc)
 // lease to release first (a hand-over), held reports whether that lease still
 // held its slot.
 func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool, release string, requeue bool) (l Lease, v verdict, now time.Time, held bool, err error) {
+	for range 2 {
+		var h bool
+		l, v, now, h, err = b.attemptOnce(ctx, r, take, queue, release, requeue)
+		held = held || h
+		if err != nil || v.reason != reasonLost {
+			break
+		}
+		// Redis lost the key's state: write back what this process knows
+		// before it takes more, then ask again.
+		if err = b.restore(ctx, r.Key); err != nil {
+			break
+		}
+	}
+	if err == nil && v.reason == reasonLost {
+		v = verdict{reason: ReasonConcurrency} // lost again at once: wait, and ask again
+	}
+	return l, v, now, held, err
+}
+
+// reasonLost is the acquire script's answer to a process that knew another
+// epoch of the key: Redis lost the key's state.
+const reasonLost Reason = 5
+
+// attemptOnce runs the acquire script once (see attempt).
+func (b *Redis) attemptOnce(ctx context.Context, r Request, take, queue bool, release string, requeue bool) (l Lease, v verdict, now time.Time, held bool, err error) {
 	k := b.names(r.Key, r.Windows)
-	keys := append([]string{k.holders, k.cooldown, k.waiting}, k.windows...)
+	keys := append([]string{k.holders, k.cooldown, k.waiting, k.epoch}, k.windows...)
 	id := newLeaseID()
-	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0, "", release, b.wakePrefix, r.Key, 0}
+	epoch := ""
+	if len(r.Windows) > 0 {
+		epoch = b.ledger.epoch(r.Key)
+	}
+	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0, "", release, b.wakePrefix, r.Key, 0, epoch}
 	if take {
 		args[3] = 1
 	}
@@ -529,12 +566,16 @@ func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool, releas
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	res, err := b.acquire.Run(octx, b.rdb, keys, args...).Int64Slice()
+	raw, err := b.acquire.Run(octx, b.rdb, keys, args...).Slice()
 	if err != nil {
 		return Lease{}, verdict{}, time.Time{}, false, err
 	}
-	if len(res) != 5 {
-		return Lease{}, verdict{}, time.Time{}, false, fmt.Errorf("throttle: acquire script answered %v", res)
+	res, told, err := parseAnswer(raw)
+	if err != nil {
+		return Lease{}, verdict{}, time.Time{}, false, err
+	}
+	if told != "" && Reason(res[1]) != reasonLost {
+		b.ledger.learn(r.Key, told)
 	}
 	held = res[4] == 1
 	if res[0] == 1 {
@@ -542,13 +583,38 @@ func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool, releas
 		if res[2] > 0 {
 			l.Expires = time.UnixMilli(res[2])
 		}
+		b.ledger.add(r.Key, r.Windows, res[1])
 		return l, verdict{ok: true}, l.Granted, held, nil
 	}
 	v = verdict{reason: Reason(res[1])}
 	if res[2] > 0 {
 		v.at = time.UnixMilli(res[2])
+		if v.reason == ReasonCooldown {
+			b.ledger.cooldown(r.Key, res[2])
+		}
 	}
 	return Lease{}, v, time.UnixMilli(res[3]), held, nil
+}
+
+// parseAnswer reads the acquire script's answer: five integers, and the
+// key's epoch when the process did not know it.
+func parseAnswer(raw []any) (res [5]int64, epoch string, err error) {
+	if len(raw) != 5 && len(raw) != 6 {
+		return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+	}
+	for i := range res {
+		n, ok := raw[i].(int64)
+		if !ok {
+			return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+		}
+		res[i] = n
+	}
+	if len(raw) == 6 {
+		if epoch, _ = raw[5].(string); epoch == "" {
+			return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+		}
+	}
+	return res, epoch, nil
 }
 
 // failed classifies a Redis error. An outage (no connection, a timeout of the
@@ -929,7 +995,9 @@ func (b *Redis) giveBack(l Lease, r Request) {
 	}
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
-	_ = b.release.Run(octx, b.rdb, keys, args...).Err() // on failure the TTL frees the slot
+	if b.release.Run(octx, b.rdb, keys, args...).Err() == nil { // on failure the TTL frees the slot
+		b.ledger.remove(r.Key, r.Windows, l.Granted.UnixMilli())
+	}
 }
 
 // Release implements Backend. When a waiter of this process waits for the
@@ -1037,15 +1105,21 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 	if down, err := b.ready(ctx); err != nil {
 		return err
 	} else if down {
-		_ = b.local.Cooldown(ctx, key, d) // keep this process off the API at least
+		// Keep this process off the API at least, and Redis once it answers.
+		_ = b.local.Cooldown(ctx, key, d)
+		b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
 		return b.errDown()
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	err := b.cooldown.Run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key).Err()
+	end, err := b.cooldown.Run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key).Int64()
+	if err == nil {
+		b.ledger.cooldown(key, end)
+	}
 	if err != nil {
-		// Keep this process off the API at least.
+		// Keep this process off the API at least, and Redis once it answers.
 		_ = b.local.Cooldown(ctx, key, d)
+		b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
 		_, err = b.failed("cooldown", err)
 		return err
 	}

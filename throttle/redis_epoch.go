@@ -1,5 +1,254 @@
 package throttle
 
-// restoreAll writes back what this process knows of the state Redis may have
-// lost.
-func (b *Redis) restoreAll() error { return nil }
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// ledger is what a process knows of the Redis state a restart would lose,
+// per throttle key with rate windows: the key's epoch as last seen, the
+// grants this process took that are still in a window, per window bucket
+// (the buckets the scripts count in), and the end of a cooldown it knows of.
+// It costs a map update per grant and a few hundred bytes per key.
+type ledger struct {
+	mu   sync.Mutex
+	keys map[string]*keyRecord
+	adds int // grants since the last sweep
+	// skew is the server's clock less this process's, as of the last grant,
+	// so that records are judged by the clock that wrote them.
+	skew int64
+}
+
+type keyRecord struct {
+	epoch    string
+	cooldown int64               // unix ms; 0 none
+	windows  map[int64]*grantLog // by period (ms)
+}
+
+// grantLog is one window's grants, per bucket of width ms (as in
+// acquire.lua), in ascending bucket order.
+type grantLog struct {
+	period, width int64
+	buckets       []bucket
+}
+
+// sweepEvery is how many grants pass between sweeps of the records no
+// window counts any more.
+const sweepEvery = 4096
+
+func (g *grantLog) prune(nowMs int64) {
+	lo := (nowMs - g.period) / g.width
+	i := 0
+	for i < len(g.buckets) && g.buckets[i].idx < lo {
+		i++
+	}
+	g.buckets = g.buckets[i:]
+}
+
+func (l *ledger) record(key string) *keyRecord {
+	if l.keys == nil {
+		l.keys = make(map[string]*keyRecord)
+	}
+	rec := l.keys[key]
+	if rec == nil {
+		rec = &keyRecord{windows: make(map[int64]*grantLog)}
+		l.keys[key] = rec
+	}
+	return rec
+}
+
+// now returns the server's time in unix ms, as far as the ledger knows it.
+// The caller holds l.mu.
+func (l *ledger) now() int64 { return time.Now().UnixMilli() + l.skew }
+
+// epoch returns the epoch last seen for key, or "" when this process has no
+// grant in the key's windows any more: then it has nothing to write back,
+// and the epoch key may have expired with the windows, which is no loss.
+func (l *ledger) epoch(key string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec := l.keys[key]
+	if rec == nil {
+		return ""
+	}
+	now := l.now()
+	for _, g := range rec.windows {
+		if g.prune(now); len(g.buckets) > 0 {
+			return rec.epoch
+		}
+	}
+	return ""
+}
+
+// learn records the epoch a script answered for key.
+func (l *ledger) learn(key, epoch string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.record(key).epoch = epoch
+}
+
+// add records a grant at ms (the server's clock) in every window of ws.
+func (l *ledger) add(key string, ws []Window, ms int64) {
+	if len(ws) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.skew = ms - time.Now().UnixMilli()
+	rec := l.record(key)
+	for _, w := range ws {
+		p := w.Period.Milliseconds()
+		g := rec.windows[p]
+		if g == nil {
+			g = &grantLog{period: p, width: p / BucketsPerWindow}
+			rec.windows[p] = g
+		}
+		g.prune(ms)
+		idx := ms / g.width
+		i, found := slices.BinarySearchFunc(g.buckets, idx, func(b bucket, t int64) int { return int(b.idx - t) })
+		if found {
+			g.buckets[i].n++
+		} else {
+			g.buckets = slices.Insert(g.buckets, i, bucket{idx: idx, n: 1})
+		}
+	}
+	if l.adds++; l.adds >= sweepEvery {
+		l.adds = 0
+		l.sweep(ms)
+	}
+}
+
+// remove takes back a grant at ms that was refunded.
+func (l *ledger) remove(key string, ws []Window, ms int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec := l.keys[key]
+	if rec == nil {
+		return
+	}
+	for _, w := range ws {
+		if g := rec.windows[w.Period.Milliseconds()]; g != nil {
+			idx := ms / g.width
+			if i, found := slices.BinarySearchFunc(g.buckets, idx, func(b bucket, t int64) int { return int(b.idx - t) }); found && g.buckets[i].n > 0 {
+				g.buckets[i].n--
+			}
+		}
+	}
+}
+
+// cooldown records that key cools down until ms (the server's clock).
+func (l *ledger) cooldown(key string, ms int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rec := l.record(key); ms > rec.cooldown {
+		rec.cooldown = ms
+	}
+}
+
+// sweep forgets the keys with nothing left to write back at nowMs: no grant
+// in a window, no cooldown in force. Their epoch goes with them. The caller
+// holds l.mu.
+func (l *ledger) sweep(nowMs int64) {
+	for key, rec := range l.keys {
+		empty := rec.cooldown <= nowMs
+		for p, g := range rec.windows {
+			if g.prune(nowMs); len(g.buckets) == 0 {
+				delete(rec.windows, p)
+			} else {
+				empty = false
+			}
+		}
+		if empty {
+			delete(l.keys, key)
+		}
+	}
+}
+
+// snapshot returns what this process would write back for key: the epoch it
+// knew, the cooldown, and per window its period and the buckets still in it
+// (flattened: index, count, ...). The epoch is "" when no bucket is left.
+func (l *ledger) snapshot(key string) (epoch string, cooldown int64, windows []Window, buckets [][]int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec := l.keys[key]
+	if rec == nil {
+		return "", 0, nil, nil
+	}
+	now := l.now()
+	for p, g := range rec.windows {
+		if g.prune(now); len(g.buckets) == 0 {
+			continue
+		}
+		var flat []int64
+		for _, b := range g.buckets {
+			if b.n > 0 {
+				flat = append(flat, b.idx, int64(b.n))
+			}
+		}
+		windows = append(windows, Window{Period: time.Duration(p) * time.Millisecond})
+		buckets = append(buckets, flat)
+	}
+	if len(windows) == 0 {
+		return "", 0, nil, nil
+	}
+	return rec.epoch, rec.cooldown, windows, buckets
+}
+
+// known returns the keys whose epoch this process knows.
+func (l *ledger) known() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var keys []string
+	for key, rec := range l.keys {
+		if rec.epoch != "" {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// restore writes back what this process knows of key's state (see
+// restore.lua), if Redis lost it, and learns the epoch in force. Restores
+// are made one at a time, and once per epoch: a second finds the epoch known.
+func (b *Redis) restore(ctx context.Context, key string) error {
+	b.restoreMu.Lock()
+	defer b.restoreMu.Unlock()
+	epoch, cd, ws, bks := b.ledger.snapshot(key)
+	if epoch == "" {
+		return nil
+	}
+	k := b.names(key, ws)
+	keys := append([]string{k.epoch, k.cooldown}, k.windows...)
+	args := []any{epoch, newLeaseID(), cd}
+	for i, w := range ws {
+		args = append(args, w.Period.Milliseconds(), len(bks[i])/2)
+		for _, n := range bks[i] {
+			args = append(args, n)
+		}
+	}
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	now, err := b.restoreSc.Run(octx, b.rdb, keys, args...).Text()
+	if err != nil {
+		return err
+	}
+	if now != epoch {
+		b.ledger.learn(key, now)
+		b.restores.Add(1)
+	}
+	return nil
+}
+
+// restoreAll restores every key whose epoch this process knows; the probe
+// runs it before calls go back to a Redis that was away, so that what a
+// restart lost is written back before any process takes more.
+func (b *Redis) restoreAll() error {
+	for _, key := range b.ledger.known() {
+		if err := b.restore(context.Background(), key); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1071,16 +1071,16 @@ func hashTaggedKey(key string) string {
 // redisKeyShape is the only form a key of the backend may take: the prefix, the
 // hash-tagged throttle key, and the kind of data: h (lease holders), c
 // (cooldown), q (processes waiting for a slot), w:<period ms> (a rate
-// window). Group 1 is the throttle key as hashTaggedKey spells it, group 2 the
+// window), e (the epoch of the key's state). Group 1 is the throttle key as hashTaggedKey spells it, group 2 the
 // kind.
 func redisKeyShape(prefix string) *regexp.Regexp {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(.+):(h|c|q|w:[0-9]+)$`)
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(.+):(h|c|q|e|w:[0-9]+)$`)
 }
 
 // workloadKinds are the kinds of Redis key keysWorkload(d) must leave for
 // each throttle key (a q key is allowed, not required).
 func workloadKinds(d time.Duration) []string {
-	return []string{"c", "h", "w:" + strconv.FormatInt((2*d).Milliseconds(), 10), "w:" + strconv.FormatInt((3*d).Milliseconds(), 10)}
+	return []string{"c", "e", "h", "w:" + strconv.FormatInt((2*d).Milliseconds(), 10), "w:" + strconv.FormatInt((3*d).Milliseconds(), 10)}
 }
 
 // kindsOf returns the sorted kinds of the Redis keys rks, less q.
@@ -1099,6 +1099,7 @@ func kindsOf(prefix string, rks []string) []string {
 var (
 	robustLeaseIDShape = regexp.MustCompile(`^[0-9a-f]{24}$`)
 	robustIntegerShape = regexp.MustCompile(`^-?[0-9]+$`)
+	robustEpochShape   = regexp.MustCompile(`^[0-9]+:[0-9a-f]{24}$`)
 )
 
 // checkKeys checks every key under prefix: it has a TTL, has one of the
@@ -1146,7 +1147,7 @@ func checkKeys(t *testing.T, rdb redis.UniversalClient, prefix string) (map[stri
 			}
 			for f, v := range h {
 				// A window's bookkeeping fields: the oldest bucket counted, the total.
-				if f != "lo" && f != "t" {
+				if f != "lo" && f != "t" && f != "b" && f != "r" {
 					values = append(values, f)
 				}
 				values = append(values, v)
@@ -1157,6 +1158,10 @@ func checkKeys(t *testing.T, rdb redis.UniversalClient, prefix string) (map[stri
 			case err == redis.Nil: // expired since the scan
 			case err != nil:
 				t.Errorf("GET %s: %v", k, err)
+			case strings.HasSuffix(k, ":e"):
+				if !robustEpochShape.MatchString(v) {
+					t.Errorf("key %s holds %q, not an epoch", k, v)
+				}
 			default:
 				values = append(values, v)
 			}

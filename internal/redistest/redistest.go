@@ -192,6 +192,45 @@ func deleteOnNode(ctx context.Context, n redis.Cmdable, prefix string) error {
 // PATH (and fails in CI).
 func StartServer(t testing.TB) (addr string, restart func(), stop func()) {
 	t.Helper()
+	s := startServer(t)
+	restart = func() {
+		t.Helper()
+		s.kill()
+		if err := s.start(); err != nil {
+			t.Fatalf("redistest: restarting redis-server at %s: %v", s.addr, err)
+		}
+	}
+	return s.addr, restart, s.kill
+}
+
+// StartPausableServer starts a private redis-server as StartServer does and
+// returns its address and pause, which stops it with SIGSTOP, as a Redis
+// that hangs: connections stay open and nothing is answered until the
+// resume it returns (SIGCONT) is called. The test ends resumed.
+func StartPausableServer(t testing.TB) (addr string, pause func() (resume func())) {
+	t.Helper()
+	s := startServer(t)
+	t.Cleanup(func() { s.signal(syscall.SIGCONT) }) // before the kill, which is registered earlier
+	pause = func() func() {
+		s.signal(syscall.SIGSTOP)
+		return func() { s.signal(syscall.SIGCONT) }
+	}
+	return s.addr, pause
+}
+
+// signal sends sig to the running server, if any.
+func (s *server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// startServer starts a private server (see StartServer), killed when the
+// test ends.
+func startServer(t testing.TB) *server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		unavailable(t, "redis-server not on PATH", "install it (Debian: apt-get install redis-server) to run the Redis restart tests; .ci/run does")
@@ -214,14 +253,7 @@ func StartServer(t testing.TB) (addr string, restart func(), stop func()) {
 	if last != nil {
 		t.Fatalf("redistest: starting redis-server: %v", last)
 	}
-	restart = func() {
-		t.Helper()
-		s.kill()
-		if err := s.start(); err != nil {
-			t.Fatalf("redistest: restarting redis-server at %s: %v", s.addr, err)
-		}
-	}
-	return s.addr, restart, s.kill
+	return s
 }
 
 // server is one private redis-server process.

@@ -4,7 +4,10 @@
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
 -- KEYS[3]   waiting processes: ZSET process id -> arrival (unix ms)
--- KEYS[4..] one HASH per rate window: bucket index -> acquisitions
+-- KEYS[4]   epoch: STRING "<birth unix ms>:<id>", made by the first script to
+--           find it missing, expiring with the windows; with no rate window,
+--           neither read nor made
+-- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
 -- ARGV[1]   lease id
 -- ARGV[2]   concurrency (0: no concurrency limit, no slot taken)
 -- ARGV[3]   lease TTL (ms)
@@ -18,14 +21,18 @@
 -- ARGV[8]   the throttle key, the wake-up message
 -- ARGV[9]   granted, the process (ARGV[5]) leaves the waiting queue (0) or,
 --           more of its waiters waiting, goes to its back (1)
--- ARGV[10..] per window, in KEYS order: limit, period (ms)
+-- ARGV[10]  the epoch the process knows for this key ('' : none)
+-- ARGV[11..] per window, in KEYS order: limit, period (ms)
 --
 -- Returns {1, now, expires, 0, held}   granted (expires 0 without a slot)
 --      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
 --                                      3 cooldown, 4 yielded to another process
---                                      (granted the slot, or woken);
+--                                      (granted the slot, or woken), 5 the
+--                                      epoch is not the one the process
+--                                      knew: Redis lost the key's state;
 --                                      at: when that limit frees up (0 unknown)
 -- held: 1 if the released lease (ARGV[6]) still held its slot.
+-- When the epoch is not ARGV[10], it follows as a sixth element.
 -- All times are unix milliseconds from TIME: every client agrees on them.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -41,6 +48,39 @@ end
 
 local held = 0
 local conc = tonumber(ARGV[2])
+local nw = #KEYS - 4
+
+-- The epoch: a process that knew another one has grants that Redis lost
+-- (restarted empty, flushed): it writes them back (restore.lua) before it
+-- takes more. A process that knew none learns it.
+-- The epoch key lives as long as the longest window's HASH: its expiry is
+-- set with it, and renewed whenever a window's is.
+local tell = nil
+local etl = 0
+for i = 1, nw do
+  local period = tonumber(ARGV[10 + 2 * i])
+  etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
+end
+if nw > 0 then
+  local ep = redis.call('GET', KEYS[4])
+  if not ep then
+    ep = now .. ':' .. ARGV[1]
+    redis.call('SET', KEYS[4], ep, 'PX', etl)
+  end
+  if ep ~= ARGV[10] then
+    tell = ep
+    if ARGV[10] ~= '' then
+      if ARGV[6] ~= '' then
+        held = redis.call('ZREM', KEYS[1], ARGV[6])
+      end
+      return {0, 5, 0, now, held, ep}
+    end
+  end
+end
+local function reply(r)
+  if tell then r[#r + 1] = tell end
+  return r
+end
 local swept = false -- expired leases already dropped from KEYS[1]
 local handover = ARGV[6] ~= ''
 -- yield: another process has waited longer for the slot a hand-over frees
@@ -53,7 +93,7 @@ if handover then
   if #first > 0 and first[1] ~= ARGV[5] and conc > 0 then
     if ARGV[4] ~= '1' then -- only a check: the other process asks itself
       wake()
-      return {0, 4, 0, now, held}
+      return reply({0, 4, 0, now, held})
     end
     yield = true
   end
@@ -62,7 +102,7 @@ end
 -- refuse: a hand-over that cannot use the freed slot passes it on
 local function refuse(reason, at)
   if handover then wake() end
-  return {0, reason, at, now, held}
+  return reply({0, reason, at, now, held})
 end
 
 local cd = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -82,23 +122,41 @@ end
 -- last renewal fell within one width of it, so that expiry still outlives
 -- the buckets they wrote.
 --
--- slide returns the bucket width, the oldest bucket counted, the total, and
--- whether the HASH is new (a take then writes 'lo' and sets the expiry).
+-- After Redis lost the key's state, the process that finds it out writes
+-- back its own grants (restore.lua), and the HASH holds 'b', the epoch's
+-- birth, and 'r', the grants written back that were in the window then. The
+-- rest of that window (limit - r) is what this fleet cannot account for: a
+-- process that died, or has not written back yet, may have taken it, as late
+-- as the birth. So until the window has slid past the birth (b + period +
+-- width) it counts as taken: the reserve.
+--
+-- slide returns the bucket width, the oldest bucket counted, the total,
+-- whether the HASH is new (a take then writes 'lo' and sets the expiry), and
+-- the end of the reserve and r (nil without a reserve in force).
 local function slide(key, period)
   local width = math.floor(period / buckets)
   local lo = -1
   if now >= period then
     lo = math.floor((now - period) / width)
   end
-  local v = redis.call('HMGET', key, 'lo', 't')
+  local v = redis.call('HMGET', key, 'lo', 't', 'b', 'r')
   local klo, total = tonumber(v[1]), tonumber(v[2] or '0')
+  local rend, restored = nil, nil
+  if v[3] then
+    rend = tonumber(v[3]) + period + width
+    if now < rend then
+      restored = tonumber(v[4] or '0')
+    else
+      rend = nil
+    end
+  end
   if klo == nil then
-    return width, lo, 0, true
+    return width, lo, 0, true, rend, restored
   end
   if klo >= lo then
-    return width, klo, total, false
+    return width, klo, total, false, rend, restored
   end
-  if lo - klo > math.floor(period / width) + 1 then
+  if lo - klo > math.floor(period / width) + 1 and not rend then
     redis.call('DEL', key) -- every bucket written since klo has left the window
     return width, lo, 0, true
   end
@@ -111,28 +169,38 @@ local function slide(key, period)
   end
   redis.call('HSET', key, 'lo', lo, 't', total)
   redis.call('PEXPIRE', key, period + 2 * width + 1000)
-  return width, lo, total, false
+  redis.call('PEXPIRE', KEYS[4], etl)
+  return width, lo, total, false, rend, restored
 end
 
-local nw = #KEYS - 3
+-- opening returns when a refused window admits one more: when enough of its
+-- oldest buckets have left, the reserve counting until it ends.
+local function opening(key, period, width, lo, total, limit, reserve, rend)
+  local cur = math.floor(now / width)
+  for idx = lo, cur do
+    local leaves = (idx + 1) * width + period
+    if reserve > 0 and leaves > rend then
+      if total < limit then return rend end
+      reserve = 0
+    end
+    total = total - tonumber(redis.call('HGET', key, idx) or '0')
+    if total + reserve < limit then return leaves end
+  end
+  if reserve > 0 then return math.max(rend, (cur + 1) * width + period) end
+  return (cur + 1) * width + period -- at the latest, when all have left
+end
+
 local worst = 0
 local wins = {}
 for i = 1, nw do
-  local limit = tonumber(ARGV[8 + 2 * i])
-  local period = tonumber(ARGV[9 + 2 * i])
-  local width, lo, total, fresh = slide(KEYS[3 + i], period)
+  local limit = tonumber(ARGV[9 + 2 * i])
+  local period = tonumber(ARGV[10 + 2 * i])
+  local width, lo, total, fresh, rend, restored = slide(KEYS[4 + i], period)
   wins[i] = {width, lo, fresh}
-  if total >= limit then
-    -- refused: find when enough of the oldest buckets will have left
-    local cur = math.floor(now / width)
-    local at = (cur + 1) * width + period -- at the latest, when all have left
-    for idx = lo, cur do
-      total = total - tonumber(redis.call('HGET', KEYS[3 + i], idx) or '0')
-      if total < limit then
-        at = (idx + 1) * width + period
-        break
-      end
-    end
+  local reserve = 0
+  if rend then reserve = math.max(0, limit - restored) end
+  if total + reserve >= limit then
+    local at = opening(KEYS[4 + i], period, width, lo, total, limit, reserve, rend)
     if at > worst then worst = at end
   end
 end
@@ -156,18 +224,19 @@ if conc > 0 then
 end
 
 if ARGV[4] ~= '1' then
-  return {1, now, 0, 0, held}
+  return reply({1, now, 0, 0, held})
 end
 
 -- take counts the acquisition in every window and gives lease id the slot
 local function take(id, expires)
   for i = 1, nw do
-    local key, width, lo, fresh = KEYS[3 + i], wins[i][1], wins[i][2], wins[i][3]
+    local key, width, lo, fresh = KEYS[4 + i], wins[i][1], wins[i][2], wins[i][3]
     redis.call('HINCRBY', key, math.floor(now / width), 1)
     redis.call('HINCRBY', key, 't', 1)
     if fresh then
       redis.call('HSET', key, 'lo', lo)
-      redis.call('PEXPIRE', key, tonumber(ARGV[9 + 2 * i]) + 2 * width + 1000)
+      redis.call('PEXPIRE', key, tonumber(ARGV[10 + 2 * i]) + 2 * width + 1000)
+      redis.call('PEXPIRE', KEYS[4], etl)
     end
   end
   if conc > 0 then
@@ -193,7 +262,7 @@ end
 if yield then
   local limits = {}
   for i = 2, 3 do limits[#limits + 1] = ARGV[i] end
-  for i = 10, #ARGV do limits[#limits + 1] = ARGV[i] end
+  for i = 11, #ARGV do limits[#limits + 1] = ARGV[i] end
   local msg = table.concat({ARGV[8], ARGV[1], now, expires, table.concat(limits, '\n')}, '\n')
   while true do
     local first = redis.call('ZRANGE', KEYS[3], 0, 0)
@@ -208,7 +277,7 @@ if yield then
         redis.call('ZADD', KEYS[3], 'NX', now, ARGV[5])
       end
       redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[3]) + 10000)
-      return {0, 4, 0, now, held}
+      return reply({0, 4, 0, now, held})
     end
   end
 end
@@ -223,4 +292,4 @@ if ARGV[5] ~= '' then
     redis.call('ZREM', KEYS[3], ARGV[5])
   end
 end
-return {1, now, expires, 0, held}
+return reply({1, now, expires, 0, held})
