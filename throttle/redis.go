@@ -129,6 +129,38 @@ type RedisOptions struct {
 // to Redis just as it died waits at most that long. A new backend does not
 // dial in NewRedis.
 //
+// Redis restarted empty (no persistence, a failover to an empty replica,
+// FLUSHALL, an eviction): every key with rate windows has an epoch key in its
+// own slot, so that each node of a Cluster is judged on its own, and the
+// acquire script checks it (one GET, no extra round trip). Each process keeps
+// a ledger of its own grants still in a window, per window bucket, and of the
+// cooldowns it set or was refused by. A process that finds another epoch than
+// the one it knew writes its ledger back (one script per key) before it takes
+// more; the probe does so for every key before calls resume after an
+// outage. What no process wrote back (a process that died, or one that has
+// not called since) may have been taken as late as the restart, so the window
+// holds it as taken until it has slid past the restart: the limit minus what
+// was written back counts as used for one window period. Guaranteed, without
+// persistence: no sliding window exceeds its limit because of the restart,
+// and cooldowns known to a live process are kept; the price is capacity, as a
+// window that was not full before the restart admits only what slides out of
+// the written-back history for one period. Not guaranteed: a process that
+// never took a grant on a key within its window (a new one, say) and calls
+// before any process that did has called since the restart is not held back
+// by what it cannot know; and concurrency slots held across the restart are
+// forgotten (their calls may overlap new ones until they end). A release that
+// failed while Redis was away is made when it answers.
+//
+// Persistence recommended: appendonly yes with appendfsync everysec. After a
+// restart the windows, the leases and the cooldowns are then Redis's own
+// again, and the fleet keeps its capacity; the epoch comes back with them, so
+// the second or so of grants a crash may lose is not seen (at most that much
+// may be taken twice). RDB snapshots alone are worse than none: the epoch
+// comes back from the snapshot, and the minutes of grants since it are lost
+// unseen. Use a maxmemory-policy that never evicts these keys (noeviction,
+// or volatile-* with nothing else volatile): an evicted epoch is taken for a
+// loss, which is safe but costs capacity.
+//
 // The backend prints nothing. go-redis itself logs failed dials ("failed to
 // dial after 5 attempts") through its package-wide logger; a program that
 // wants them quiet sets its own once, before using Redis:

@@ -2,9 +2,12 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ledger is what a process knows of the Redis state a restart would lose,
@@ -244,9 +247,15 @@ func (b *Redis) restore(ctx context.Context, key string) error {
 // restoreAll restores every key whose epoch this process knows; the probe
 // runs it before calls go back to a Redis that was away, so that what a
 // restart lost is written back before any process takes more.
+// An error the server answered (other than that it cannot serve now) is not
+// an outage: that key is skipped.
 func (b *Redis) restoreAll() error {
 	for _, key := range b.ledger.known() {
 		if err := b.restore(context.Background(), key); err != nil {
+			var rerr redis.Error
+			if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
+				continue
+			}
 			return err
 		}
 	}
