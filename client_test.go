@@ -520,13 +520,13 @@ func TestSanitizeErrorScrubsSecrets(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := sanitizeError(tc.in, testToken, testSecret)
+			err := newRedactor(testToken, testSecret).err(tc.in)
 			if s := err.Error(); strings.Contains(s, testToken) || strings.Contains(s, testSecret) {
 				t.Errorf("sanitized %q", s)
 			}
 		})
 	}
-	if err := sanitizeError(&url.Error{Op: "Get", URL: "%zz", Err: context.DeadlineExceeded}); !errors.Is(err, context.DeadlineExceeded) {
+	if err := newRedactor().err(&url.Error{Op: "Get", URL: "%zz", Err: context.DeadlineExceeded}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("sanitizing lost the cause: %v", err)
 	}
 }

@@ -267,31 +267,3 @@ func (e *ResponseError) Error() string {
 
 // Unwrap returns the decoding error.
 func (e *ResponseError) Unwrap() error { return e.Err }
-
-// redactedToken replaces secrets in URLs that reach errors and logs.
-const redactedToken = "REDACTED"
-
-// sanitizeError returns err free of the given secrets and tokens (by value,
-// see minRedactLen) and of every credential key's value (by structure), with
-// its chain kept for errors.Is and errors.As (see redactor.err). The client
-// uses redactErr, which knows every token it has held.
-func sanitizeError(err error, secrets ...string) error {
-	return newRedactor(secrets...).err(err)
-}
-
-// scrubbedError is an error whose text held a secret or a token: it reads
-// clean, unwraps to its causes cleaned the same way (so that errors.As finds
-// a *url.Error, a *net.OpError or context.DeadlineExceeded in them), and
-// answers errors.Is as the original did. The original, whose text held the
-// secret, is never returned.
-type scrubbedError struct {
-	msg    string
-	err    error
-	causes []error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-
-func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
-
-func (e *scrubbedError) Unwrap() []error { return e.causes }

@@ -2,6 +2,7 @@ package wecom
 
 import (
 	"encoding/json"
+	"errors"
 	"net/url"
 	"sort"
 	"strings"
@@ -442,3 +443,23 @@ func (c *Client) redactErr(err error) error {
 func (c *Client) redactText(s string) string {
 	return c.redactor().text(s)
 }
+
+// redactedToken replaces secrets in URLs that reach errors and logs.
+const redactedToken = "REDACTED"
+
+// scrubbedError is an error whose text held a secret or a token: it reads
+// clean, unwraps to its causes cleaned the same way (so that errors.As finds
+// a *url.Error, a *net.OpError or context.DeadlineExceeded in them), and
+// answers errors.Is as the original did. The original, whose text held the
+// secret, is never returned.
+type scrubbedError struct {
+	msg    string
+	err    error
+	causes []error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+
+func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+func (e *scrubbedError) Unwrap() []error { return e.causes }

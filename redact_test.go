@@ -243,7 +243,7 @@ func TestSanitizeErrorShortSecret(t *testing.T) {
 	t.Parallel()
 	in := &url.Error{Op: "Get", URL: "https://127.0.0.1:1/cgi-bin/gettoken?corpid=c&corpsecret=s", Err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused")}
 	want := `Get "https://127.0.0.1:1/cgi-bin/gettoken?corpid=c&corpsecret=REDACTED": dial tcp 127.0.0.1:1: connect: connection refused`
-	if got := sanitizeError(in, "s").Error(); got != want {
+	if got := newRedactor("s").err(in).Error(); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
