@@ -184,10 +184,9 @@ type Redis struct {
 	cooldown   *redis.Script
 	pass       *redis.Script
 	restoreSc  *redis.Script
-	local      *Memory      // the fallback
-	ledger     ledger       // what Redis would lose in a restart, as far as this process knows
-	restoreMu  sync.Mutex   // one restore at a time
-	restores   atomic.Int64 // keys written back after Redis lost them
+	local      *Memory    // the fallback
+	ledger     ledger     // what Redis would lose in a restart, as far as this process knows
+	restoreMu  sync.Mutex // one restore at a time
 
 	mu   sync.Mutex
 	keys map[string]*rkey

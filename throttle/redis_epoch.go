@@ -239,7 +239,6 @@ func (b *Redis) restore(ctx context.Context, key string) error {
 	}
 	if now != epoch {
 		b.ledger.learn(key, now)
-		b.restores.Add(1)
 	}
 	return nil
 }
