@@ -19,7 +19,7 @@ func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
 		"/cgi-bin/tag/list": `{"errcode":45009,"errmsg":"api freq out of limit"}`,
 		"/cgi-bin/tag/get":  `{"errcode":60011,"errmsg":"no privilege to access/modify contact/party/agent"}`,
 	})
-	refused := refusedURL(t)
+	refused := wecom.RefusedURL(t)
 	newClient := func(base string) *wecom.Client {
 		c, err := wecom.New("wwcorpA", "secret-A-0123456789", wecom.WithBaseURL(base), wecom.WithAgentID(1000002),
 			wecom.WithAttemptTimeout(100*time.Millisecond), wecom.WithAbandonedHold(100*time.Millisecond),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -227,7 +226,7 @@ func TestSentOrNotDecidesTheSlot(t *testing.T) {
 		wantFree int
 	}{
 		{"sent, no answer", fakeWeCom(t, nil), 0},
-		{"never left", refusedURL(t), 1},
+		{"never left", wecom.RefusedURL(t), 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -387,15 +386,4 @@ func fakeWeCom(t *testing.T, answers map[string]string) string {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(hang) })
 	return srv.URL
-}
-
-// refusedURL returns the URL of a loopback port nobody listens on.
-func refusedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return "http://" + ln.Addr().String()
 }

@@ -1,14 +1,12 @@
 package wecom_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -31,24 +29,6 @@ const (
 // errResponse marks a case that must end in a *wecom.ResponseError.
 var errResponse = errors.New("a *ResponseError")
 
-// lockedBuffer is a log sink safe for the client's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // echo answers errcode with errmsg holding words, the full request URL, its
 // credentials decoded, and the body, as a proxy or a debugging server might.
 func echo(w http.ResponseWriter, r *http.Request, code int) {
@@ -62,9 +42,9 @@ func echo(w http.ResponseWriter, r *http.Request, code int) {
 
 // e2eClient returns a client of secret against base, with its log and every
 // error its observer saw.
-func e2eClient(t *testing.T, secret, base string) (*wecom.Client, *lockedBuffer, func() []string) {
+func e2eClient(t *testing.T, secret, base string) (*wecom.Client, *wecom.SyncBuffer, func() []string) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &wecom.SyncBuffer{}
 	var mu sync.Mutex
 	var seen []string
 	c, err := wecom.New("ww1", secret,
@@ -157,16 +137,11 @@ func TestEchoedCredentialsRedacted(t *testing.T) {
 // A refused dial with a one-character secret reads as it should.
 func TestRefusedDialShortSecret(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	ln.Close()
+	base := wecom.RefusedURL(t)
 	c, logs, _ := e2eClient(t, "s", base)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = c.Tags.Create(ctx, wecom.TagCreateRequest{Name: "x"})
+	_, err := c.Tags.Create(ctx, wecom.TagCreateRequest{Name: "x"})
 	if err == nil {
 		t.Fatal("no error from a closed port")
 	}

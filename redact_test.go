@@ -121,13 +121,7 @@ func assertClean(t *testing.T, err error, values ...string) {
 // refusedDial returns the error of a GET to a loopback port nothing listens on.
 func refusedDial(t *testing.T, query string) error {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	resp, err := (&http.Client{Transport: &http.Transport{}}).Get("http://" + addr + "/cgi-bin/gettoken?" + query)
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Get(refusedURL(t) + "/cgi-bin/gettoken?" + query)
 	if err == nil {
 		resp.Body.Close()
 		t.Skip("something answers on a closed port")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -168,4 +169,15 @@ func (g *gauge) maxPeak() int {
 		m = max(m, p)
 	}
 	return m
+}
+
+// refusedURL returns the URL of a loopback port nobody listens on.
+func refusedURL(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
 }

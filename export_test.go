@@ -1,0 +1,10 @@
+package wecom
+
+// Test helpers of package wecom that the tests of package wecom_test share.
+type (
+	// SyncBuffer is a bytes.Buffer safe for the goroutines that log.
+	SyncBuffer = syncBuffer
+)
+
+// RefusedURL returns the URL of a loopback port nobody listens on.
+var RefusedURL = refusedURL
