@@ -339,6 +339,7 @@ func TestQueuedCallsTakeTheNewToken(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	st := f.m.Stats()
+	t.Logf("%d answers 40014, %d gettoken calls", st.Refusals[wecom.CodeInvalidAccessToken], st.GetTokenCalls)
 	// At most the 5 calls in flight, and those sent between the invalidation
 	// and the first 40014 answer reaching the client, carry the old token.
 	if got := st.Refusals[wecom.CodeInvalidAccessToken]; got > 10 {
