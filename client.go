@@ -595,8 +595,6 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []t
 	}()
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout)
 	defer cancel()
-	var w wire
-	actx = httptrace.WithClientTrace(actx, w.trace())
 	q := make(url.Values, len(cl.query)+1)
 	for k, v := range cl.query {
 		q[k] = v
@@ -605,19 +603,11 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []t
 		q.Set("access_token", tok)
 	}
 	start := time.Now()
-	answered, err := c.send(actx, cl, q)
+	unanswered, err := c.send(actx, cl, q)
 	stop()
-	var te *TransportError
-	if errors.As(err, &te) {
-		te.Timeout = actx.Err() != nil // also while reading an answer that began
-		if !answered {
-			te.Sent = w.mayHaveArrived()
-		}
-	}
 	a.Duration, a.Err = time.Since(start), err
 	var ae *APIError
 	if errors.As(err, &ae) {
-		ae.CorpID, ae.AgentID = c.corpID, c.agentID
 		a.ErrCode = ae.Code
 		if ae.Code == CodeFrequencyLimited {
 			// Before the leases go back: nobody starts on this API until the block ends.
@@ -627,7 +617,7 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []t
 		}
 	}
 	settled = true
-	if !answered && w.mayHaveArrived() {
+	if unanswered {
 		a.Abandoned = c.hold(ctx, cl.path, leases)
 	} else {
 		c.release(ctx, leases)
@@ -769,29 +759,40 @@ type envelope struct {
 	ErrMsg  string `json:"errmsg"`
 }
 
-// send makes one HTTP exchange and decodes its answer. answered reports
-// whether an answer (an HTTP status) arrived: then the server is done with
-// the call, whatever the error.
-func (c *Client) send(ctx context.Context, cl *call, q url.Values) (answered bool, err error) {
-	req := c.http.R().SetContext(ctx).SetQueryParamsFromValues(q).SetDoNotParseResponse(true)
+// send makes one HTTP exchange, bounded by ctx (the attempt's), and decodes
+// its answer into the error a caller sees. unanswered reports a request that
+// may be running at WeCom while no answer (no HTTP status) came back: it was
+// written to a connection, or the transport cannot tell.
+func (c *Client) send(ctx context.Context, cl *call, q url.Values) (unanswered bool, err error) {
+	var w wire
+	req := c.http.R().SetContext(httptrace.WithClientTrace(ctx, w.trace())).
+		SetQueryParamsFromValues(q).SetDoNotParseResponse(true)
 	if cl.body != nil {
 		req.SetHeader("Content-Type", "application/json").SetBody(cl.body)
 	}
 	resp, err := req.Execute(cl.method, c.baseURL+cl.path)
 	if err != nil {
-		return resp != nil && resp.RawResponse != nil, &TransportError{Path: cl.path, Err: c.redactErr(err)}
+		answered := resp != nil && resp.RawResponse != nil
+		sent := answered || w.mayHaveArrived()
+		return sent && !answered, &TransportError{Path: cl.path, Sent: sent, Timeout: ctx.Err() != nil, Err: c.redactErr(err)}
 	}
 	body := resp.RawBody()
 	defer body.Close()
 	raw, err := io.ReadAll(io.LimitReader(body, 16<<20))
 	if err != nil {
-		return true, &TransportError{Path: cl.path, Sent: true, Err: fmt.Errorf("reading the answer: %w", c.redactErr(err))}
+		// The answer began: WeCom is done with the call.
+		return false, &TransportError{Path: cl.path, Sent: true, Timeout: ctx.Err() != nil, Err: fmt.Errorf("reading the answer: %w", c.redactErr(err))}
 	}
 	if resp.StatusCode() != http.StatusOK {
-		return true, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
+		return false, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
 	}
 	// errmsg, or a proxy's body, may echo the request: its token, our secret.
-	return true, c.redactErr(decode(cl.path, raw, cl.out))
+	err = c.redactErr(decode(cl.path, raw, cl.out))
+	var ae *APIError
+	if errors.As(err, &ae) {
+		ae.CorpID, ae.AgentID = c.corpID, c.agentID
+	}
+	return false, err
 }
 
 // validator is an answer type that knows what a success must carry; decode
