@@ -75,7 +75,7 @@ func (ks *keyState) check(r Request, now time.Time, epoch time.Time) verdict {
 			continue
 		}
 		h.prune(ns)
-		if ok, at := h.admit(w.Limit); !ok {
+		if ok, at := h.admit(w.Limit, r.units()); !ok {
 			t := epoch.Add(time.Duration(at))
 			if v.reason == 0 || t.After(v.at) {
 				v = verdict{reason: ReasonRate, at: t}
@@ -122,7 +122,7 @@ func (m *Memory) take(key string, ks *keyState, r Request, now time.Time) Lease 
 			h = newHistory(w.Period)
 			ks.windows[w.Period] = h
 		}
-		h.add(ns)
+		h.add(ns, r.units())
 	}
 	if r.Concurrency > 0 {
 		l.Expires = now.Add(r.LeaseTTL())
@@ -137,7 +137,7 @@ func (ks *keyState) untake(l Lease, r Request, epoch time.Time) {
 	delete(ks.holders, l.ID)
 	for _, w := range r.Windows {
 		if h := ks.windows[w.Period]; h != nil {
-			h.remove(int64(l.Granted.Sub(epoch)))
+			h.remove(int64(l.Granted.Sub(epoch)), r.units())
 		}
 	}
 }

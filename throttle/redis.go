@@ -401,7 +401,7 @@ func parseGrant(msg string) (grant, error) {
 	}
 	g.req.Key, g.lease.Key, g.lease.ID = f[0], f[0], f[1]
 	bad := func() (grant, error) { return g, fmt.Errorf("throttle: malformed grant for %q", g.req.Key) }
-	if len(f) < 6 || len(f)%2 != 0 {
+	if len(f) < 7 || len(f)%2 != 1 {
 		return bad()
 	}
 	var n [4]int64
@@ -414,7 +414,12 @@ func parseGrant(msg string) (grant, error) {
 	}
 	g.lease.Granted, g.lease.Expires = time.UnixMilli(n[0]), time.UnixMilli(n[1])
 	g.req.Concurrency, g.req.TTL = int(n[2]), time.Duration(n[3])*time.Millisecond
-	for i := 6; i < len(f); i += 2 {
+	weight, err := strconv.Atoi(f[6])
+	if err != nil || weight <= 0 {
+		return bad()
+	}
+	g.req.Weight = weight
+	for i := 7; i < len(f); i += 2 {
 		limit, err1 := strconv.Atoi(f[i])
 		period, err2 := strconv.ParseInt(f[i+1], 10, 64)
 		if err1 != nil || err2 != nil || limit <= 0 || period < BucketsPerWindow || period > math.MaxInt64/int64(time.Millisecond) {
@@ -443,7 +448,7 @@ func (b *Redis) takeGrant(msg string) {
 		}
 		return
 	}
-	b.ledger.add(g.req.Key, g.req.Windows, g.lease.Granted.UnixMilli())
+	b.ledger.add(g.req.Key, g.req.Windows, g.lease.Granted.UnixMilli(), g.req.units())
 	b.mu.Lock()
 	var (
 		to     *rwaiter
@@ -582,7 +587,7 @@ func (b *Redis) attemptOnce(ctx context.Context, r Request, take, queue bool, re
 	if len(r.Windows) > 0 {
 		epoch = b.ledger.epoch(r.Key)
 	}
-	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0, "", release, b.wakePrefix, r.Key, 0, epoch}
+	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0, "", release, b.wakePrefix, r.Key, 0, epoch, r.units()}
 	if take {
 		args[3] = 1
 	}
@@ -614,7 +619,7 @@ func (b *Redis) attemptOnce(ctx context.Context, r Request, take, queue bool, re
 		if res[2] > 0 {
 			l.Expires = time.UnixMilli(res[2])
 		}
-		b.ledger.add(r.Key, r.Windows, res[1])
+		b.ledger.add(r.Key, r.Windows, res[1], r.units())
 		return l, verdict{ok: true}, l.Granted, held, nil
 	}
 	v = verdict{reason: Reason(res[1])}
@@ -952,7 +957,7 @@ func (b *Redis) handOn(key string, l Lease, r Request) {
 // whole milliseconds, so that a grant parsed from Redis compares too).
 func sameLimits(a, b Request) bool {
 	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
-	if a.Concurrency != b.Concurrency || ms(a.LeaseTTL()) != ms(b.LeaseTTL()) || len(a.Windows) != len(b.Windows) {
+	if a.Concurrency != b.Concurrency || ms(a.LeaseTTL()) != ms(b.LeaseTTL()) || len(a.Windows) != len(b.Windows) || a.units() != b.units() {
 		return false
 	}
 	for i, w := range a.Windows {
@@ -1014,7 +1019,7 @@ func (b *Redis) leave(key string, k *rkey, e *list.Element, w *rwaiter, served *
 func (b *Redis) giveBack(l Lease, r Request) {
 	k := b.names(r.Key, r.Windows)
 	keys := append([]string{k.holders, k.waiting}, k.windows...)
-	args := []any{l.ID, b.wakePrefix, r.Key, l.Granted.UnixMilli()}
+	args := []any{l.ID, b.wakePrefix, r.Key, l.Granted.UnixMilli(), r.units()}
 	for _, w := range r.Windows {
 		args = append(args, w.Period.Milliseconds())
 	}
@@ -1027,7 +1032,7 @@ func (b *Redis) giveBack(l Lease, r Request) {
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
 	if b.release.Run(octx, b.rdb, keys, args...).Err() == nil { // on failure the TTL frees the slot
-		b.ledger.remove(r.Key, r.Windows, l.Granted.UnixMilli())
+		b.ledger.remove(r.Key, r.Windows, l.Granted.UnixMilli(), r.units())
 	}
 }
 

@@ -92,8 +92,9 @@ func (l *ledger) learn(key, epoch string) {
 	l.record(key).epoch = epoch
 }
 
-// add records a grant at ms (the server's clock) in every window of ws.
-func (l *ledger) add(key string, ws []Window, ms int64) {
+// add records a grant of units at ms (the server's clock) in every window
+// of ws.
+func (l *ledger) add(key string, ws []Window, ms int64, units int) {
 	if len(ws) == 0 {
 		return
 	}
@@ -112,9 +113,9 @@ func (l *ledger) add(key string, ws []Window, ms int64) {
 		idx := ms / g.width
 		i, found := slices.BinarySearchFunc(g.buckets, idx, func(b bucket, t int64) int { return int(b.idx - t) })
 		if found {
-			g.buckets[i].n++
+			g.buckets[i].n += units
 		} else {
-			g.buckets = slices.Insert(g.buckets, i, bucket{idx: idx, n: 1})
+			g.buckets = slices.Insert(g.buckets, i, bucket{idx: idx, n: units})
 		}
 	}
 	if l.adds++; l.adds >= sweepEvery {
@@ -123,8 +124,8 @@ func (l *ledger) add(key string, ws []Window, ms int64) {
 	}
 }
 
-// remove takes back a grant at ms that was refunded.
-func (l *ledger) remove(key string, ws []Window, ms int64) {
+// remove takes back a grant of units at ms that was refunded.
+func (l *ledger) remove(key string, ws []Window, ms int64, units int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rec := l.keys[key]
@@ -135,7 +136,7 @@ func (l *ledger) remove(key string, ws []Window, ms int64) {
 		if g := rec.windows[w.Period.Milliseconds()]; g != nil {
 			idx := ms / g.width
 			if i, found := slices.BinarySearchFunc(g.buckets, idx, func(b bucket, t int64) int { return int(b.idx - t) }); found && g.buckets[i].n > 0 {
-				g.buckets[i].n--
+				g.buckets[i].n -= min(units, g.buckets[i].n)
 			}
 		}
 	}

@@ -75,7 +75,15 @@ type Request struct {
 	// WaitCooldown makes Acquire wait for a cooldown on Key to end (as it waits
 	// for a slot or a window) instead of failing at once with ReasonCooldown.
 	WaitCooldown bool
+	// Weight is how many units the acquisition counts in every window of
+	// Windows (a message to N members counts N against a recipient quota).
+	// Zero means 1. It does not change the slots: a lease holds one. A
+	// weighted waiter keeps its place in line until its weight fits.
+	Weight int
 }
+
+// units returns what the acquisition counts in its windows.
+func (r Request) units() int { return max(r.Weight, 1) }
 
 // Validate reports whether r is well formed. Its errors match ErrInvalidRequest.
 func (r Request) Validate() error {
@@ -86,10 +94,15 @@ func (r Request) Validate() error {
 		return invalidf("key %q: negative concurrency %d", r.Key, r.Concurrency)
 	case r.TTL < 0:
 		return invalidf("key %q: negative TTL %s", r.Key, r.TTL)
+	case r.Weight < 0:
+		return invalidf("key %q: negative weight %d", r.Key, r.Weight)
 	}
 	for _, w := range r.Windows {
 		if w.Limit <= 0 || w.Period < BucketsPerWindow {
 			return invalidf("key %q: window %s: limit must be positive and period at least %dns", r.Key, w, BucketsPerWindow)
+		}
+		if r.units() > w.Limit {
+			return invalidf("key %q: weight %d over window %s: it could never be granted", r.Key, r.Weight, w)
 		}
 	}
 	return nil

@@ -49,38 +49,41 @@ func (h *history) count() int {
 	return n
 }
 
-// admit reports whether one more acquisition fits under limit at now (the
-// history must be pruned at now), and if not, the earliest time it will fit.
-func (h *history) admit(limit int) (ok bool, at int64) {
+// admit reports whether an acquisition of units fits under limit at now
+// (the history must be pruned at now), and if not, the earliest time it will
+// fit. units must not exceed limit.
+func (h *history) admit(limit, units int) (ok bool, at int64) {
 	n := h.count()
-	if n < limit {
+	if n+units <= limit {
 		return true, 0
 	}
 	for _, b := range h.buckets {
 		n -= b.n
-		if n < limit {
+		if n+units <= limit {
 			// Once bucket b no longer counts: oldest(t) > b.idx.
 			return false, (b.idx+1)*h.width + h.period
 		}
 	}
-	return false, 0 // unreachable: n reaches 0 < limit
+	return false, 0 // unreachable: n reaches 0 and units <= limit
 }
 
-func (h *history) add(now int64) {
+// add counts an acquisition of units at now.
+func (h *history) add(now int64, units int) {
 	idx := now / h.width
 	if k := len(h.buckets); k > 0 && h.buckets[k-1].idx == idx {
-		h.buckets[k-1].n++
+		h.buckets[k-1].n += units
 		return
 	}
-	h.buckets = append(h.buckets, bucket{idx: idx, n: 1})
+	h.buckets = append(h.buckets, bucket{idx: idx, n: units})
 }
 
-// remove takes back one acquisition made at the given time, if still recorded.
-func (h *history) remove(at int64) {
+// remove takes back an acquisition of units made at the given time, as far
+// as it is still recorded.
+func (h *history) remove(at int64, units int) {
 	idx := at / h.width
 	for i := range h.buckets {
 		if h.buckets[i].idx == idx && h.buckets[i].n > 0 {
-			h.buckets[i].n--
+			h.buckets[i].n -= min(units, h.buckets[i].n)
 			return
 		}
 	}

@@ -22,7 +22,8 @@
 -- ARGV[9]   granted, the process (ARGV[5]) leaves the waiting queue (0) or,
 --           more of its waiters waiting, goes to its back (1)
 -- ARGV[10]  the epoch the process knows for this key ('' : none)
--- ARGV[11..] per window, in KEYS order: limit, period (ms)
+-- ARGV[11]  weight: the units the acquisition counts in every window
+-- ARGV[12..] per window, in KEYS order: limit, period (ms)
 --
 -- Returns {1, now, expires, 0, held}   granted (expires 0 without a slot)
 --      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
@@ -48,6 +49,7 @@ end
 
 local held = 0
 local conc = tonumber(ARGV[2])
+local weight = tonumber(ARGV[11])
 local nw = #KEYS - 4
 
 -- The epoch: a process that knew another one has grants that Redis lost
@@ -58,7 +60,7 @@ local nw = #KEYS - 4
 local tell = nil
 local etl = 0
 for i = 1, nw do
-  local period = tonumber(ARGV[10 + 2 * i])
+  local period = tonumber(ARGV[11 + 2 * i])
   etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
 end
 if nw > 0 then
@@ -173,18 +175,18 @@ local function slide(key, period)
   return width, lo, total, false, rend, restored
 end
 
--- opening returns when a refused window admits one more: when enough of its
+-- opening returns when a refused window admits the weight: when enough of its
 -- oldest buckets have left, the reserve counting until it ends.
 local function opening(key, period, width, lo, total, limit, reserve, rend)
   local cur = math.floor(now / width)
   for idx = lo, cur do
     local leaves = (idx + 1) * width + period
     if reserve > 0 and leaves > rend then
-      if total < limit then return rend end
+      if total + weight <= limit then return rend end
       reserve = 0
     end
     total = total - tonumber(redis.call('HGET', key, idx) or '0')
-    if total + reserve < limit then return leaves end
+    if total + reserve + weight <= limit then return leaves end
   end
   if reserve > 0 then return math.max(rend, (cur + 1) * width + period) end
   return (cur + 1) * width + period -- at the latest, when all have left
@@ -193,13 +195,13 @@ end
 local worst = 0
 local wins = {}
 for i = 1, nw do
-  local limit = tonumber(ARGV[9 + 2 * i])
-  local period = tonumber(ARGV[10 + 2 * i])
+  local limit = tonumber(ARGV[10 + 2 * i])
+  local period = tonumber(ARGV[11 + 2 * i])
   local width, lo, total, fresh, rend, restored = slide(KEYS[4 + i], period)
   wins[i] = {width, lo, fresh}
   local reserve = 0
   if rend then reserve = math.max(0, limit - restored) end
-  if total + reserve >= limit then
+  if total + reserve + weight > limit then
     local at = opening(KEYS[4 + i], period, width, lo, total, limit, reserve, rend)
     if at > worst then worst = at end
   end
@@ -231,11 +233,11 @@ end
 local function take(id, expires)
   for i = 1, nw do
     local key, width, lo, fresh = KEYS[4 + i], wins[i][1], wins[i][2], wins[i][3]
-    redis.call('HINCRBY', key, math.floor(now / width), 1)
-    redis.call('HINCRBY', key, 't', 1)
+    redis.call('HINCRBY', key, math.floor(now / width), weight)
+    redis.call('HINCRBY', key, 't', weight)
     if fresh then
       redis.call('HSET', key, 'lo', lo)
-      redis.call('PEXPIRE', key, tonumber(ARGV[10 + 2 * i]) + 2 * width + 1000)
+      redis.call('PEXPIRE', key, tonumber(ARGV[11 + 2 * i]) + 2 * width + 1000)
       redis.call('PEXPIRE', KEYS[4], etl)
     end
   end
@@ -253,8 +255,8 @@ end
 
 -- A yielding hand-over grants the slot to the process that has waited
 -- longest, in this round trip: the lease is published on the process's
--- channel as the lines key, lease id, granted, expires, concurrency, TTL and
--- a limit and period per window, so that the process can start its call
+-- channel as the lines key, lease id, granted, expires, concurrency, TTL,
+-- weight and a limit and period per window, so that the process can start its call
 -- without asking, or give the lease back if no waiter of its can use it. A
 -- process that no longer subscribes (PUBLISH reaches nobody) is dropped from
 -- the queue and the next is tried. The granted process queues again at the

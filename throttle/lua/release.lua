@@ -9,7 +9,8 @@
 -- ARGV[2]   channel prefix: the woken process listens on prefix .. its id
 -- ARGV[3]   the throttle key, the message
 -- ARGV[4]   grant time (unix ms) to refund, or 0
--- ARGV[5..] per window, in KEYS order: period (ms)
+-- ARGV[5]   the units to refund in each window (with a grant time)
+-- ARGV[6..] per window, in KEYS order: period (ms)
 --
 -- Returns 1 if the lease held its slot, 0 if it had expired or was unknown.
 local t = redis.call('TIME')
@@ -18,12 +19,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local granted = tonumber(ARGV[4])
 if granted > 0 then
   for i = 3, #KEYS do
-    local width = math.floor(tonumber(ARGV[2 + i]) / 100)
+    local width = math.floor(tonumber(ARGV[3 + i]) / 100)
     local field = math.floor(granted / width)
     local lo = tonumber(redis.call('HGET', KEYS[i], 'lo') or '0')
-    if field >= lo and tonumber(redis.call('HGET', KEYS[i], field) or '0') > 0 then
-      redis.call('HINCRBY', KEYS[i], field, -1)
-      redis.call('HINCRBY', KEYS[i], 't', -1)
+    local n = math.min(tonumber(ARGV[5]), tonumber(redis.call('HGET', KEYS[i], field) or '0'))
+    if field >= lo and n > 0 then
+      redis.call('HINCRBY', KEYS[i], field, -n)
+      redis.call('HINCRBY', KEYS[i], 't', -n)
     end
   end
 end

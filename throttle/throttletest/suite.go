@@ -81,8 +81,11 @@ func Run(t *testing.T, h Harness) {
 		{"CancelManyWaiters", testCancelManyWaiters},
 		{"KeysIndependent", testKeysIndependent},
 		{"CooldownFailsNonWaitingBehindWaiting", testCooldownMixedWaiters},
-		{"CancelledGrantsRefundWindow", testCancelRefunds},
+		{"CancelledGrantsRefundWindow", func(t *testing.T, e *env) { cancelRefunds(t, e, 1) }},
 		{"WaiterBehindFailsFast", testWaiterBehindFailsFast},
+		{"WeightCounts", testWeightCounts},
+		{"WeightsNeverExceedWindow", testWeightsNeverExceed},
+		{"CancelledWeightedGrantsRefund", func(t *testing.T, e *env) { cancelRefunds(t, e, 3) }},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {
@@ -139,6 +142,8 @@ func testInvalid(t *testing.T, e *env) {
 		{Key: "k", Concurrency: 1, TTL: -time.Second},
 		{Key: "k", Windows: []throttle.Window{{Limit: 0, Period: time.Minute}}},
 		{Key: "k", Windows: []throttle.Window{{Limit: 1, Period: 0}}},
+		{Key: "k", Weight: -1, Windows: []throttle.Window{{Limit: 5, Period: time.Minute}}},
+		{Key: "k", Weight: 6, Windows: []throttle.Window{{Limit: 5, Period: time.Minute}}},
 	} {
 		if _, err := e.b.TryAcquire(ctx, r); !errors.Is(err, throttle.ErrInvalidRequest) {
 			t.Errorf("TryAcquire(%+v) = %v, want ErrInvalidRequest", r, err)
@@ -651,12 +656,13 @@ func testCooldownMixedWaiters(t *testing.T, e *env) {
 	}
 }
 
-// testCancelRefunds: a grant that races with its waiter's cancellation gives
-// back its window count as well as its slot.
-func testCancelRefunds(t *testing.T, e *env) {
-	const limit, waiters = 5, 50
+// cancelRefunds: a grant of weight that races with its waiter's
+// cancellation gives back its whole window count as well as its slot.
+func cancelRefunds(t *testing.T, e *env, weight int) {
+	const waiters = 50
+	limit := 5 * weight
 	ctx := context.Background()
-	r := throttle.Request{Key: "refund", Concurrency: 1, TTL: 1000 * e.u, Windows: []throttle.Window{{Limit: limit, Period: 1000 * e.u}}}
+	r := throttle.Request{Key: "refund", Concurrency: 1, TTL: 1000 * e.u, Weight: weight, Windows: []throttle.Window{{Limit: limit, Period: 1000 * e.u}}}
 	holder := mustAcquire(t, ctx, e.b, r)
 	var granted atomic.Int64
 	var wg sync.WaitGroup
@@ -682,9 +688,11 @@ func testCancelRefunds(t *testing.T, e *env) {
 	wg.Wait()
 	// The holder took one count; every successful waiter one more; the
 	// cancelled grants none.
+	one := r
+	one.Weight = 1
 	left := 0
 	for {
-		l, err := e.b.TryAcquire(ctx, r)
+		l, err := e.b.TryAcquire(ctx, one)
 		if err != nil {
 			limitError(t, err, throttle.ReasonRate)
 			break
@@ -692,8 +700,8 @@ func testCancelRefunds(t *testing.T, e *env) {
 		left++
 		mustRelease(t, e.b, l)
 	}
-	if used := 1 + int(granted.Load()); used+left != limit {
-		t.Errorf("%d acquisitions counted, %d left of %d: cancelled grants kept their window count", used, left, limit)
+	if used := weight * (1 + int(granted.Load())); used+left != limit {
+		t.Errorf("%d units counted, %d left of %d: cancelled grants kept their window count", used, left, limit)
 	}
 }
 
@@ -750,4 +758,78 @@ func testWaiterBehindFailsFast(t *testing.T, e *env) {
 	if err := <-done; err != nil {
 		t.Errorf("the patient waiter: %v", err)
 	}
+}
+
+// testWeightCounts: an acquisition counts its weight in every window: with
+// 10 units a window, two of weight 4 pass, a third is refused until the
+// window opens, and one of weight 2 still fits.
+func testWeightCounts(t *testing.T, e *env) {
+	ctx := context.Background()
+	w := []throttle.Window{{Limit: 10, Period: 1000 * e.u}, {Limit: 100, Period: 2000 * e.u}}
+	heavy := throttle.Request{Key: "weight", Windows: w, Weight: 4}
+	for range 2 {
+		if _, err := e.b.TryAcquire(ctx, heavy); err != nil {
+			t.Fatalf("TryAcquire of weight 4: %v", err)
+		}
+	}
+	_, err := e.b.TryAcquire(ctx, heavy)
+	if le := limitError(t, err, throttle.ReasonRate); le.RetryAfter <= 0 {
+		t.Errorf("RetryAfter = %s, want the window's opening", le.RetryAfter)
+	}
+	light := heavy
+	light.Weight = 2
+	if _, err := e.b.TryAcquire(ctx, light); err != nil {
+		t.Fatalf("weight 2 into the 2 units left: %v", err)
+	}
+	light.Weight = 0 // one unit
+	_, err = e.b.TryAcquire(ctx, light)
+	limitError(t, err, throttle.ReasonRate)
+}
+
+// testWeightsNeverExceed: goroutines acquiring weights 1 to 4 at once never
+// put more units in a window than its limit.
+func testWeightsNeverExceed(t *testing.T, e *env) {
+	const limit = 20
+	period := 10 * e.u
+	ctx, cancel := context.WithTimeout(context.Background(), 40*e.u)
+	defer cancel()
+	type grant struct {
+		at    time.Time
+		units int
+	}
+	var mu sync.Mutex
+	var grants []grant
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			r := throttle.Request{Key: "weights", Windows: []throttle.Window{{Limit: limit, Period: period}}, Weight: 1 + i%4}
+			for ctx.Err() == nil {
+				l, err := e.b.Acquire(ctx, r)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				grants = append(grants, grant{l.Granted, r.Weight})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(grants) == 0 {
+		t.Fatal("nothing granted")
+	}
+	slices.SortFunc(grants, func(a, b grant) int { return a.at.Compare(b.at) })
+	lo, sum, worst := 0, 0, 0
+	for _, g := range grants {
+		sum += g.units
+		for !grants[lo].at.After(g.at.Add(-period)) {
+			sum -= grants[lo].units
+			lo++
+		}
+		worst = max(worst, sum)
+	}
+	if worst > limit {
+		t.Errorf("%d units in one window of %s, limit %d", worst, period, limit)
+	}
+	t.Logf("%d grants, at most %d units in a window of limit %d", len(grants), worst, limit)
 }
