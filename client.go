@@ -12,12 +12,12 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-resty/resty/v2"
 
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -36,7 +36,11 @@ type Client struct {
 	http            *resty.Client
 	limiter         throttle.Backend
 	tokens          *tokenManager
-	overrides       map[string]Limits
+	overrides       map[string]*override
+	endpoints       map[string]*endpointLimits
+	generic         *endpointLimits
+	egress          string
+	now             func() time.Time
 	retry           RetryPolicy
 	logger          *slog.Logger
 	observer        Observer
@@ -50,6 +54,8 @@ type Client struct {
 	Tags *TagService
 	// CustomerTags calls the customer-contact corp tag (客户联系企业标签) APIs.
 	CustomerTags *CustomerTagService
+	// Customers calls the customer contact (客户联系) APIs about customers.
+	Customers *CustomerService
 }
 
 type service struct{ client *Client }
@@ -223,16 +229,69 @@ func WithLimiter(b throttle.Backend) Option {
 	}
 }
 
-// WithLimits overrides the limits of one API path (see DefaultLimits).
+// WithLimits changes the limits of one API path, starting from its defaults
+// (DefaultLimits): a field of l left zero keeps the default, NoLimit removes
+// it. A path the SDK does not wrap may be overridden for Do; a path one slip
+// away from one it wraps (a letter, the case, the /cgi-bin prefix) makes New
+// fail, as it would change nothing. Several WithLimits of one path add up,
+// field by field.
 func WithLimits(path string, l Limits) Option {
+	return withOverride(path, func(o *override) {
+		for _, f := range []struct{ to, from *int }{
+			{&o.limits.Concurrency, &l.Concurrency}, {&o.limits.PerResource, &l.PerResource},
+			{&o.limits.PerMinute, &l.PerMinute}, {&o.limits.PerHour, &l.PerHour}, {&o.limits.PerDay, &l.PerDay},
+		} {
+			if *f.from != 0 {
+				*f.to = *f.from
+			}
+		}
+		if l.BlockFor != 0 {
+			o.limits.BlockFor = l.BlockFor
+		}
+	})
+}
+
+// WithRule adds a limit to one API path, or replaces the one of the same
+// name (see catalog.Rule): any scope and cap WeCom documents, such as a
+// daily quota or a lock shared with other APIs.
+func WithRule(path string, r catalog.Rule) Option {
+	return withOverride(path, func(o *override) { o.rules = append(o.rules, r) })
+}
+
+// WithoutRule removes the limit named name from one API path. New fails if
+// the path has no such rule.
+func WithoutRule(path, name string) Option {
+	return withOverride(path, func(o *override) { o.without = append(o.without, name) })
+}
+
+func withOverride(path string, change func(*override)) Option {
 	return func(c *Client) error {
-		if !strings.HasPrefix(path, "/") {
-			return invalid("limits path", "%q does not start with /", path)
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
+			return invalid("limits path", "%q is not an absolute path without query", path)
 		}
-		if err := l.validate(path); err != nil {
-			return err
+		o := c.overrides[path]
+		if o == nil {
+			o = &override{}
+			c.overrides[path] = o
 		}
-		c.overrides[path] = l
+		change(o)
+		return nil
+	}
+}
+
+// WithEgress names the source IP (or NAT gateway) the client's calls leave
+// from, as every client sharing the limiter backend and that IP names it.
+// It turns on WeCom's per-IP limits (catalog.ScopeIP: 20,000 calls a minute
+// and 600,000 an hour per API, counted across every corp served from the
+// IP), which a fleet serving several corps from one IP can reach. Without
+// it they are not applied. They live on keys of their own, so each call
+// takes one more acquisition (a round trip with the Redis backend).
+func WithEgress(name string) Option {
+	return func(c *Client) error {
+		if name == "" || strings.ContainsAny(name, " \t\r\n{}|") {
+			return invalid("egress", "%q is empty or holds a space, brace or bar", name)
+		}
+		c.egress = name
 		return nil
 	}
 }
@@ -319,7 +378,8 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		corpID:         corpID,
 		secret:         secret,
 		baseURL:        DefaultBaseURL,
-		overrides:      make(map[string]Limits),
+		overrides:      make(map[string]*override),
+		now:            time.Now,
 		retry:          DefaultRetryPolicy(),
 		logger:         slog.New(slog.DiscardHandler),
 		attemptTimeout: 30 * time.Second,
@@ -349,8 +409,12 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		c.limiter = throttle.NewMemory()
 	}
 	c.tokens.init()
+	if err := c.resolveLimits(); err != nil {
+		return nil, err
+	}
 	c.Tags = &TagService{client: c}
 	c.CustomerTags = &CustomerTagService{client: c}
+	c.Customers = &CustomerService{client: c}
 	return c, nil
 }
 
@@ -385,18 +449,48 @@ func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Warnf(string, ...any)  {}
 func (quietLogger) Debugf(string, ...any) {}
 
-// call is one API call as the pipeline sees it.
+// call is one API call as the pipeline sees it. A typed method names its
+// endpoint (id) and the pipeline takes the rest from the catalog; Do gives
+// method and path.
 type call struct {
-	method     string
-	path       string
-	query      url.Values
-	body       any
-	out        any
-	idempotent bool
-	// resource names what PerResource limits (a customer for mark_tag).
+	id     catalog.ID
+	method string
+	path   string
+	query  url.Values
+	body   any
+	out    any
+	// resource is what per-resource rules count (a customer for mark_tag).
 	resource string
-	// noToken: the call carries no access_token (gettoken).
-	noToken bool
+	// members are the members a call reaches, for per-member rules.
+	members []string
+	// weight is the units a call counts against weighted rules (0: 1).
+	weight int
+
+	// Set by prepare, from the catalog for a typed call.
+	idempotent   bool
+	noToken      bool
+	omitsErrcode bool
+}
+
+// prepare completes a call from the client's table and returns its limits.
+// A typed method naming an endpoint the catalog does not declare is a bug
+// of the SDK; it fails here, and the shared endpoint tests catch it.
+func (c *Client) prepare(cl *call) (*endpointLimits, error) {
+	if cl.id == "" {
+		el := c.limitsFor(cl.path)
+		cl.idempotent = cl.method == http.MethodGet
+		cl.omitsErrcode = el.ep.OmitsErrcode || omitsErrcode(cl.path)
+		return el, nil
+	}
+	el, ok := c.endpoints[string(cl.id)]
+	if !ok || el.ep.Method == "" {
+		return nil, fmt.Errorf("wecom: %s is not in the catalog", cl.id)
+	}
+	cl.path, cl.method = string(cl.id), el.ep.Method
+	cl.idempotent = el.ep.Repeatable
+	cl.noToken = el.ep.Token == catalog.NoToken
+	cl.omitsErrcode = el.ep.OmitsErrcode
+	return el, nil
 }
 
 // Do calls an API the SDK does not wrap, through the same pipeline as every
@@ -416,19 +510,22 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	case method == http.MethodGet && body != nil:
 		return invalid("body", "a GET has no body")
 	}
-	return c.do(ctx, &call{method: method, path: path, query: query, body: body, out: out, idempotent: method == http.MethodGet})
+	return c.do(ctx, &call{method: method, path: path, query: query, body: body, out: out})
 }
 
 // do runs a call to completion: token, leases, send, classify, retry.
 func (c *Client) do(ctx context.Context, cl *call) error {
+	el, err := c.prepare(cl)
+	if err != nil {
+		return err
+	}
 	var (
-		lim                      = c.limits(cl.path)
 		bo                       = c.retry.newBackOff()
 		tokenRetried             bool
 		busyRetries, concRetries int
 	)
 	for n := 1; ; n++ {
-		tok, final, err := c.attempt(ctx, cl, lim, n)
+		tok, final, err := c.attempt(ctx, cl, el, n)
 		if err == nil {
 			return nil
 		}
@@ -447,8 +544,9 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 			c.tokens.invalidate(ctx, tok)
 			continue
 		case code == CodeFrequencyLimited:
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", lim.blockFor()))
-			rl := &RateLimitError{Path: cl.path, RetryAfter: lim.blockFor(), Err: ae}
+			block := el.block(c.now())
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", block))
+			rl := &RateLimitError{Path: cl.path, RetryAfter: block, Err: ae}
 			if c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) && busyRetries < c.retry.MaxRetries {
 				busyRetries++
 				continue // the next lease waits out the cooldown
@@ -492,9 +590,9 @@ func retryable(err error) bool {
 // the token it sent. A call whose caller gives up after sending goes on in
 // the background (see exchange). final reports an error that ends the call:
 // no token could be had, the fetch having made its own retries.
-func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, n int) (tok string, final bool, err error) {
+func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n int) (tok string, final bool, err error) {
 	waitStart := time.Now()
-	leases, err := c.acquire(ctx, cl, lim)
+	leases, err := c.acquire(ctx, cl, el)
 	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart)}
 	if err != nil {
 		a.Err = err
@@ -527,7 +625,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, lim Limits, n int) (tok 
 		return tok, final, err
 	}
 	handedOn = true
-	return tok, false, c.exchange(ctx, cl, lim, leases, stop, tok, a)
+	return tok, false, c.exchange(ctx, cl, el, leases, stop, tok, a)
 }
 
 // attemptResult is what an attempt run in the background hands its caller.
@@ -543,9 +641,9 @@ type attemptResult struct {
 // client's attempt timeout, its leases going back when the answer arrives
 // (see Client.Drain). A panic in the background reaches the caller, or is
 // logged when the caller has gone.
-func (c *Client) exchange(ctx context.Context, cl *call, lim Limits, leases []throttle.Lease, stop func(), tok string, a Attempt) error {
+func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, leases []throttle.Lease, stop func(), tok string, a Attempt) error {
 	if ctx.Done() == nil { // the caller cannot give up: no goroutine needed
-		a = c.roundTrip(ctx, cl, lim, leases, stop, tok, a)
+		a = c.roundTrip(ctx, cl, el, leases, stop, tok, a)
 		c.observe(ctx, a)
 		return a.Err
 	}
@@ -556,7 +654,7 @@ func (c *Client) exchange(ctx context.Context, cl *call, lim Limits, leases []th
 		var r attemptResult
 		func() {
 			defer func() { r.panicked = recover() }()
-			r.a = c.roundTrip(ctx, cl, lim, leases, stop, tok, a)
+			r.a = c.roundTrip(ctx, cl, el, leases, stop, tok, a)
 		}()
 		select {
 		case answered <- r:
@@ -585,7 +683,7 @@ func (c *Client) exchange(ctx context.Context, cl *call, lim Limits, leases []th
 // by the attempt timeout and not by the caller's context, and then gives the
 // leases back: at once if an answer came or the request never left, and
 // otherwise (the request may be running at WeCom) only when their hold ends.
-func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []throttle.Lease, stop func(), tok string, a Attempt) Attempt {
+func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, leases []throttle.Lease, stop func(), tok string, a Attempt) Attempt {
 	settled := false
 	defer func() {
 		if !settled { // a panic while the request may have left: hold, as for no answer
@@ -611,7 +709,7 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, lim Limits, leases []t
 		a.ErrCode = ae.Code
 		if ae.Code == CodeFrequencyLimited {
 			// Before the leases go back: nobody starts on this API until the block ends.
-			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), lim.blockFor()); cerr != nil {
+			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), el.block(c.now())); cerr != nil {
 				c.logger.LogAttrs(ctx, slog.LevelError, "wecom: could not record cooldown", slog.String("path", cl.path), slog.String("error", cerr.Error()))
 			}
 		}
@@ -640,117 +738,6 @@ func (c *Client) observeDetached(ctx context.Context, a Attempt) {
 		}
 	}()
 	c.observe(ctx, a)
-}
-
-// acquire takes the call's leases in order, giving back those taken if one
-// fails. An earlier lease's TTL runs while the call waits for a later one, so
-// after a long wait the earlier ones are renewed; one that expired meanwhile
-// (another call may hold its slot now) makes the call start over.
-func (c *Client) acquire(ctx context.Context, cl *call, lim Limits) ([]throttle.Lease, error) {
-	reqs := c.requests(cl, lim)
-	for {
-		var leases []throttle.Lease
-		var firstAt time.Time
-		for i, r := range reqs {
-			l, err := c.limiter.Acquire(ctx, r)
-			if err != nil {
-				c.release(ctx, leases)
-				return nil, c.limitError(cl.path, err)
-			}
-			if i == 0 {
-				firstAt = time.Now()
-			}
-			leases = append(leases, l)
-		}
-		if len(leases) == 1 || time.Since(firstAt) < c.leaseTTL()/4 {
-			return leases, nil
-		}
-		lost := false
-		for i := range leases[:len(leases)-1] {
-			l, err := c.limiter.Extend(ctx, leases[i], c.leaseTTL())
-			if errors.Is(err, throttle.ErrLeaseNotHeld) {
-				lost = true
-				break
-			}
-			if err != nil {
-				c.release(ctx, leases)
-				return nil, c.limitError(cl.path, err)
-			}
-			leases[i] = l
-		}
-		if !lost {
-			return leases, nil
-		}
-		c.release(ctx, leases)
-	}
-}
-
-// keepAlive renews the leases' slots every half TTL until the returned stop
-// is called, so that a call slower than the TTL keeps them. It starts no
-// goroutine until the first renewal is due, and none outlives stop.
-func (c *Client) keepAlive(ctx context.Context, leases []throttle.Lease) (stop func()) {
-	var (
-		mu      sync.Mutex
-		stopped bool
-		running sync.WaitGroup
-		t       *time.Timer
-	)
-	ttl := c.leaseTTL()
-	renew := func() {
-		mu.Lock()
-		if stopped {
-			mu.Unlock()
-			return
-		}
-		running.Add(1)
-		mu.Unlock()
-		defer running.Done()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/2)
-		defer cancel()
-		for _, l := range leases {
-			if !l.HoldsSlot() {
-				continue
-			}
-			if _, err := c.limiter.Extend(rctx, l, ttl); err != nil {
-				c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: lease renewal failed", slog.String("key", l.Key), slog.String("error", err.Error()))
-			}
-		}
-		mu.Lock()
-		if !stopped {
-			t.Reset(ttl / 2)
-		}
-		mu.Unlock()
-	}
-	mu.Lock()
-	t = time.AfterFunc(ttl/2, renew)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
-		running.Wait()
-	}
-}
-
-// release gives leases back, even when ctx is already cancelled.
-func (c *Client) release(ctx context.Context, leases []throttle.Lease) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	for i := len(leases) - 1; i >= 0; i-- {
-		if err := c.limiter.Release(rctx, leases[i]); err != nil {
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: lease release failed", slog.String("key", leases[i].Key), slog.String("error", err.Error()))
-		}
-	}
-}
-
-// limitError turns a limiter refusal into the client's error.
-func (c *Client) limitError(path string, err error) error {
-	var le *throttle.LimitError
-	if errors.As(err, &le) {
-		return &RateLimitError{Path: path, RetryAfter: le.RetryAfter, Err: le}
-	}
-	return fmt.Errorf("wecom: %s: waiting for the limiter: %w", path, err)
 }
 
 // envelope is the part of every answer the pipeline reads.
@@ -787,7 +774,7 @@ func (c *Client) send(ctx context.Context, cl *call, q url.Values) (unanswered b
 		return false, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
 	}
 	// errmsg, or a proxy's body, may echo the request: its token, our secret.
-	err = c.redactErr(decode(cl.path, raw, cl.out))
+	err = c.redactErr(decode(cl.path, cl.omitsErrcode, raw, cl.out))
 	var ae *APIError
 	if errors.As(err, &ae) {
 		ae.CorpID, ae.AgentID = c.corpID, c.agentID
@@ -802,8 +789,10 @@ type validator interface {
 }
 
 // omitsErrcode reports whether WeCom leaves errcode out of a successful
-// answer of path. Every other API always sends it, so an answer without it
-// is not WeCom's (a gateway's, a proxy's).
+// answer of path, for the third-party token APIs the SDK does not wrap yet
+// (catalog.Endpoint.OmitsErrcode says it of those it wraps). Every other API
+// always sends errcode, so an answer without it is not WeCom's (a
+// gateway's, a proxy's).
 func omitsErrcode(path string) bool {
 	switch path {
 	case "/cgi-bin/service/get_suite_token", "/cgi-bin/service/get_corp_token", "/cgi-bin/service/get_provider_token":
@@ -813,10 +802,11 @@ func omitsErrcode(path string) bool {
 }
 
 // decode reads an answer of path into out. A WeCom answer is a JSON object
-// with an errcode (see omitsErrcode); a non-zero errcode is an *APIError.
+// with an errcode (unless omits: the endpoint may leave it out of a
+// success); a non-zero errcode is an *APIError.
 // Anything else (no errcode, null, an array, a string, not JSON, or a
 // success without what out must carry) is a *ResponseError: never a success.
-func decode(path string, raw []byte, out any) error {
+func decode(path string, omits bool, raw []byte, out any) error {
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err}
@@ -824,7 +814,7 @@ func decode(path string, raw []byte, out any) error {
 	switch {
 	case !isObject(raw):
 		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: errNotObject}
-	case env.ErrCode == nil && !omitsErrcode(path):
+	case env.ErrCode == nil && !omits:
 		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: errNoErrcode}
 	case env.ErrCode != nil && *env.ErrCode != CodeOK:
 		return &APIError{Code: *env.ErrCode, Message: env.ErrMsg, Path: path}

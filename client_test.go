@@ -16,6 +16,7 @@ import (
 
 	"github.com/jarcoal/httpmock"
 
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/throttle"
 )
@@ -38,7 +39,7 @@ func TestNewValidates(t *testing.T) {
 		{"nil limiter", testCorp, testSecret, []Option{WithLimiter(nil)}, "limiter"},
 		{"nil store", testCorp, testSecret, []Option{WithTokenStore(nil)}, "token store"},
 		{"nil source", testCorp, testSecret, []Option{WithTokenSource(nil)}, "token source"},
-		{"negative limits", testCorp, testSecret, []Option{WithLimits(pathMarkTag, Limits{Concurrency: -1})}, "limits " + pathMarkTag},
+		{"negative limits", testCorp, testSecret, []Option{WithLimits(catalog.MarkTag.Path(), Limits{Concurrency: -2})}, "limits " + catalog.MarkTag.Path()},
 		{"relative limits path", testCorp, testSecret, []Option{WithLimits("cgi-bin/x", Limits{})}, "limits path"},
 		{"bad retry policy", testCorp, testSecret, []Option{WithRetryPolicy(RetryPolicy{MaxRetries: -2})}, "retry policy"},
 		{"nil logger", testCorp, testSecret, []Option{WithLogger(nil)}, "logger"},
@@ -84,7 +85,7 @@ func TestNewStartsNoGoroutine(t *testing.T) {
 
 func TestColdCallersShareOneFetch(t *testing.T) {
 	f := setup(t)
-	f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
+	f.respond("GET", catalog.TagList.Path(), `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 	var wg sync.WaitGroup
 	for range 100 {
 		wg.Go(func() {
@@ -98,7 +99,7 @@ func TestColdCallersShareOneFetch(t *testing.T) {
 	if n := f.tokenHits.Load(); n != 1 {
 		t.Errorf("gettoken called %d times for 100 cold callers, want 1", n)
 	}
-	if n := f.calls("GET", pathTagList); n != 100 {
+	if n := f.calls("GET", catalog.TagList.Path()); n != 100 {
 		t.Errorf("%d list calls, want 100", n)
 	}
 }
@@ -116,7 +117,7 @@ type tokenServer struct {
 }
 
 func (s *tokenServer) register(mt *httpmock.MockTransport, path string) {
-	mt.RegisterResponder("GET", testBaseURL+pathGetToken, func(*http.Request) (*http.Response, error) {
+	mt.RegisterResponder("GET", testBaseURL+catalog.GetToken.Path(), func(*http.Request) (*http.Response, error) {
 		s.fetches.Add(1)
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -147,9 +148,9 @@ func TestRejectedTokenRefetchedOnce(t *testing.T) {
 	for _, code := range []int{CodeInvalidAccessToken, CodeAccessTokenExpired} {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
 			// No concurrency limit, so that all 50 callers are in flight at once.
-			f := setup(t, WithLimits(pathTagList, Limits{}))
+			f := setup(t, WithLimits(catalog.TagList.Path(), Limits{Concurrency: NoLimit}))
 			ts := &tokenServer{code: code}
-			ts.register(f.mt, pathTagList)
+			ts.register(f.mt, catalog.TagList.Path())
 			ctx := context.Background()
 			if _, err := f.c.Tags.List(ctx); err != nil {
 				t.Fatal(err)
@@ -194,13 +195,13 @@ func TestRejectedTokenRefetchedOnce(t *testing.T) {
 // error, not a loop.
 func TestTokenRejectedTwiceFails(t *testing.T) {
 	f := setup(t)
-	f.respond("GET", pathTagList, `{"errcode":40014,"errmsg":"invalid access_token"}`)
+	f.respond("GET", catalog.TagList.Path(), `{"errcode":40014,"errmsg":"invalid access_token"}`)
 	_, err := f.c.Tags.List(context.Background())
 	f.record(err)
 	if !errors.Is(err, ErrTokenInvalid) {
 		t.Fatalf("err = %v, want ErrTokenInvalid", err)
 	}
-	if n := f.calls("GET", pathTagList); n != 2 {
+	if n := f.calls("GET", catalog.TagList.Path()); n != 2 {
 		t.Errorf("%d attempts, want 2", n)
 	}
 	if n := f.tokenHits.Load(); n != 2 {
@@ -219,7 +220,7 @@ func sequence(bodies ...string) httpmock.Responder {
 
 func TestConcurrencyLimitedRetried(t *testing.T) {
 	f := setup(t)
-	f.mt.RegisterResponder("POST", testBaseURL+pathMarkTag, sequence(
+	f.mt.RegisterResponder("POST", testBaseURL+catalog.MarkTag.Path(), sequence(
 		`{"errcode":45033,"errmsg":"api concurrent out of limit"}`,
 		`{"errcode":45033,"errmsg":"api concurrent out of limit"}`,
 		`{"errcode":0,"errmsg":"ok"}`))
@@ -236,7 +237,7 @@ func TestConcurrencyLimitedRetried(t *testing.T) {
 	}
 	var marks []Attempt
 	for _, a := range attempts {
-		if a.Path == pathMarkTag {
+		if a.Path == catalog.MarkTag.Path() {
 			marks = append(marks, a)
 		}
 	}
@@ -247,8 +248,8 @@ func TestConcurrencyLimitedRetried(t *testing.T) {
 
 // 45009 puts the API into cooldown: the next call fails without a request.
 func TestRateLimitedCoolsDown(t *testing.T) {
-	f := setup(t, WithLimits(pathTagList, Limits{PerMinute: 100, BlockFor: 10 * time.Minute}))
-	f.respond("GET", pathTagList, `{"errcode":45009,"errmsg":"api freq out of limit"}`)
+	f := setup(t, WithLimits(catalog.TagList.Path(), Limits{PerMinute: 100, BlockFor: 10 * time.Minute}))
+	f.respond("GET", catalog.TagList.Path(), `{"errcode":45009,"errmsg":"api freq out of limit"}`)
 	_, err := f.c.Tags.List(context.Background())
 	f.record(err)
 	var rl *RateLimitError
@@ -264,11 +265,11 @@ func TestRateLimitedCoolsDown(t *testing.T) {
 	if !errors.As(err, &rl) || rl.RetryAfter <= 0 || rl.RetryAfter > 10*time.Minute {
 		t.Fatalf("second call: err = %v, want a local *RateLimitError", err)
 	}
-	if n := f.calls("GET", pathTagList); n != 1 {
+	if n := f.calls("GET", catalog.TagList.Path()); n != 1 {
 		t.Errorf("%d requests sent, want 1: the cooldown must keep calls off the network", n)
 	}
 	// Other APIs of the corp are not blocked.
-	f.respond("POST", pathTagUpdate, `{"errcode":0,"errmsg":"updated"}`)
+	f.respond("POST", catalog.TagUpdate.Path(), `{"errcode":0,"errmsg":"updated"}`)
 	if err := f.c.Tags.Update(context.Background(), TagUpdateRequest{ID: 1, Name: "x"}); err != nil {
 		t.Errorf("another API during the cooldown: %v", err)
 	}
@@ -278,7 +279,7 @@ func TestRateLimitedCoolsDown(t *testing.T) {
 func TestRateLimitedWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := setup(t, WithWaitOnRateLimit(true))
-		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, sequence(
+		f.mt.RegisterResponder("GET", testBaseURL+catalog.TagList.Path(), sequence(
 			`{"errcode":45009,"errmsg":"api freq out of limit"}`,
 			`{"errcode":0,"errmsg":"ok","taglist":[{"tagid":1,"tagname":"a"}]}`))
 		start := time.Now()
@@ -292,7 +293,7 @@ func TestRateLimitedWaits(t *testing.T) {
 			t.Errorf("retried after %s, before the 60 s block ended", waited)
 		}
 		// A deadline before the end of a new block fails at once.
-		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, httpmock.NewStringResponder(200, `{"errcode":45009,"errmsg":"x"}`))
+		f.mt.RegisterResponder("GET", testBaseURL+catalog.TagList.Path(), httpmock.NewStringResponder(200, `{"errcode":45009,"errmsg":"x"}`))
 		short, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel2()
 		start = time.Now()
@@ -332,7 +333,7 @@ func TestSystemBusyRetriedOnlyWhenSafe(t *testing.T) {
 	}
 	// And a busy answer followed by success succeeds.
 	f := setup(t)
-	f.mt.RegisterResponder("GET", testBaseURL+pathTagList, sequence(`{"errcode":-1,"errmsg":"busy"}`, `{"errcode":6000,"errmsg":"conflict"}`, `{"errcode":0,"errmsg":"ok","taglist":[]}`))
+	f.mt.RegisterResponder("GET", testBaseURL+catalog.TagList.Path(), sequence(`{"errcode":-1,"errmsg":"busy"}`, `{"errcode":6000,"errmsg":"conflict"}`, `{"errcode":0,"errmsg":"ok","taglist":[]}`))
 	if _, err := f.c.Tags.List(context.Background()); err != nil {
 		t.Errorf("List after busy answers: %v", err)
 	}
@@ -343,7 +344,7 @@ func TestBadSecretNotLooped(t *testing.T) {
 	for _, code := range []int{CodeInvalidSecret, CodeInvalidCorpID, CodeSecretOfOtherCorp} {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
 			f := setup(t)
-			f.mt.RegisterResponder("GET", testBaseURL+pathGetToken, func(*http.Request) (*http.Response, error) {
+			f.mt.RegisterResponder("GET", testBaseURL+catalog.GetToken.Path(), func(*http.Request) (*http.Response, error) {
 				f.tokenHits.Add(1)
 				return httpmock.NewStringResponse(200, fmt.Sprintf(`{"errcode":%d,"errmsg":"bad"}`, code)), nil
 			})
@@ -358,7 +359,7 @@ func TestBadSecretNotLooped(t *testing.T) {
 			if n := f.tokenHits.Load(); n != 1 {
 				t.Errorf("gettoken called %d times, want 1", n)
 			}
-			if n := f.calls("GET", pathTagList); n != 0 {
+			if n := f.calls("GET", catalog.TagList.Path()); n != 0 {
 				t.Errorf("%d API calls without a token", n)
 			}
 		})
@@ -369,8 +370,8 @@ func TestBadSecretNotLooped(t *testing.T) {
 func TestBadSecretBackoffEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := setup(t, WithBadCredentialsBackoff(time.Minute))
-		f.mt.RegisterResponder("GET", testBaseURL+pathGetToken, sequence(`{"errcode":40001,"errmsg":"invalid secret"}`, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN-x","expires_in":7200}`))
-		f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
+		f.mt.RegisterResponder("GET", testBaseURL+catalog.GetToken.Path(), sequence(`{"errcode":40001,"errmsg":"invalid secret"}`, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN-x","expires_in":7200}`))
+		f.respond("GET", catalog.TagList.Path(), `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 		_, err := f.c.Tags.List(context.Background())
 		f.record(err)
 		if !errors.Is(err, ErrBadCredentials) {
@@ -387,10 +388,10 @@ func TestBadSecretBackoffEnds(t *testing.T) {
 // leak the lease of its call.
 func TestNoLeaseLeftBehind(t *testing.T) {
 	shared := throttle.NewMemory()
-	f := setup(t, WithLimiter(shared), WithLimits(pathTagList, Limits{Concurrency: 2}))
+	f := setup(t, WithLimiter(shared), WithLimits(catalog.TagList.Path(), Limits{Concurrency: 2}))
 	release := make(chan struct{})
 	entered := make(chan struct{}, 10)
-	f.mt.RegisterResponder("GET", testBaseURL+pathTagList, func(*http.Request) (*http.Response, error) {
+	f.mt.RegisterResponder("GET", testBaseURL+catalog.TagList.Path(), func(*http.Request) (*http.Response, error) {
 		entered <- struct{}{}
 		<-release
 		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`), nil
@@ -423,7 +424,7 @@ func TestNoLeaseLeftBehind(t *testing.T) {
 	waiters.Wait()
 	close(release)
 	holders.Wait()
-	key := f.c.apiKey(pathTagList)
+	key := f.c.apiKey(catalog.TagList.Path())
 	free := func() int {
 		var ls []throttle.Lease
 		for {
@@ -460,7 +461,7 @@ func TestNoLeaseLeftBehind(t *testing.T) {
 func TestClientKeepsConcurrencyLimits(t *testing.T) {
 	f := setup(t)
 	api, customers := newGauge(), newGauge()
-	f.mt.RegisterResponder("POST", testBaseURL+pathMarkTag, func(r *http.Request) (*http.Response, error) {
+	f.mt.RegisterResponder("POST", testBaseURL+catalog.MarkTag.Path(), func(r *http.Request) (*http.Response, error) {
 		var req MarkTagRequest
 		if err := decodeJSON(r, &req); err != nil {
 			return nil, err
@@ -493,7 +494,7 @@ func TestClientKeepsConcurrencyLimits(t *testing.T) {
 // Transport errors name the URL without the token.
 func TestTransportErrorRedacted(t *testing.T) {
 	f := setup(t)
-	f.mt.RegisterResponder("GET", testBaseURL+pathTagList, httpmock.NewErrorResponder(errors.New("connection reset")))
+	f.mt.RegisterResponder("GET", testBaseURL+catalog.TagList.Path(), httpmock.NewErrorResponder(errors.New("connection reset")))
 	_, err := f.c.Tags.List(context.Background())
 	f.record(err)
 	if err == nil || !strings.Contains(err.Error(), "access_token=REDACTED") || !strings.Contains(err.Error(), "connection reset") {
@@ -503,7 +504,7 @@ func TestTransportErrorRedacted(t *testing.T) {
 	if errors.As(err, &ue) && strings.Contains(ue.URL, "TOKEN-") {
 		t.Errorf("the *url.Error in the chain holds the token: %s", ue.URL)
 	}
-	if n := f.calls("GET", pathTagList); n != 4 {
+	if n := f.calls("GET", catalog.TagList.Path()); n != 4 {
 		t.Errorf("%d attempts for an idempotent call, want 4", n)
 	}
 }
@@ -536,9 +537,9 @@ func TestTokenRefreshedAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := setup(t, WithTokenRefreshAhead(5*time.Minute))
 		ts := &tokenServer{code: CodeAccessTokenExpired}
-		ts.register(f.mt, pathTagList)
+		ts.register(f.mt, catalog.TagList.Path())
 		// The server takes any recent token: count fetches only.
-		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`))
+		f.mt.RegisterResponder("GET", testBaseURL+catalog.TagList.Path(), httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`))
 		ctx := context.Background()
 		if _, err := f.c.Tags.List(ctx); err != nil {
 			t.Fatal(err)
@@ -612,7 +613,7 @@ func TestSharedTokenStore(t *testing.T) {
 	a := setup(t, WithTokenStore(store))
 	b := setup(t, WithTokenStore(store))
 	for _, f := range []*fixture{a, b} {
-		f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
+		f.respond("GET", catalog.TagList.Path(), `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 		if _, err := f.c.Tags.List(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -640,7 +641,7 @@ func TestTokenSource(t *testing.T) {
 		return Token{Value: fmt.Sprintf("TOKEN-src-%d", n), ExpiresAt: time.Now().Add(time.Hour)}, nil
 	})
 	mt := httpmock.NewMockTransport()
-	mt.RegisterResponder("GET", testBaseURL+pathTagList, func(r *http.Request) (*http.Response, error) {
+	mt.RegisterResponder("GET", testBaseURL+catalog.TagList.Path(), func(r *http.Request) (*http.Response, error) {
 		if r.URL.Query().Get("access_token") != "TOKEN-src-2" {
 			return httpmock.NewStringResponse(200, `{"errcode":42001,"errmsg":"expired"}`), nil
 		}
@@ -656,7 +657,7 @@ func TestTokenSource(t *testing.T) {
 	if n := asked.Load(); n != 2 {
 		t.Errorf("token source asked %d times, want 2", n)
 	}
-	if n := mt.GetCallCountInfo()["GET "+testBaseURL+pathGetToken]; n != 0 {
+	if n := mt.GetCallCountInfo()["GET "+testBaseURL+catalog.GetToken.Path()]; n != 0 {
 		t.Errorf("gettoken called %d times with a token source", n)
 	}
 	bad := TokenSourceFunc(func(context.Context) (Token, error) { return Token{}, errors.New("service down") })
@@ -671,12 +672,12 @@ func TestTokenSource(t *testing.T) {
 func TestFailedRefreshKeepsToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := setup(t)
-		f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
+		f.respond("GET", catalog.TagList.Path(), `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 		ctx := context.Background()
 		if _, err := f.c.Tags.List(ctx); err != nil {
 			t.Fatal(err)
 		}
-		f.mt.RegisterResponder("GET", testBaseURL+pathGetToken, func(*http.Request) (*http.Response, error) {
+		f.mt.RegisterResponder("GET", testBaseURL+catalog.GetToken.Path(), func(*http.Request) (*http.Response, error) {
 			f.tokenHits.Add(1)
 			return httpmock.NewStringResponse(503, "busy"), nil
 		})
@@ -736,7 +737,7 @@ func TestSameTokenUntilExpiry(t *testing.T) {
 func TestObserverPanicDuringTokenFetch(t *testing.T) {
 	f := setup(t)
 	f.c.observer = func(_ context.Context, a Attempt) {
-		if a.Path == pathGetToken {
+		if a.Path == catalog.GetToken.Path() {
 			panic("observer bug")
 		}
 	}
@@ -757,7 +758,7 @@ func TestCustomerLeaseSurvivesLongWait(t *testing.T) {
 		f := setup(t, WithWaitOnRateLimit(true), WithAttemptTimeout(5*time.Second)) // lease TTL 20 s
 		g := newGauge()
 		var calls atomic.Int64
-		f.mt.RegisterResponder("POST", testBaseURL+pathMarkTag, func(*http.Request) (*http.Response, error) {
+		f.mt.RegisterResponder("POST", testBaseURL+catalog.MarkTag.Path(), func(*http.Request) (*http.Response, error) {
 			first := calls.Add(1) == 1
 			leave := g.enter("wm1")
 			time.Sleep(100 * time.Millisecond)
@@ -795,9 +796,9 @@ func TestCustomerLeaseSurvivesLongWait(t *testing.T) {
 // A call slower than the lease TTL keeps its slot: no second call gets in.
 func TestSlowCallKeepsLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := setup(t, WithLeaseTTL(time.Second), WithLimits(pathTagList, Limits{Concurrency: 1}))
+		f := setup(t, WithLeaseTTL(time.Second), WithLimits(catalog.TagList.Path(), Limits{Concurrency: 1}))
 		g := newGauge()
-		f.mt.RegisterResponder("GET", testBaseURL+pathTagList, func(*http.Request) (*http.Response, error) {
+		f.mt.RegisterResponder("GET", testBaseURL+catalog.TagList.Path(), func(*http.Request) (*http.Response, error) {
 			defer g.enter("")()
 			time.Sleep(5 * time.Second)
 			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`), nil

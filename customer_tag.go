@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"unicode/utf8"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // CustomerTagService calls the customer-contact corp tag (客户联系企业标签)
@@ -100,7 +102,7 @@ func (s *CustomerTagService) List(ctx context.Context, req CorpTagListRequest) (
 	var out struct {
 		Groups []CorpTagGroup `json:"tag_group"`
 	}
-	err := s.client.do(ctx, &call{method: "POST", path: pathCorpTagList, body: req, out: &out, idempotent: true})
+	err := s.client.do(ctx, &call{id: catalog.CorpTagList, body: req, out: &out})
 	return out.Groups, err
 }
 
@@ -121,7 +123,7 @@ func (s *CustomerTagService) Add(ctx context.Context, req CorpTagAddRequest) (*C
 	}
 	req.AgentID = s.agent(req.AgentID)
 	var out corpTagAddAnswer
-	if err := s.client.do(ctx, &call{method: "POST", path: pathCorpTagAdd, body: req, out: &out}); err != nil {
+	if err := s.client.do(ctx, &call{id: catalog.CorpTagAdd, body: req, out: &out}); err != nil {
 		return nil, err
 	}
 	return &out.Group, nil
@@ -157,7 +159,7 @@ func (s *CustomerTagService) Edit(ctx context.Context, req CorpTagEditRequest) e
 		}
 	}
 	req.AgentID = s.agent(req.AgentID)
-	return s.client.do(ctx, &call{method: "POST", path: pathCorpTagEdit, body: req, idempotent: true})
+	return s.client.do(ctx, &call{id: catalog.CorpTagEdit, body: req})
 }
 
 // Delete deletes tags and groups.
@@ -166,7 +168,7 @@ func (s *CustomerTagService) Delete(ctx context.Context, req CorpTagDeleteReques
 		return invalid("delete", "no tag ids and no group ids")
 	}
 	req.AgentID = s.agent(req.AgentID)
-	return s.client.do(ctx, &call{method: "POST", path: pathCorpTagDel, body: req, idempotent: true})
+	return s.client.do(ctx, &call{id: catalog.CorpTagDel, body: req})
 }
 
 // Mark adds and removes tags on one customer. Calls for the same customer are
@@ -179,6 +181,6 @@ func (s *CustomerTagService) Mark(ctx context.Context, req MarkTagRequest) error
 	case len(req.AddTags) == 0 && len(req.RemoveTags) == 0:
 		return invalid("tags", "nothing to add or remove")
 	}
-	return s.client.do(ctx, &call{method: "POST", path: pathMarkTag, body: req, idempotent: true,
-		resource: req.UserID + "|" + req.ExternalUserID})
+	return s.client.do(ctx, &call{id: catalog.MarkTag, body: req,
+		resource: customerResource(req.UserID, req.ExternalUserID)})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 func TestCustomerTagServiceRequests(t *testing.T) {
@@ -19,7 +21,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 				_, err := c.CustomerTags.List(ctx, CorpTagListRequest{})
 				return err
 			},
-			method: "POST", path: pathCorpTagList,
+			method: "POST", path: catalog.CorpTagList.Path(),
 			body:   `{}`,
 			answer: `{"errcode":0,"errmsg":"ok","tag_group":[]}`,
 		},
@@ -29,7 +31,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 				_, err := c.CustomerTags.List(ctx, CorpTagListRequest{TagIDs: []string{"etA", "etB"}, GroupIDs: []string{"etG"}})
 				return err
 			},
-			method: "POST", path: pathCorpTagList,
+			method: "POST", path: catalog.CorpTagList.Path(),
 			body:   `{"tag_id":["etA","etB"],"group_id":["etG"]}`,
 			answer: `{"errcode":0,"errmsg":"ok","tag_group":[]}`,
 		},
@@ -40,7 +42,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 				_, err := c.CustomerTags.Add(ctx, CorpTagAddRequest{GroupName: "等级", Order: 1, Tags: []CorpTagSpec{{Name: "金牌", Order: 2}, {Name: "银牌"}}})
 				return err
 			},
-			method: "POST", path: pathCorpTagAdd,
+			method: "POST", path: catalog.CorpTagAdd.Path(),
 			body:   `{"group_name":"等级","order":1,"tag":[{"name":"金牌","order":2},{"name":"银牌"}],"agentid":1000002}`,
 			answer: `{"errcode":0,"errmsg":"ok","tag_group":{"group_id":"etG","tag":[{"id":"etT","name":"VIP"}]}}`,
 		},
@@ -51,7 +53,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 				_, err := c.CustomerTags.Add(ctx, CorpTagAddRequest{GroupID: "etG", Tags: []CorpTagSpec{{Name: name30}}, AgentID: 1000014})
 				return err
 			},
-			method: "POST", path: pathCorpTagAdd,
+			method: "POST", path: catalog.CorpTagAdd.Path(),
 			body:   `{"group_id":"etG","tag":[{"name":"` + name30 + `"}],"agentid":1000014}`,
 			answer: `{"errcode":0,"errmsg":"ok","tag_group":{"group_id":"etG","tag":[{"id":"etT","name":"VIP"}]}}`,
 		},
@@ -61,7 +63,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 				_, err := c.CustomerTags.Add(ctx, CorpTagAddRequest{GroupID: "etG", Tags: []CorpTagSpec{{Name: "VIP"}}})
 				return err
 			},
-			method: "POST", path: pathCorpTagAdd,
+			method: "POST", path: catalog.CorpTagAdd.Path(),
 			body:   `{"group_id":"etG","tag":[{"name":"VIP"}]}`,
 			answer: `{"errcode":0,"errmsg":"ok","tag_group":{"group_id":"etG","tag":[{"id":"etT","name":"VIP"}]}}`,
 		},
@@ -71,7 +73,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) error {
 				return c.CustomerTags.Edit(ctx, CorpTagEditRequest{ID: "etT", Name: "白金"})
 			},
-			method: "POST", path: pathCorpTagEdit,
+			method: "POST", path: catalog.CorpTagEdit.Path(),
 			body:   `{"id":"etT","name":"白金","agentid":1000002}`,
 			answer: ok,
 		},
@@ -80,7 +82,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) error {
 				return c.CustomerTags.Edit(ctx, CorpTagEditRequest{ID: "etT", Order: order(0)})
 			},
-			method: "POST", path: pathCorpTagEdit,
+			method: "POST", path: catalog.CorpTagEdit.Path(),
 			body:   `{"id":"etT","order":0}`,
 			answer: ok,
 		},
@@ -89,7 +91,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) error {
 				return c.CustomerTags.Edit(ctx, CorpTagEditRequest{ID: "etG", Name: name30, Order: order(4294967295), AgentID: 7})
 			},
-			method: "POST", path: pathCorpTagEdit,
+			method: "POST", path: catalog.CorpTagEdit.Path(),
 			body:   `{"id":"etG","name":"` + name30 + `","order":4294967295,"agentid":7}`,
 			answer: ok,
 		},
@@ -99,7 +101,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) error {
 				return c.CustomerTags.Delete(ctx, CorpTagDeleteRequest{TagIDs: []string{"etA"}, GroupIDs: []string{"etG"}})
 			},
-			method: "POST", path: pathCorpTagDel,
+			method: "POST", path: catalog.CorpTagDel.Path(),
 			body:   `{"tag_id":["etA"],"group_id":["etG"],"agentid":1000002}`,
 			answer: ok,
 		},
@@ -108,7 +110,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) error {
 				return c.CustomerTags.Delete(ctx, CorpTagDeleteRequest{GroupIDs: []string{"etG"}})
 			},
-			method: "POST", path: pathCorpTagDel,
+			method: "POST", path: catalog.CorpTagDel.Path(),
 			body:   `{"group_id":["etG"]}`,
 			answer: ok,
 		},
@@ -117,7 +119,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) error {
 				return c.CustomerTags.Mark(ctx, MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmX", AddTags: []string{"etA", "etB"}, RemoveTags: []string{"etC"}})
 			},
-			method: "POST", path: pathMarkTag,
+			method: "POST", path: catalog.MarkTag.Path(),
 			body:   `{"userid":"zhangsan","external_userid":"wmX","add_tag":["etA","etB"],"remove_tag":["etC"]}`,
 			answer: ok,
 		},
@@ -127,7 +129,7 @@ func TestCustomerTagServiceRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) error {
 				return c.CustomerTags.Mark(ctx, MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmX", RemoveTags: []string{"etC"}})
 			},
-			method: "POST", path: pathMarkTag,
+			method: "POST", path: catalog.MarkTag.Path(),
 			body:   `{"userid":"zhangsan","external_userid":"wmX","remove_tag":["etC"]}`,
 			answer: ok,
 		},
@@ -170,17 +172,17 @@ func TestCustomerTagServiceAnswers(t *testing.T) {
 		{ID: "etB", Name: "银牌", CreateTime: 1557838797, Order: 2},
 	}}
 	runAnswerCases(t, []answerCase{
-		{name: "List", method: "POST", path: pathCorpTagList, call: list,
+		{name: "List", method: "POST", path: catalog.CorpTagList.Path(), call: list,
 			answer: `{"errcode":0,"errmsg":"ok",` + listBody + `}`, want: wantList},
-		{name: "List empty", method: "POST", path: pathCorpTagList, call: list,
+		{name: "List empty", method: "POST", path: catalog.CorpTagList.Path(), call: list,
 			answer: `{"errcode":0,"errmsg":"ok","tag_group":[]}`, want: []CorpTagGroup{}},
-		{name: "Add", method: "POST", path: pathCorpTagAdd, call: add,
+		{name: "Add", method: "POST", path: catalog.CorpTagAdd.Path(), call: add,
 			answer: `{"errcode":0,"errmsg":"ok",` + addBody + `}`, want: wantAdd},
-		{name: "Edit", method: "POST", path: pathCorpTagEdit, call: edit,
+		{name: "Edit", method: "POST", path: catalog.CorpTagEdit.Path(), call: edit,
 			answer: `{"errcode":0,"errmsg":"ok"}`, want: nil},
-		{name: "Delete", method: "POST", path: pathCorpTagDel, call: del,
+		{name: "Delete", method: "POST", path: catalog.CorpTagDel.Path(), call: del,
 			answer: `{"errcode":0,"errmsg":"ok"}`, want: nil},
-		{name: "Mark", method: "POST", path: pathMarkTag, call: mark,
+		{name: "Mark", method: "POST", path: catalog.MarkTag.Path(), call: mark,
 			answer: `{"errcode":0,"errmsg":"ok"}`, want: nil},
 	})
 }
@@ -203,22 +205,22 @@ func TestCustomerTagServiceValidation(t *testing.T) {
 	}
 	tags := []CorpTagSpec{{Name: "VIP"}}
 	runValidationCases(t, []validationCase{
-		{"Add no tags", "POST", pathCorpTagAdd, add(CorpTagAddRequest{GroupID: "etG"})},
-		{"Add empty tag list", "POST", pathCorpTagAdd, add(CorpTagAddRequest{GroupName: "等级", Tags: []CorpTagSpec{}})},
-		{"Add neither group id nor group name", "POST", pathCorpTagAdd, add(CorpTagAddRequest{Tags: tags})},
-		{"Add 31-character group name", "POST", pathCorpTagAdd, add(CorpTagAddRequest{GroupName: long, Tags: tags})},
-		{"Add empty tag name", "POST", pathCorpTagAdd, add(CorpTagAddRequest{GroupID: "etG", Tags: []CorpTagSpec{{Name: "VIP"}, {}}})},
-		{"Add 31-character tag name", "POST", pathCorpTagAdd, add(CorpTagAddRequest{GroupID: "etG", Tags: []CorpTagSpec{{Name: long}}})},
-		{"Add invalid UTF-8 tag name", "POST", pathCorpTagAdd, add(CorpTagAddRequest{GroupID: "etG", Tags: []CorpTagSpec{{Name: "\xfe"}}})},
-		{"Edit no id", "POST", pathCorpTagEdit, edit(CorpTagEditRequest{Name: "VIP"})},
-		{"Edit neither name nor order", "POST", pathCorpTagEdit, edit(CorpTagEditRequest{ID: "etT"})},
-		{"Edit neither name nor order with agent id", "POST", pathCorpTagEdit, edit(CorpTagEditRequest{ID: "etT", AgentID: 7})},
-		{"Edit 31-character name", "POST", pathCorpTagEdit, edit(CorpTagEditRequest{ID: "etT", Name: long, Order: &order})},
-		{"Delete no ids", "POST", pathCorpTagDel, del(CorpTagDeleteRequest{})},
-		{"Delete empty id lists", "POST", pathCorpTagDel, del(CorpTagDeleteRequest{TagIDs: []string{}, GroupIDs: []string{}, AgentID: 7})},
-		{"Mark no userid", "POST", pathMarkTag, mark(MarkTagRequest{ExternalUserID: "wmX", AddTags: []string{"etA"}})},
-		{"Mark no external_userid", "POST", pathMarkTag, mark(MarkTagRequest{UserID: "zhangsan", AddTags: []string{"etA"}})},
-		{"Mark nothing to add or remove", "POST", pathMarkTag, mark(MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmX"})},
-		{"Mark empty tag lists", "POST", pathMarkTag, mark(MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmX", AddTags: []string{}, RemoveTags: []string{}})},
+		{"Add no tags", "POST", catalog.CorpTagAdd.Path(), add(CorpTagAddRequest{GroupID: "etG"})},
+		{"Add empty tag list", "POST", catalog.CorpTagAdd.Path(), add(CorpTagAddRequest{GroupName: "等级", Tags: []CorpTagSpec{}})},
+		{"Add neither group id nor group name", "POST", catalog.CorpTagAdd.Path(), add(CorpTagAddRequest{Tags: tags})},
+		{"Add 31-character group name", "POST", catalog.CorpTagAdd.Path(), add(CorpTagAddRequest{GroupName: long, Tags: tags})},
+		{"Add empty tag name", "POST", catalog.CorpTagAdd.Path(), add(CorpTagAddRequest{GroupID: "etG", Tags: []CorpTagSpec{{Name: "VIP"}, {}}})},
+		{"Add 31-character tag name", "POST", catalog.CorpTagAdd.Path(), add(CorpTagAddRequest{GroupID: "etG", Tags: []CorpTagSpec{{Name: long}}})},
+		{"Add invalid UTF-8 tag name", "POST", catalog.CorpTagAdd.Path(), add(CorpTagAddRequest{GroupID: "etG", Tags: []CorpTagSpec{{Name: "\xfe"}}})},
+		{"Edit no id", "POST", catalog.CorpTagEdit.Path(), edit(CorpTagEditRequest{Name: "VIP"})},
+		{"Edit neither name nor order", "POST", catalog.CorpTagEdit.Path(), edit(CorpTagEditRequest{ID: "etT"})},
+		{"Edit neither name nor order with agent id", "POST", catalog.CorpTagEdit.Path(), edit(CorpTagEditRequest{ID: "etT", AgentID: 7})},
+		{"Edit 31-character name", "POST", catalog.CorpTagEdit.Path(), edit(CorpTagEditRequest{ID: "etT", Name: long, Order: &order})},
+		{"Delete no ids", "POST", catalog.CorpTagDel.Path(), del(CorpTagDeleteRequest{})},
+		{"Delete empty id lists", "POST", catalog.CorpTagDel.Path(), del(CorpTagDeleteRequest{TagIDs: []string{}, GroupIDs: []string{}, AgentID: 7})},
+		{"Mark no userid", "POST", catalog.MarkTag.Path(), mark(MarkTagRequest{ExternalUserID: "wmX", AddTags: []string{"etA"}})},
+		{"Mark no external_userid", "POST", catalog.MarkTag.Path(), mark(MarkTagRequest{UserID: "zhangsan", AddTags: []string{"etA"}})},
+		{"Mark nothing to add or remove", "POST", catalog.MarkTag.Path(), mark(MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmX"})},
+		{"Mark empty tag lists", "POST", catalog.MarkTag.Path(), mark(MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmX", AddTags: []string{}, RemoveTags: []string{}})},
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // A gettoken success must carry a token and a positive lifetime; anything
@@ -23,18 +25,18 @@ func TestGetTokenAnswerMustCarryToken(t *testing.T) {
 		t.Run(body, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			f.respond("GET", pathGetToken, body)
-			f.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
+			f.respond("GET", catalog.GetToken.Path(), body)
+			f.respond("GET", catalog.TagList.Path(), `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 			_, err := f.c.Tags.List(context.Background())
 			f.record(err)
 			var re *ResponseError
-			if !errors.As(err, &re) || re.Path != pathGetToken {
+			if !errors.As(err, &re) || re.Path != catalog.GetToken.Path() {
 				t.Fatalf("err = %v, want a *ResponseError of gettoken", err)
 			}
-			if n := f.calls("GET", pathGetToken); n != 4 {
+			if n := f.calls("GET", catalog.GetToken.Path()); n != 4 {
 				t.Errorf("%d gettoken calls, want 4 (one and 3 retries)", n)
 			}
-			if n := f.calls("GET", pathTagList); n != 0 {
+			if n := f.calls("GET", catalog.TagList.Path()); n != 0 {
 				t.Errorf("%d API calls without a token, want 0", n)
 			}
 		})

@@ -9,12 +9,16 @@
 //     corp per API. Going over answers 45009 and blocks the API for the whole
 //     window.
 //   - a concurrency limit (限流): about 5 calls in flight at once per corp for
-//     the tag APIs, and one at a time per customer for mark_tag. Going over
-//     answers 45033.
+//     the tag APIs and remark, and one edit at a time per customer across
+//     mark_tag and remark. Going over answers 45033.
 //
 // "5 at a time" is not "5 a second": with 20 ms calls it allows 250 a second.
-// Every typed method of this package carries its API's documented limits (see
-// DefaultLimits; each can be overridden with WithLimits). Each call takes a
+// Every typed method of this package carries its API's documented limits,
+// declared once in package catalog with their sources (DefaultLimits returns
+// them). WithLimits changes a limit and keeps the others, NoLimit removes
+// one, and WithRule adds any rule WeCom documents: per app, per member, per
+// source IP (WithEgress), per natural day in China Standard Time, weighted.
+// Each call takes a
 // lease from a throttle.Backend before it is sent and gives it back when the
 // answer arrives, so that every goroutine, and with a shared backend every
 // process, stays under the limits together.

@@ -9,64 +9,108 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // failureEndpoint is one typed endpoint method, called with valid input.
+// Its method, path and whether it is safe to repeat (retried after -1, 6000,
+// transport errors, HTTP 5xx and malformed answers) come from the catalog.
 type failureEndpoint struct {
-	name         string
+	name string
+	id   catalog.ID
+	call func(ctx context.Context, c *Client) error
+
 	method, path string
-	// idempotent: safe to repeat, so retried after -1, 6000, transport
-	// errors, HTTP 5xx and malformed answers.
-	idempotent bool
-	call       func(ctx context.Context, c *Client) error
+	idempotent   bool
 }
 
-// failureEndpoints lists every endpoint method of the SDK.
+// failureEndpoints lists every endpoint method of the SDK, completed from
+// the catalog.
 func failureEndpoints() []failureEndpoint {
+	eps := typedEndpoints()
+	for i, ep := range eps {
+		e, _ := catalog.Lookup(ep.id.Path())
+		eps[i].method, eps[i].path, eps[i].idempotent = e.Method, e.ID.Path(), e.Repeatable
+	}
+	return eps
+}
+
+func typedEndpoints() []failureEndpoint {
 	return []failureEndpoint{
-		{"Tags.Create", "POST", pathTagCreate, false, func(ctx context.Context, c *Client) error {
+		{name: "Tags.Create", id: catalog.TagCreate, call: func(ctx context.Context, c *Client) error {
 			_, err := c.Tags.Create(ctx, TagCreateRequest{Name: "UI"})
 			return err
 		}},
-		{"Tags.Update", "POST", pathTagUpdate, true, func(ctx context.Context, c *Client) error {
+		{name: "Tags.Update", id: catalog.TagUpdate, call: func(ctx context.Context, c *Client) error {
 			return c.Tags.Update(ctx, TagUpdateRequest{ID: 12, Name: "UI design"})
 		}},
-		{"Tags.Delete", "GET", pathTagDelete, true, func(ctx context.Context, c *Client) error {
+		{name: "Tags.Delete", id: catalog.TagDelete, call: func(ctx context.Context, c *Client) error {
 			return c.Tags.Delete(ctx, 12)
 		}},
-		{"Tags.Members", "GET", pathTagGet, true, func(ctx context.Context, c *Client) error {
+		{name: "Tags.Members", id: catalog.TagGet, call: func(ctx context.Context, c *Client) error {
 			_, err := c.Tags.Members(ctx, 12)
 			return err
 		}},
-		{"Tags.List", "GET", pathTagList, true, func(ctx context.Context, c *Client) error {
+		{name: "Tags.List", id: catalog.TagList, call: func(ctx context.Context, c *Client) error {
 			_, err := c.Tags.List(ctx)
 			return err
 		}},
-		{"Tags.AddMembers", "POST", pathTagAddUsers, true, func(ctx context.Context, c *Client) error {
+		{name: "Tags.AddMembers", id: catalog.TagAddUsers, call: func(ctx context.Context, c *Client) error {
 			_, err := c.Tags.AddMembers(ctx, TagMembersRequest{TagID: 12, Users: []string{"u1"}, Parties: []int{4}})
 			return err
 		}},
-		{"Tags.RemoveMembers", "POST", pathTagDelUsers, true, func(ctx context.Context, c *Client) error {
+		{name: "Tags.RemoveMembers", id: catalog.TagDelUsers, call: func(ctx context.Context, c *Client) error {
 			_, err := c.Tags.RemoveMembers(ctx, TagMembersRequest{TagID: 12, Users: []string{"u1"}, Parties: []int{4}})
 			return err
 		}},
-		{"CustomerTags.List", "POST", pathCorpTagList, true, func(ctx context.Context, c *Client) error {
+		{name: "CustomerTags.List", id: catalog.CorpTagList, call: func(ctx context.Context, c *Client) error {
 			_, err := c.CustomerTags.List(ctx, CorpTagListRequest{GroupIDs: []string{"etG"}})
 			return err
 		}},
-		{"CustomerTags.Add", "POST", pathCorpTagAdd, false, func(ctx context.Context, c *Client) error {
+		{name: "CustomerTags.Add", id: catalog.CorpTagAdd, call: func(ctx context.Context, c *Client) error {
 			_, err := c.CustomerTags.Add(ctx, CorpTagAddRequest{GroupID: "etG", Tags: []CorpTagSpec{{Name: "VIP"}}})
 			return err
 		}},
-		{"CustomerTags.Edit", "POST", pathCorpTagEdit, true, func(ctx context.Context, c *Client) error {
+		{name: "CustomerTags.Edit", id: catalog.CorpTagEdit, call: func(ctx context.Context, c *Client) error {
 			return c.CustomerTags.Edit(ctx, CorpTagEditRequest{ID: "etT", Name: "VIP"})
 		}},
-		{"CustomerTags.Delete", "POST", pathCorpTagDel, true, func(ctx context.Context, c *Client) error {
+		{name: "CustomerTags.Delete", id: catalog.CorpTagDel, call: func(ctx context.Context, c *Client) error {
 			return c.CustomerTags.Delete(ctx, CorpTagDeleteRequest{TagIDs: []string{"etT"}})
 		}},
-		{"CustomerTags.Mark", "POST", pathMarkTag, true, func(ctx context.Context, c *Client) error {
+		{name: "CustomerTags.Mark", id: catalog.MarkTag, call: func(ctx context.Context, c *Client) error {
 			return c.CustomerTags.Mark(ctx, MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmX", AddTags: []string{"etT"}})
 		}},
+		{name: "Customers.FollowUsers", id: catalog.FollowUserList, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Customers.FollowUsers(ctx)
+			return err
+		}},
+		{name: "Customers.List", id: catalog.CustomerList, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Customers.List(ctx, "zhangsan")
+			return err
+		}},
+		{name: "Customers.Remark", id: catalog.CustomerRemark, call: func(ctx context.Context, c *Client) error {
+			return c.Customers.Remark(ctx, RemarkRequest{UserID: "zhangsan", ExternalUserID: "wmX", Remark: "Li Si"})
+		}},
+	}
+}
+
+// TestEveryEndpointTyped: every endpoint of the catalog but gettoken (which
+// the token manager calls) has a typed method in this list, and every one
+// in the list is in the catalog, so the failure cases reach them all.
+func TestEveryEndpointTyped(t *testing.T) {
+	t.Parallel()
+	typed := map[catalog.ID]bool{}
+	for _, ep := range typedEndpoints() {
+		if _, ok := catalog.Lookup(ep.id.Path()); !ok {
+			t.Errorf("%s calls %s, which the catalog does not declare", ep.name, ep.id)
+		}
+		typed[ep.id] = true
+	}
+	for _, e := range catalog.Endpoints() {
+		if !typed[e.ID] && e.ID != catalog.GetToken {
+			t.Errorf("%s is in the catalog but no typed method here calls it", e.ID)
+		}
 	}
 }
 
@@ -146,7 +190,7 @@ func testEndpointFailure(t *testing.T, ep failureEndpoint) {
 			if n := f.calls(ep.method, ep.path); n != tc.attempts {
 				t.Errorf("%d attempts, want %d", n, tc.attempts)
 			}
-			if n := f.calls("GET", pathGetToken); n != tc.tokens {
+			if n := f.calls("GET", catalog.GetToken.Path()); n != tc.tokens {
 				t.Errorf("%d gettoken calls, want %d", n, tc.tokens)
 			}
 

@@ -56,6 +56,9 @@ const (
 	CodeTagNotOwned = 81011
 	// CodeTooManyTagUsers (81014): too many users or parties in one call.
 	CodeTooManyTagUsers = 81014
+	// CodeNoCustomers (84061): the member has no customers
+	// (externalcontact/list); Customers.List answers an empty list instead.
+	CodeNoCustomers = 84061
 	// CodeTokenOfOtherApp (301002): the token belongs to another app.
 	CodeTokenOfOtherApp = 301002
 )
@@ -152,9 +155,12 @@ type RateLimitError struct {
 	Path       string
 	RetryAfter time.Duration
 	// Err is the *APIError that started the block, or the *throttle.LimitError
-	// when the call was refused locally (during the block, or because the
-	// limiter could not admit it before the context's deadline).
+	// when the call was refused locally (during the block, because the
+	// limiter could not admit it before the context's deadline, or because
+	// a daily count is spent until the next midnight in China Standard Time).
 	Err error
+	// day: a daily count refused the call.
+	day bool
 }
 
 // Error describes the block, saying each thing once.
@@ -174,6 +180,9 @@ func (e *RateLimitError) reason() string {
 		case throttle.ReasonCooldown:
 			return "cooling down after a 45009"
 		case throttle.ReasonRate:
+			if e.day {
+				return "the daily count is spent until midnight CST"
+			}
 			return "the rate window is full until after the deadline"
 		case throttle.ReasonConcurrency:
 			return "no slot before the deadline"

@@ -93,8 +93,9 @@ func ExampleCustomerTagService_Mark() {
 func ExampleNew() {
 	limiter := throttle.NewMemory()
 	tokens := wecom.NewMemoryTokenStore()
-	strict := wecom.DefaultLimits("/cgi-bin/externalcontact/mark_tag")
-	strict.Concurrency = 3
+	// Another system shares the corp's mark_tag budget: keep 3 of its 5
+	// slots; the per-minute and per-hour windows stay as documented.
+	strict := wecom.Limits{Concurrency: 3}
 	for _, app := range []struct{ corp, secret string }{{"wwcorp1", "secret-1"}, {"wwcorp2", "secret-2"}} {
 		c, err := wecom.New(app.corp, app.secret,
 			wecom.WithLimiter(limiter),

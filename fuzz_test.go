@@ -18,7 +18,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var out tagMembersAnswer
-		err := decode("/p", raw, &out)
+		err := decode("/p", false, raw, &out)
 		var ae *APIError
 		var re *ResponseError
 		if err != nil && !errors.As(err, &ae) && !errors.As(err, &re) {

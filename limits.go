@@ -1,137 +1,248 @@
 package wecom
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
-	"github.com/wecomkit/wecom/throttle"
+	"github.com/wecomkit/wecom/catalog"
 )
 
-// API paths the SDK wraps.
-const (
-	pathGetToken         = "/cgi-bin/gettoken"
-	pathTagCreate        = "/cgi-bin/tag/create"
-	pathTagUpdate        = "/cgi-bin/tag/update"
-	pathTagDelete        = "/cgi-bin/tag/delete"
-	pathTagGet           = "/cgi-bin/tag/get"
-	pathTagAddUsers      = "/cgi-bin/tag/addtagusers"
-	pathTagDelUsers      = "/cgi-bin/tag/deltagusers"
-	pathTagList          = "/cgi-bin/tag/list"
-	pathCorpTagList      = "/cgi-bin/externalcontact/get_corp_tag_list"
-	pathCorpTagAdd       = "/cgi-bin/externalcontact/add_corp_tag"
-	pathCorpTagEdit      = "/cgi-bin/externalcontact/edit_corp_tag"
-	pathCorpTagDel       = "/cgi-bin/externalcontact/del_corp_tag"
-	pathMarkTag          = "/cgi-bin/externalcontact/mark_tag"
-	defaultPerMinute     = 10000
-	defaultPerHour       = 150000
-	defaultTagConcurrent = 5
-	defaultBlockFor      = time.Minute
-)
-
-// Limits are the throttling rules of one API, per corp. They are defaults taken
-// from WeCom's documentation and staff answers; WeCom may change them, so every
-// one can be overridden with WithLimits.
-//
-// All limits of a call are taken before it is sent and, for the concurrency
-// ones, given back when its answer arrives, so that the calls of every client
-// sharing the limiter backend stay under them together.
+// Limits changes the default limits of one endpoint (see WithLimits and
+// DefaultLimits). A field left zero keeps the default; NoLimit removes the
+// limit; a positive value sets it, adding the limit when the endpoint has
+// none.
 type Limits struct {
-	// PerMinute and PerHour cap the calls started per corp in any sliding
-	// minute and hour. Zero means no such cap.
-	PerMinute int
-	PerHour   int
-	// Concurrency caps the calls in flight per corp. Zero means no cap.
+	// Concurrency caps the calls in flight per corp and API
+	// (catalog.RuleInFlight).
 	Concurrency int
-	// PerResource caps the calls in flight per corp and resource: per
-	// customer (userid, external_userid) for mark_tag, per app for gettoken.
-	// Zero means no cap.
+	// PerResource caps the calls in flight per resource of the endpoint:
+	// the customer of mark_tag and remark (catalog.RuleCustomer, shared by
+	// the APIs that edit a customer: change it on each of them alike).
 	PerResource int
+	// PerMinute, PerHour and PerDay cap the calls started per corp and API
+	// in a sliding minute, a sliding hour and a natural day of China
+	// Standard Time (catalog.RulePerMinute, catalog.RulePerHour, "day").
+	PerMinute, PerHour, PerDay int
 	// BlockFor is how long the API is left alone after WeCom answers 45009.
-	// WeCom blocks for the window that was exceeded: 60 s for the per-minute
-	// limit, an hour for the per-hour one. Zero means one minute.
+	// By default the block is the shortest window the API is limited in,
+	// as at WeCom: a minute, an hour, or the rest of the CST day.
 	BlockFor time.Duration
 }
 
-// DefaultLimits returns the documented limits of an API path: for every API,
-// 10,000 calls a minute and 150,000 an hour per corp; for every contact-tag
-// (/cgi-bin/tag/...) and customer-contact-tag API, at most 5 in flight per
-// corp; for mark_tag, also one call at a time per customer; for gettoken, one
-// fetch at a time per app.
-func DefaultLimits(path string) Limits {
-	l := Limits{PerMinute: defaultPerMinute, PerHour: defaultPerHour, BlockFor: defaultBlockFor}
-	switch path {
-	case pathTagCreate, pathTagUpdate, pathTagDelete, pathTagGet, pathTagAddUsers, pathTagDelUsers, pathTagList,
-		pathCorpTagList, pathCorpTagAdd, pathCorpTagEdit, pathCorpTagDel:
-		l.Concurrency = defaultTagConcurrent
-	case pathMarkTag:
-		l.Concurrency = defaultTagConcurrent
-		l.PerResource = 1
-	case pathGetToken:
-		l.PerResource = 1
+// NoLimit, as a field of Limits, removes that limit.
+const NoLimit = -1
+
+// ruleDay is the name of a per-corp daily limit set through Limits.PerDay.
+const ruleDay = "day"
+
+// DefaultLimits returns the documented limits of an API path: those the
+// catalog declares for the endpoints the SDK wraps (catalog.Endpoints), and
+// WeCom's limits for every API (catalog.Generic) for any other path.
+func DefaultLimits(path string) []catalog.Rule {
+	if e, ok := catalog.Lookup(path); ok {
+		return e.Rules
 	}
-	return l
+	return catalog.Generic()
 }
 
-func (l Limits) validate(path string) error {
-	switch {
-	case l.PerMinute < 0 || l.PerHour < 0:
-		return invalid("limits "+path, "negative rate %d/min %d/h", l.PerMinute, l.PerHour)
-	case l.Concurrency < 0 || l.PerResource < 0:
-		return invalid("limits "+path, "negative concurrency %d or per-resource %d", l.Concurrency, l.PerResource)
-	case l.BlockFor < 0:
-		return invalid("limits "+path, "negative BlockFor %s", l.BlockFor)
+// apply returns rules changed by l, for endpoint e (whose Resource says
+// whether a per-resource limit makes sense).
+func (l Limits) apply(e catalog.Endpoint, rules []catalog.Rule) ([]catalog.Rule, error) {
+	set := func(name string, n int, r catalog.Rule) error {
+		i := slices.IndexFunc(rules, func(r catalog.Rule) bool { return r.Name == name })
+		switch {
+		case n == 0:
+		case n == NoLimit && i >= 0:
+			rules = slices.Delete(rules, i, i+1)
+		case n == NoLimit:
+		case n < 0:
+			return invalid("limits "+string(e.ID), "%s %d: give a positive number, 0 (keep the default) or NoLimit", name, n)
+		case i >= 0 && rules[i].IsRate():
+			rules[i].Limit, rules[i].Source = n, "overridden"
+		case i >= 0:
+			rules[i].InFlight, rules[i].Source = n, "overridden"
+		default:
+			r.Name, r.Source = name, "overridden"
+			rules = append(rules, r)
+		}
+		return nil
+	}
+	if l.PerResource > 0 && e.Resource == "" {
+		return nil, invalid("limits "+string(e.ID), "PerResource on an endpoint without a resource")
+	}
+	if l.BlockFor < 0 {
+		return nil, invalid("limits "+string(e.ID), "negative BlockFor %s", l.BlockFor)
+	}
+	rules = slices.Clone(rules)
+	resource := catalog.RuleCustomer
+	for _, err := range []error{
+		set(catalog.RuleInFlight, l.Concurrency, catalog.Rule{Scope: catalog.ScopeAPI, InFlight: l.Concurrency}),
+		set(resource, l.PerResource, catalog.Rule{Scope: catalog.ScopeResource, InFlight: l.PerResource}),
+		set(catalog.RulePerMinute, l.PerMinute, catalog.Rule{Scope: catalog.ScopeAPI, Limit: l.PerMinute, Per: catalog.Minute}),
+		set(catalog.RulePerHour, l.PerHour, catalog.Rule{Scope: catalog.ScopeAPI, Limit: l.PerHour, Per: catalog.Hour}),
+		set(ruleDay, l.PerDay, catalog.Rule{Scope: catalog.ScopeAPI, Limit: l.PerDay, Per: catalog.Day}),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return rules, nil
+}
+
+// endpointLimits is an endpoint as the client applies it: its catalog entry
+// (zero for a path Do calls that the catalog does not declare) and its rules
+// after overrides, resolved once by New.
+type endpointLimits struct {
+	ep       catalog.Endpoint
+	rules    []catalog.Rule
+	blockFor time.Duration // 0: the shortest window's
+}
+
+// rule returns the rule named name.
+func (el *endpointLimits) rule(name string) (catalog.Rule, bool) {
+	for _, r := range el.rules {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return catalog.Rule{}, false
+}
+
+// block returns how long the API is left alone after a 45009 at now.
+func (el *endpointLimits) block(now time.Time) time.Duration {
+	if el.blockFor > 0 {
+		return el.blockFor
+	}
+	per := catalog.Period(0)
+	for _, r := range el.rules {
+		if r.IsRate() && r.Scope == catalog.ScopeAPI && (per == 0 || r.Per < per) {
+			per = r.Per
+		}
+	}
+	if per == 0 {
+		per = catalog.Minute
+	}
+	return per.BlockAt(now).Sub(now)
+}
+
+// override is what the limit options asked for one path, kept until New
+// resolves it against the catalog.
+type override struct {
+	limits  Limits
+	rules   []catalog.Rule // added or replaced, by name
+	without []string       // rules removed, by name
+}
+
+// resolveLimits builds the client's table: every catalog endpoint and every
+// overridden path, with their overrides applied. An override of a path one
+// typo away from a wrapped one is an error: it would silently change nothing.
+func (c *Client) resolveLimits() error {
+	c.endpoints = make(map[string]*endpointLimits)
+	for _, e := range catalog.Endpoints() {
+		c.endpoints[string(e.ID)] = &endpointLimits{ep: e, rules: e.Rules}
+	}
+	c.generic = &endpointLimits{rules: catalog.Generic()}
+	for path, o := range c.overrides {
+		el, ok := c.endpoints[path]
+		if !ok {
+			if near := nearEndpoint(path); near != "" {
+				return invalid("limits path", "%q is not an endpoint the SDK wraps: did you mean %q?", path, near)
+			}
+			el = &endpointLimits{ep: catalog.Endpoint{ID: catalog.ID(path)}, rules: catalog.Generic()}
+			c.endpoints[path] = el
+		}
+		if err := o.resolve(el); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func (l Limits) blockFor() time.Duration {
-	if l.BlockFor == 0 {
-		return defaultBlockFor
+// resolve applies the override to el.
+func (o *override) resolve(el *endpointLimits) error {
+	path := string(el.ep.ID)
+	rules, err := o.limits.apply(el.ep, el.rules)
+	if err != nil {
+		return err
 	}
-	return l.BlockFor
+	for _, name := range o.without {
+		i := slices.IndexFunc(rules, func(r catalog.Rule) bool { return r.Name == name })
+		if i < 0 {
+			return invalid("limits "+path, "no rule %q to remove (it has %s)", name, ruleNames(rules))
+		}
+		rules = slices.Delete(rules, i, i+1)
+	}
+	for _, r := range o.rules {
+		if r.Scope == catalog.ScopeResource || r.Scope == catalog.ScopeShared {
+			if el.ep.Resource == "" {
+				return invalid("limits "+path, "rule %q is %s but the endpoint has no resource", r.Name, r.Scope)
+			}
+		}
+		rules = slices.DeleteFunc(rules, func(old catalog.Rule) bool { return old.Name == r.Name })
+		rules = append(rules, r)
+	}
+	if err := catalog.ValidateRules(rules); err != nil {
+		return invalid("limits "+path, "%v", err)
+	}
+	el.rules, el.blockFor = rules, o.limits.BlockFor
+	return nil
 }
 
-func (l Limits) windows() []throttle.Window {
-	var w []throttle.Window
-	if l.PerMinute > 0 {
-		w = append(w, throttle.Window{Limit: l.PerMinute, Period: time.Minute})
+func ruleNames(rules []catalog.Rule) string {
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = fmt.Sprintf("%q", r.Name)
 	}
-	if l.PerHour > 0 {
-		w = append(w, throttle.Window{Limit: l.PerHour, Period: time.Hour})
-	}
-	return w
+	return strings.Join(names, ", ")
 }
 
-// limits returns the limits in force for path.
-func (c *Client) limits(path string) Limits {
-	if l, ok := c.overrides[path]; ok {
-		return l
+// nearEndpoint returns the wrapped endpoint that path is one slip away from
+// (a letter changed, missing, added or swapped; another case; a missing
+// /cgi-bin prefix; a trailing slash), or "" if none is.
+func nearEndpoint(path string) string {
+	for _, e := range catalog.Endpoints() {
+		p := string(e.ID)
+		switch {
+		case strings.EqualFold(path, p), strings.EqualFold(strings.TrimSuffix(path, "/"), p),
+			"/cgi-bin"+path == p, oneEdit(path, p):
+			return p
+		}
 	}
-	return DefaultLimits(path)
+	return ""
 }
 
-// apiKey is the limiter key of (corp, path). The corp id in braces is a Redis
-// Cluster hash tag: one corp's keys share a slot, different corps spread.
-func (c *Client) apiKey(path string) string { return "{" + c.corpID + "}" + path }
-
-// requests returns the leases a call takes, in the order it takes them: the
-// scarcer per-resource slot first, so that no API slot is held while waiting
-// for a busy customer.
-func (c *Client) requests(cl *call, l Limits) []throttle.Request {
-	var rs []throttle.Request
-	if cl.resource != "" && l.PerResource > 0 {
-		rs = append(rs, throttle.Request{
-			Key:         c.apiKey(cl.path) + "|" + cl.resource,
-			Concurrency: l.PerResource,
-			TTL:         c.leaseTTL(),
-		})
+// oneEdit reports whether a and b differ by one letter changed, added,
+// removed, or two neighbours swapped.
+func oneEdit(a, b string) bool {
+	if a == b {
+		return false
 	}
-	return append(rs, throttle.Request{
-		Key:          c.apiKey(cl.path),
-		Concurrency:  l.Concurrency,
-		TTL:          c.leaseTTL(),
-		Windows:      l.windows(),
-		WaitCooldown: c.waitOnRateLimit,
-	})
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case len(a) == len(b):
+		if a[i+1:] == b[i+1:] {
+			return true
+		}
+		return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+	case len(a) == len(b)+1:
+		return a[i+1:] == b[i:]
+	case len(b) == len(a)+1:
+		return b[i+1:] == a[i:]
+	}
+	return false
+}
+
+// limitsFor returns how the client limits a call of path.
+func (c *Client) limitsFor(path string) *endpointLimits {
+	if el, ok := c.endpoints[path]; ok {
+		return el
+	}
+	return c.generic
 }
 
 // DefaultLeaseTTL is how long a concurrency slot outlives a process that died

@@ -25,7 +25,7 @@ func BenchmarkMark(b *testing.B) {
 			mt.RegisterResponder(http.MethodPost, "https://wecom.bench/cgi-bin/externalcontact/mark_tag",
 				httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok"}`))
 			c, err := wecom.New("wwbench", "bench-secret", wecom.WithBaseURL("https://wecom.bench"), wecom.WithTransport(mt),
-				wecom.WithLimits("/cgi-bin/externalcontact/mark_tag", wecom.Limits{Concurrency: 64, PerResource: 1}))
+				wecom.WithLimits("/cgi-bin/externalcontact/mark_tag", wecom.Limits{Concurrency: 64, PerMinute: wecom.NoLimit, PerHour: wecom.NoLimit}))
 			if err != nil {
 				b.Fatal(err)
 			}

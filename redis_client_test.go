@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
 )
@@ -24,9 +25,9 @@ func TestRedisSharedCooldown(t *testing.T) {
 		clients = append(clients, setup(t, WithLimiter(b)))
 	}
 	a, b := clients[0], clients[1]
-	a.respond("GET", pathTagList, `{"errcode":45009,"errmsg":"api freq out of limit"}`)
-	b.respond("GET", pathTagList, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
-	b.respond("POST", pathTagUpdate, `{"errcode":0,"errmsg":"updated"}`)
+	a.respond("GET", catalog.TagList.Path(), `{"errcode":45009,"errmsg":"api freq out of limit"}`)
+	b.respond("GET", catalog.TagList.Path(), `{"errcode":0,"errmsg":"ok","taglist":[]}`)
+	b.respond("POST", catalog.TagUpdate.Path(), `{"errcode":0,"errmsg":"updated"}`)
 	ctx := context.Background()
 	_, err := a.c.Tags.List(ctx)
 	a.record(err)
@@ -39,7 +40,7 @@ func TestRedisSharedCooldown(t *testing.T) {
 	if !errors.As(err, &rl) || rl.RetryAfter <= 0 {
 		t.Fatalf("second process during the block: %v, want a *RateLimitError", err)
 	}
-	if n := b.calls("GET", pathTagList); n != 0 {
+	if n := b.calls("GET", catalog.TagList.Path()); n != 0 {
 		t.Errorf("the second process sent %d calls during the block", n)
 	}
 	if err := b.c.Tags.Update(ctx, TagUpdateRequest{ID: 1, Name: "x"}); err != nil {

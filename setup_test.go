@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // Test credentials. testSecret and the tokens the fake gettoken hands out must
@@ -57,7 +59,7 @@ func (s *syncBuffer) String() string {
 func setup(t *testing.T, opts ...Option) *fixture {
 	t.Helper()
 	f := &fixture{mt: httpmock.NewMockTransport(), logs: &syncBuffer{}}
-	f.mt.RegisterResponder("GET", testBaseURL+pathGetToken, func(r *http.Request) (*http.Response, error) {
+	f.mt.RegisterResponder("GET", testBaseURL+catalog.GetToken.Path(), func(r *http.Request) (*http.Response, error) {
 		f.tokenHits.Add(1)
 		if r.URL.Query().Get("corpsecret") != testSecret || r.URL.Query().Get("corpid") != testCorp {
 			return httpmock.NewStringResponse(200, `{"errcode":40001,"errmsg":"invalid secret"}`), nil

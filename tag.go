@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // TagService calls the contact tag (通讯录标签) APIs. Tags have integer ids.
@@ -107,7 +109,7 @@ func (s *TagService) Create(ctx context.Context, req TagCreateRequest) (int, err
 		return 0, invalid("tag id", "%d is negative", req.ID)
 	}
 	var out tagCreateAnswer
-	err := s.client.do(ctx, &call{method: "POST", path: pathTagCreate, body: req, out: &out})
+	err := s.client.do(ctx, &call{id: catalog.TagCreate, body: req, out: &out})
 	return out.ID, err
 }
 
@@ -127,7 +129,7 @@ func (s *TagService) Update(ctx context.Context, req TagUpdateRequest) error {
 	if err := errors.Join(validTagID(req.ID), validTagName(req.Name)); err != nil {
 		return err
 	}
-	return s.client.do(ctx, &call{method: "POST", path: pathTagUpdate, body: req, idempotent: true})
+	return s.client.do(ctx, &call{id: catalog.TagUpdate, body: req})
 }
 
 // Delete deletes a tag.
@@ -136,7 +138,7 @@ func (s *TagService) Delete(ctx context.Context, id int) error {
 		return err
 	}
 	q := url.Values{"tagid": {strconv.Itoa(id)}}
-	return s.client.do(ctx, &call{method: "GET", path: pathTagDelete, query: q, idempotent: true})
+	return s.client.do(ctx, &call{id: catalog.TagDelete, query: q})
 }
 
 // Members returns a tag's name, users and departments.
@@ -146,7 +148,7 @@ func (s *TagService) Members(ctx context.Context, id int) (*TagMembers, error) {
 	}
 	q := url.Values{"tagid": {strconv.Itoa(id)}}
 	out := new(TagMembers)
-	if err := s.client.do(ctx, &call{method: "GET", path: pathTagGet, query: q, out: out, idempotent: true}); err != nil {
+	if err := s.client.do(ctx, &call{id: catalog.TagGet, query: q, out: out}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -157,7 +159,7 @@ func (s *TagService) List(ctx context.Context) ([]Tag, error) {
 	var out struct {
 		Tags []Tag `json:"taglist"`
 	}
-	err := s.client.do(ctx, &call{method: "GET", path: pathTagList, out: &out, idempotent: true})
+	err := s.client.do(ctx, &call{id: catalog.TagList, out: &out})
 	return out.Tags, err
 }
 
@@ -166,19 +168,19 @@ func (s *TagService) List(ctx context.Context) ([]Tag, error) {
 // call takes, several calls are made in order; if one fails, the error says
 // which batch, and the result holds what the earlier batches reported.
 func (s *TagService) AddMembers(ctx context.Context, req TagMembersRequest) (*TagMembersResult, error) {
-	return s.members(ctx, pathTagAddUsers, CodeAllTagUsersInvalid, req)
+	return s.members(ctx, catalog.TagAddUsers, CodeAllTagUsersInvalid, req)
 }
 
 // RemoveMembers removes users and departments from a tag, as AddMembers adds
 // them.
 func (s *TagService) RemoveMembers(ctx context.Context, req TagMembersRequest) (*TagMembersResult, error) {
-	return s.members(ctx, pathTagDelUsers, CodeAllDelTagUsersInvalid, req)
+	return s.members(ctx, catalog.TagDelUsers, CodeAllDelTagUsersInvalid, req)
 }
 
 // members runs addtagusers or deltagusers in compliant batches. allInvalid is
 // the errcode of a batch whose every member is invalid: with several batches,
 // that batch's members are reported invalid and the others go on.
-func (s *TagService) members(ctx context.Context, path string, allInvalid int, req TagMembersRequest) (*TagMembersResult, error) {
+func (s *TagService) members(ctx context.Context, id catalog.ID, allInvalid int, req TagMembersRequest) (*TagMembersResult, error) {
 	if err := validTagID(req.TagID); err != nil {
 		return nil, err
 	}
@@ -192,7 +194,7 @@ func (s *TagService) members(ctx context.Context, path string, allInvalid int, r
 	for i := range batches {
 		b := TagMembersRequest{TagID: req.TagID, Users: chunk(req.Users, i, MaxTagUsersPerCall), Parties: chunk(req.Parties, i, MaxTagPartiesPerCall)}
 		var out tagMembersAnswer
-		err := s.client.do(ctx, &call{method: "POST", path: path, body: b, out: &out, idempotent: true})
+		err := s.client.do(ctx, &call{id: id, body: b, out: &out})
 		var ae *APIError
 		switch {
 		case err == nil:

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/jarcoal/httpmock"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // receivedRequest is one request as the fake WeCom endpoint saw it.
@@ -222,7 +224,7 @@ func TestTagServiceRequests(t *testing.T) {
 				_, err := c.Tags.Create(ctx, TagCreateRequest{Name: "UI", ID: 12})
 				return err
 			},
-			method: "POST", path: pathTagCreate,
+			method: "POST", path: catalog.TagCreate.Path(),
 			body:   `{"tagname":"UI","tagid":12}`,
 			answer: `{"errcode":0,"errmsg":"created","tagid":12}`,
 		},
@@ -232,7 +234,7 @@ func TestTagServiceRequests(t *testing.T) {
 				_, err := c.Tags.Create(ctx, TagCreateRequest{Name: "UI"})
 				return err
 			},
-			method: "POST", path: pathTagCreate,
+			method: "POST", path: catalog.TagCreate.Path(),
 			body:   `{"tagname":"UI"}`,
 			answer: `{"errcode":0,"errmsg":"created","tagid":7}`,
 		},
@@ -242,7 +244,7 @@ func TestTagServiceRequests(t *testing.T) {
 				_, err := c.Tags.Create(ctx, TagCreateRequest{Name: name32})
 				return err
 			},
-			method: "POST", path: pathTagCreate,
+			method: "POST", path: catalog.TagCreate.Path(),
 			body:   `{"tagname":"` + name32 + `"}`,
 			answer: `{"errcode":0,"errmsg":"created","tagid":7}`,
 		},
@@ -251,14 +253,14 @@ func TestTagServiceRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) error {
 				return c.Tags.Update(ctx, TagUpdateRequest{ID: 12, Name: "UI design"})
 			},
-			method: "POST", path: pathTagUpdate,
+			method: "POST", path: catalog.TagUpdate.Path(),
 			body:   `{"tagid":12,"tagname":"UI design"}`,
 			answer: `{"errcode":0,"errmsg":"updated"}`,
 		},
 		{
 			name:   "Delete",
 			call:   func(ctx context.Context, c *Client) error { return c.Tags.Delete(ctx, 12) },
-			method: "GET", path: pathTagDelete,
+			method: "GET", path: catalog.TagDelete.Path(),
 			query:  url.Values{"tagid": {"12"}},
 			answer: `{"errcode":0,"errmsg":"deleted"}`,
 		},
@@ -268,7 +270,7 @@ func TestTagServiceRequests(t *testing.T) {
 				_, err := c.Tags.Members(ctx, 12)
 				return err
 			},
-			method: "GET", path: pathTagGet,
+			method: "GET", path: catalog.TagGet.Path(),
 			query:  url.Values{"tagid": {"12"}},
 			answer: `{"errcode":0,"errmsg":"ok","tagname":"UI","userlist":[],"partylist":[]}`,
 		},
@@ -278,7 +280,7 @@ func TestTagServiceRequests(t *testing.T) {
 				_, err := c.Tags.List(ctx)
 				return err
 			},
-			method: "GET", path: pathTagList,
+			method: "GET", path: catalog.TagList.Path(),
 			answer: `{"errcode":0,"errmsg":"ok","taglist":[]}`,
 		},
 		{
@@ -287,7 +289,7 @@ func TestTagServiceRequests(t *testing.T) {
 				_, err := c.Tags.AddMembers(ctx, TagMembersRequest{TagID: 12, Users: []string{"u1", "u2"}, Parties: []int{4}})
 				return err
 			},
-			method: "POST", path: pathTagAddUsers,
+			method: "POST", path: catalog.TagAddUsers.Path(),
 			body:   `{"tagid":12,"userlist":["u1","u2"],"partylist":[4]}`,
 			answer: `{"errcode":0,"errmsg":"ok"}`,
 		},
@@ -297,7 +299,7 @@ func TestTagServiceRequests(t *testing.T) {
 				_, err := c.Tags.AddMembers(ctx, TagMembersRequest{TagID: 12, Users: []string{"u1"}})
 				return err
 			},
-			method: "POST", path: pathTagAddUsers,
+			method: "POST", path: catalog.TagAddUsers.Path(),
 			body:   `{"tagid":12,"userlist":["u1"]}`,
 			answer: `{"errcode":0,"errmsg":"ok"}`,
 		},
@@ -307,7 +309,7 @@ func TestTagServiceRequests(t *testing.T) {
 				_, err := c.Tags.AddMembers(ctx, TagMembersRequest{TagID: 12, Parties: []int{2, 4}})
 				return err
 			},
-			method: "POST", path: pathTagAddUsers,
+			method: "POST", path: catalog.TagAddUsers.Path(),
 			body:   `{"tagid":12,"partylist":[2,4]}`,
 			answer: `{"errcode":0,"errmsg":"ok"}`,
 		},
@@ -317,7 +319,7 @@ func TestTagServiceRequests(t *testing.T) {
 				_, err := c.Tags.RemoveMembers(ctx, TagMembersRequest{TagID: 12, Users: []string{"u1", "u2"}, Parties: []int{4}})
 				return err
 			},
-			method: "POST", path: pathTagDelUsers,
+			method: "POST", path: catalog.TagDelUsers.Path(),
 			body:   `{"tagid":12,"userlist":["u1","u2"],"partylist":[4]}`,
 			answer: `{"errcode":0,"errmsg":"deleted"}`,
 		},
@@ -342,29 +344,29 @@ func TestTagServiceAnswers(t *testing.T) {
 		return c.Tags.RemoveMembers(ctx, TagMembersRequest{TagID: 12, Users: []string{"u1", "u2", "u3"}, Parties: []int{2, 3, 4}})
 	}
 	runAnswerCases(t, []answerCase{
-		{name: "Create", method: "POST", path: pathTagCreate, call: create,
+		{name: "Create", method: "POST", path: catalog.TagCreate.Path(), call: create,
 			answer: `{"errcode":0,"errmsg":"created","tagid":12}`, want: 12},
-		{name: "Update", method: "POST", path: pathTagUpdate, call: update,
+		{name: "Update", method: "POST", path: catalog.TagUpdate.Path(), call: update,
 			answer: `{"errcode":0,"errmsg":"updated"}`, want: nil},
-		{name: "Delete", method: "GET", path: pathTagDelete, call: del,
+		{name: "Delete", method: "GET", path: catalog.TagDelete.Path(), call: del,
 			answer: `{"errcode":0,"errmsg":"deleted"}`, want: nil},
-		{name: "Members", method: "GET", path: pathTagGet, call: members,
+		{name: "Members", method: "GET", path: catalog.TagGet.Path(), call: members,
 			answer: `{"errcode":0,"errmsg":"ok","tagname":"乐园","userlist":[{"userid":"zhangsan","name":"李四"}],"partylist":[2]}`,
 			want:   &TagMembers{Name: "乐园", Users: []TagUser{{UserID: "zhangsan", Name: "李四"}}, Parties: []int{2}}},
-		{name: "List", method: "GET", path: pathTagList, call: list,
+		{name: "List", method: "GET", path: catalog.TagList.Path(), call: list,
 			answer: `{"errcode":0,"errmsg":"ok","taglist":[{"tagid":1,"tagname":"a"},{"tagid":2,"tagname":"b"}]}`,
 			want:   []Tag{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}},
-		{name: "AddMembers all valid", method: "POST", path: pathTagAddUsers, call: add,
+		{name: "AddMembers all valid", method: "POST", path: catalog.TagAddUsers.Path(), call: add,
 			answer: `{"errcode":0,"errmsg":"ok"}`, want: &TagMembersResult{}},
-		{name: "AddMembers partly invalid", method: "POST", path: pathTagAddUsers, call: add,
+		{name: "AddMembers partly invalid", method: "POST", path: catalog.TagAddUsers.Path(), call: add,
 			answer: `{"errcode":0,"errmsg":"ok","invalidlist":"u1|u2","invalidparty":[2,4]}`,
 			want:   &TagMembersResult{InvalidUsers: []string{"u1", "u2"}, InvalidParties: []int{2, 4}}},
-		{name: "AddMembers empty invalidlist", method: "POST", path: pathTagAddUsers, call: add,
+		{name: "AddMembers empty invalidlist", method: "POST", path: catalog.TagAddUsers.Path(), call: add,
 			answer: `{"errcode":0,"errmsg":"ok","invalidlist":"","invalidparty":[]}`,
 			want:   &TagMembersResult{}},
-		{name: "RemoveMembers all valid", method: "POST", path: pathTagDelUsers, call: remove,
+		{name: "RemoveMembers all valid", method: "POST", path: catalog.TagDelUsers.Path(), call: remove,
 			answer: `{"errcode":0,"errmsg":"deleted"}`, want: &TagMembersResult{}},
-		{name: "RemoveMembers partly invalid", method: "POST", path: pathTagDelUsers, call: remove,
+		{name: "RemoveMembers partly invalid", method: "POST", path: catalog.TagDelUsers.Path(), call: remove,
 			answer: `{"errcode":0,"errmsg":"deleted","invalidlist":"u1|u2","invalidparty":[2,4]}`,
 			want:   &TagMembersResult{InvalidUsers: []string{"u1", "u2"}, InvalidParties: []int{2, 4}}},
 	})
@@ -434,10 +436,10 @@ var tagMembersOps = []struct {
 	allInvalid int
 	run        func(ctx context.Context, c *Client, req TagMembersRequest) (*TagMembersResult, error)
 }{
-	{"AddMembers", pathTagAddUsers, CodeAllTagUsersInvalid, func(ctx context.Context, c *Client, req TagMembersRequest) (*TagMembersResult, error) {
+	{"AddMembers", catalog.TagAddUsers.Path(), CodeAllTagUsersInvalid, func(ctx context.Context, c *Client, req TagMembersRequest) (*TagMembersResult, error) {
 		return c.Tags.AddMembers(ctx, req)
 	}},
-	{"RemoveMembers", pathTagDelUsers, CodeAllDelTagUsersInvalid, func(ctx context.Context, c *Client, req TagMembersRequest) (*TagMembersResult, error) {
+	{"RemoveMembers", catalog.TagDelUsers.Path(), CodeAllDelTagUsersInvalid, func(ctx context.Context, c *Client, req TagMembersRequest) (*TagMembersResult, error) {
 		return c.Tags.RemoveMembers(ctx, req)
 	}},
 }
@@ -615,27 +617,27 @@ func TestTagServiceValidation(t *testing.T) {
 		return func(ctx context.Context, c *Client) error { _, err := c.Tags.RemoveMembers(ctx, req); return err }
 	}
 	runValidationCases(t, []validationCase{
-		{"Create empty name", "POST", pathTagCreate, create(TagCreateRequest{})},
-		{"Create empty name with id", "POST", pathTagCreate, create(TagCreateRequest{ID: 3})},
-		{"Create 33-character name", "POST", pathTagCreate, create(TagCreateRequest{Name: long})},
-		{"Create invalid UTF-8 name", "POST", pathTagCreate, create(TagCreateRequest{Name: "a\xffb"})},
-		{"Create negative id", "POST", pathTagCreate, create(TagCreateRequest{Name: "UI", ID: -1})},
-		{"Update zero id", "POST", pathTagUpdate, update(TagUpdateRequest{Name: "UI"})},
-		{"Update negative id", "POST", pathTagUpdate, update(TagUpdateRequest{ID: -12, Name: "UI"})},
-		{"Update empty name", "POST", pathTagUpdate, update(TagUpdateRequest{ID: 12})},
-		{"Update 33-character name", "POST", pathTagUpdate, update(TagUpdateRequest{ID: 12, Name: long})},
-		{"Update zero id and empty name", "POST", pathTagUpdate, update(TagUpdateRequest{})},
-		{"Delete zero id", "GET", pathTagDelete, del(0)},
-		{"Delete negative id", "GET", pathTagDelete, del(-1)},
-		{"Members zero id", "GET", pathTagGet, members(0)},
-		{"Members negative id", "GET", pathTagGet, members(-1)},
-		{"AddMembers zero tag id", "POST", pathTagAddUsers, add(TagMembersRequest{Users: []string{"u1"}})},
-		{"AddMembers negative tag id", "POST", pathTagAddUsers, add(TagMembersRequest{TagID: -1, Users: []string{"u1"}})},
-		{"AddMembers no users no parties", "POST", pathTagAddUsers, add(TagMembersRequest{TagID: 12})},
-		{"AddMembers empty lists", "POST", pathTagAddUsers, add(TagMembersRequest{TagID: 12, Users: []string{}, Parties: []int{}})},
-		{"RemoveMembers zero tag id", "POST", pathTagDelUsers, remove(TagMembersRequest{Parties: []int{2}})},
-		{"RemoveMembers negative tag id", "POST", pathTagDelUsers, remove(TagMembersRequest{TagID: -1, Parties: []int{2}})},
-		{"RemoveMembers no users no parties", "POST", pathTagDelUsers, remove(TagMembersRequest{TagID: 12})},
-		{"RemoveMembers empty lists", "POST", pathTagDelUsers, remove(TagMembersRequest{TagID: 12, Users: []string{}, Parties: []int{}})},
+		{"Create empty name", "POST", catalog.TagCreate.Path(), create(TagCreateRequest{})},
+		{"Create empty name with id", "POST", catalog.TagCreate.Path(), create(TagCreateRequest{ID: 3})},
+		{"Create 33-character name", "POST", catalog.TagCreate.Path(), create(TagCreateRequest{Name: long})},
+		{"Create invalid UTF-8 name", "POST", catalog.TagCreate.Path(), create(TagCreateRequest{Name: "a\xffb"})},
+		{"Create negative id", "POST", catalog.TagCreate.Path(), create(TagCreateRequest{Name: "UI", ID: -1})},
+		{"Update zero id", "POST", catalog.TagUpdate.Path(), update(TagUpdateRequest{Name: "UI"})},
+		{"Update negative id", "POST", catalog.TagUpdate.Path(), update(TagUpdateRequest{ID: -12, Name: "UI"})},
+		{"Update empty name", "POST", catalog.TagUpdate.Path(), update(TagUpdateRequest{ID: 12})},
+		{"Update 33-character name", "POST", catalog.TagUpdate.Path(), update(TagUpdateRequest{ID: 12, Name: long})},
+		{"Update zero id and empty name", "POST", catalog.TagUpdate.Path(), update(TagUpdateRequest{})},
+		{"Delete zero id", "GET", catalog.TagDelete.Path(), del(0)},
+		{"Delete negative id", "GET", catalog.TagDelete.Path(), del(-1)},
+		{"Members zero id", "GET", catalog.TagGet.Path(), members(0)},
+		{"Members negative id", "GET", catalog.TagGet.Path(), members(-1)},
+		{"AddMembers zero tag id", "POST", catalog.TagAddUsers.Path(), add(TagMembersRequest{Users: []string{"u1"}})},
+		{"AddMembers negative tag id", "POST", catalog.TagAddUsers.Path(), add(TagMembersRequest{TagID: -1, Users: []string{"u1"}})},
+		{"AddMembers no users no parties", "POST", catalog.TagAddUsers.Path(), add(TagMembersRequest{TagID: 12})},
+		{"AddMembers empty lists", "POST", catalog.TagAddUsers.Path(), add(TagMembersRequest{TagID: 12, Users: []string{}, Parties: []int{}})},
+		{"RemoveMembers zero tag id", "POST", catalog.TagDelUsers.Path(), remove(TagMembersRequest{Parties: []int{2}})},
+		{"RemoveMembers negative tag id", "POST", catalog.TagDelUsers.Path(), remove(TagMembersRequest{TagID: -1, Parties: []int{2}})},
+		{"RemoveMembers no users no parties", "POST", catalog.TagDelUsers.Path(), remove(TagMembersRequest{TagID: 12})},
+		{"RemoveMembers empty lists", "POST", catalog.TagDelUsers.Path(), remove(TagMembersRequest{TagID: 12, Users: []string{}, Parties: []int{}})},
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -352,12 +353,15 @@ func (m *tokenManager) obtain(ctx context.Context, prev cachedToken) (Token, err
 		return t, nil
 	}
 	// One fetch at a time per app, across everything that shares the limiter.
-	lim := m.c.limits(pathGetToken)
-	if lim.PerResource > 0 {
-		r := throttle.Request{Key: m.c.apiKey(pathGetToken) + "|" + m.app, Concurrency: lim.PerResource, TTL: m.c.leaseTTL()}
-		l, err := m.c.limiter.Acquire(ctx, r)
+	if r, ok := m.c.limitsFor(string(catalog.GetToken)).rule(catalog.RuleFetch); ok {
+		fetch := &call{id: catalog.GetToken, path: string(catalog.GetToken)}
+		keys := m.c.ruleKeys(fetch, r, m.c.now())
+		if len(keys) != 1 || r.InFlight == 0 {
+			return Token{}, invalid("limits "+fetch.path, "rule %q must cap the fetches in flight per app", r.Name)
+		}
+		l, err := m.c.limiter.Acquire(ctx, throttle.Request{Key: keys[0], Concurrency: r.InFlight, TTL: m.c.leaseTTL()})
 		if err != nil {
-			return Token{}, m.c.limitError(pathGetToken, err)
+			return Token{}, m.c.limitError(fetch.path, false, err)
 		}
 		leases := []throttle.Lease{l}
 		defer m.c.release(ctx, leases)
@@ -411,7 +415,7 @@ func (m *tokenManager) get(ctx context.Context) (Token, error) {
 	var out tokenAnswer
 	q := url.Values{"corpid": {m.c.corpID}, "corpsecret": {m.c.secret}}
 	start := time.Now()
-	if err := m.c.do(ctx, &call{method: "GET", path: pathGetToken, query: q, out: &out, idempotent: true, noToken: true}); err != nil {
+	if err := m.c.do(ctx, &call{id: catalog.GetToken, query: q, out: &out}); err != nil {
 		return Token{}, err
 	}
 	return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil

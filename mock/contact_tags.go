@@ -32,6 +32,9 @@ type corp struct {
 	corpTags map[string]*corpTag
 	seq      int // source of customer-contact tag and group ids
 	marks    map[markKey]map[string]bool
+	remarks  map[markKey]Remark
+	// customers: member → the external_userids of their customers.
+	customers map[string]map[string]bool
 }
 
 type markKey struct{ user, external string }
@@ -47,6 +50,8 @@ func newCorp(id string) *corp {
 		groups:    make(map[string]*tagGroup),
 		corpTags:  make(map[string]*corpTag),
 		marks:     make(map[markKey]map[string]bool),
+		remarks:   make(map[markKey]Remark),
+		customers: make(map[string]map[string]bool),
 	}
 }
 

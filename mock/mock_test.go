@@ -20,6 +20,7 @@ import (
 
 	"github.com/jarcoal/httpmock"
 
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
 )
 
@@ -28,19 +29,19 @@ const (
 	secret  = "secret1"
 	baseURL = "https://qyapi.weixin.qq.com"
 
-	pathToken   = "/cgi-bin/gettoken"
-	pathCreate  = "/cgi-bin/tag/create"
-	pathUpdate  = "/cgi-bin/tag/update"
-	pathDelete  = "/cgi-bin/tag/delete"
-	pathGet     = "/cgi-bin/tag/get"
-	pathAdd     = "/cgi-bin/tag/addtagusers"
-	pathDel     = "/cgi-bin/tag/deltagusers"
-	pathList    = "/cgi-bin/tag/list"
-	pathCTList  = "/cgi-bin/externalcontact/get_corp_tag_list"
-	pathCTAdd   = "/cgi-bin/externalcontact/add_corp_tag"
-	pathCTEdit  = "/cgi-bin/externalcontact/edit_corp_tag"
-	pathCTDel   = "/cgi-bin/externalcontact/del_corp_tag"
-	pathMarkTag = "/cgi-bin/externalcontact/mark_tag"
+	pathToken   = string(catalog.GetToken)
+	pathCreate  = string(catalog.TagCreate)
+	pathUpdate  = string(catalog.TagUpdate)
+	pathDelete  = string(catalog.TagDelete)
+	pathGet     = string(catalog.TagGet)
+	pathAdd     = string(catalog.TagAddUsers)
+	pathDel     = string(catalog.TagDelUsers)
+	pathList    = string(catalog.TagList)
+	pathCTList  = string(catalog.CorpTagList)
+	pathCTAdd   = string(catalog.CorpTagAdd)
+	pathCTEdit  = string(catalog.CorpTagEdit)
+	pathCTDel   = string(catalog.CorpTagDel)
+	pathMarkTag = string(catalog.MarkTag)
 )
 
 // fakeClock is a clock that moves only when told to.

@@ -15,64 +15,12 @@ import (
 	"sort"
 	"strconv"
 	"time"
-)
 
-// API paths.
-const (
-	pathGetToken    = "/cgi-bin/gettoken"
-	pathTagCreate   = "/cgi-bin/tag/create"
-	pathTagUpdate   = "/cgi-bin/tag/update"
-	pathTagDelete   = "/cgi-bin/tag/delete"
-	pathTagGet      = "/cgi-bin/tag/get"
-	pathTagAddUsers = "/cgi-bin/tag/addtagusers"
-	pathTagDelUsers = "/cgi-bin/tag/deltagusers"
-	pathTagList     = "/cgi-bin/tag/list"
-	pathCorpTagList = "/cgi-bin/externalcontact/get_corp_tag_list"
-	pathCorpTagAdd  = "/cgi-bin/externalcontact/add_corp_tag"
-	pathCorpTagEdit = "/cgi-bin/externalcontact/edit_corp_tag"
-	pathCorpTagDel  = "/cgi-bin/externalcontact/del_corp_tag"
-	pathMarkTag     = "/cgi-bin/externalcontact/mark_tag"
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // maxBodyBytes bounds the request body read; a longer body answers 47001.
 const maxBodyBytes int64 = 8 << 20
-
-// route describes one API. apply is nil for gettoken, which has its own
-// path through serve.
-type route struct {
-	path    string
-	method  string
-	limited bool // subject to Config.Concurrency
-	apply   func(c *corp, in *input) (any, *apiError)
-}
-
-// routes returns every API the Server knows, in a new slice.
-func routes() []route {
-	return []route{
-		{path: pathGetToken, method: http.MethodGet},
-		{pathTagCreate, http.MethodPost, true, (*corp).tagCreate},
-		{pathTagUpdate, http.MethodPost, true, (*corp).tagUpdate},
-		{pathTagDelete, http.MethodGet, true, (*corp).tagDelete},
-		{pathTagGet, http.MethodGet, true, (*corp).tagGet},
-		{pathTagAddUsers, http.MethodPost, true, (*corp).tagAddUsers},
-		{pathTagDelUsers, http.MethodPost, true, (*corp).tagDelUsers},
-		{pathTagList, http.MethodGet, true, (*corp).tagList},
-		{pathCorpTagList, http.MethodPost, true, (*corp).corpTagList},
-		{pathCorpTagAdd, http.MethodPost, true, (*corp).corpTagAdd},
-		{pathCorpTagEdit, http.MethodPost, true, (*corp).corpTagEdit},
-		{pathCorpTagDel, http.MethodPost, true, (*corp).corpTagDel},
-		{pathMarkTag, http.MethodPost, true, (*corp).markTag},
-	}
-}
-
-func lookupRoute(path string) (route, bool) {
-	for _, rt := range routes() {
-		if rt.path == path {
-			return rt, true
-		}
-	}
-	return route{}, false
-}
 
 // input is what an endpoint sees of a request.
 type input struct {
@@ -115,6 +63,7 @@ const (
 	codeConcurrent      = 45033
 	codeDataFormat      = 47001
 	codeTooManyMembers  = 81014
+	codeNoCustomers     = 84061
 )
 
 // apiError is an error answer before its errmsg gets WeCom's suffix.
@@ -180,7 +129,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.scripted(w, r, body) {
 		return
 	}
-	rt, ok := lookupRoute(path)
+	rt, ok := s.routes[path]
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -196,7 +145,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	now := s.now()
 	c, aerr := s.checkToken(query.Get("access_token"), now)
-	if aerr == nil && !s.admitRate(apiKey{c.id, path}, now) {
+	if aerr == nil && !s.admitRate(apiKey{c.id, path}, rt, now) {
 		aerr = errf(codeFreqLimit, "api freq out of limit")
 	}
 	if aerr != nil {
@@ -243,7 +192,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // call's concurrency slots before its answer can be seen. Nothing the client
 // does ends it early.
 func (s *Server) execute(adm admission, wait time.Duration,
-	c *corp, rt route, in *input, ip string, malformed bool) []byte {
+	c *corp, rt *route, in *input, ip string, malformed bool) []byte {
 	defer s.release(adm)
 	sleepCtx(context.Background(), wait)
 	s.mu.Lock()
@@ -255,7 +204,7 @@ func (s *Server) execute(adm admission, wait time.Duration,
 		out = s.errorAnswer(aerr, ip, in.now, !malformed)
 	} else {
 		out = mustMarshal(answer)
-		if rt.path == pathMarkTag {
+		if rt.ID == catalog.MarkTag {
 			s.stats.MarkCalls++
 		}
 	}
@@ -374,8 +323,8 @@ func (s *Server) checkToken(value string, now time.Time) (*corp, *apiError) {
 // the key is blocked or the call would exceed a window (which blocks the
 // key for that window's period). Refused calls are not recorded. s.mu must
 // be held.
-func (s *Server) admitRate(key apiKey, now time.Time) bool {
-	if len(s.windows) == 0 {
+func (s *Server) admitRate(key apiKey, rt *route, now time.Time) bool {
+	if len(rt.windows) == 0 {
 		return true
 	}
 	rl := s.rates[key]
@@ -390,10 +339,10 @@ func (s *Server) admitRate(key apiKey, now time.Time) bool {
 	after := func(t time.Time) int {
 		return sort.Search(len(rl.calls), func(i int) bool { return rl.calls[i].After(t) })
 	}
-	rl.calls = rl.calls[after(now.Add(-s.maxPeriod)):]
+	rl.calls = rl.calls[after(now.Add(-rt.maxPeriod)):]
 	end := after(now) // calls in (now-Period, now] are [after(now-Period), end)
 	exceeded := false
-	for _, w := range s.windows {
+	for _, w := range rt.windows {
 		if end-after(now.Add(-w.Period))+1 > w.Limit {
 			exceeded = true
 			if until := now.Add(w.Period); until.After(rl.blockedUntil) {
@@ -446,30 +395,36 @@ type admission struct {
 
 // admit takes the call's in-flight slots, or refuses it with 45033.
 // s.mu must be held.
-func (s *Server) admit(corpID string, rt route, in *input) (admission, *apiError) {
-	adm := admission{key: apiKey{corpID, rt.path}}
-	if rt.path == pathMarkTag {
-		var req markTagRequest
+func (s *Server) admit(corpID string, rt *route, in *input) (admission, *apiError) {
+	adm := admission{key: apiKey{corpID, string(rt.ID)}}
+	if rt.lock != "" {
+		var req customerRef
 		if !in.bodyErr && json.Unmarshal(in.body, &req) == nil &&
 			req.UserID != "" && req.ExternalUserID != "" {
-			adm.customer = customerKey{corpID, req.UserID, req.ExternalUserID}
+			adm.customer = customerKey{corpID, rt.lock, req.UserID, req.ExternalUserID}
 			adm.hasCustomer = true
 		}
 	}
-	if rt.limited && s.concurrency >= 0 && s.inFlight[adm.key] >= s.concurrency {
+	if rt.inFlight > 0 && s.inFlight[adm.key] >= rt.inFlight {
 		return adm, errf(codeConcurrent, "api concurrent out of limit")
 	}
-	if adm.hasCustomer && s.perCustomer >= 0 && s.customerInFlight[adm.customer] >= s.perCustomer {
+	if adm.hasCustomer && rt.perCustomer > 0 && s.customerInFlight[adm.customer] >= rt.perCustomer {
 		return adm, errf(codeConcurrent, "api concurrent out of limit")
 	}
 	s.inFlight[adm.key]++
-	if n := s.inFlight[adm.key]; n > s.stats.MaxInFlight[rt.path] {
-		s.stats.MaxInFlight[rt.path] = n
+	if n := s.inFlight[adm.key]; n > s.stats.MaxInFlight[string(rt.ID)] {
+		s.stats.MaxInFlight[string(rt.ID)] = n
 	}
 	if adm.hasCustomer {
 		s.customerInFlight[adm.customer]++
 	}
 	return adm, nil
+}
+
+// customerRef is the customer a customer-edit request names.
+type customerRef struct {
+	UserID         string `json:"userid"`
+	ExternalUserID string `json:"external_userid"`
 }
 
 // release gives back the slots taken by admit.

@@ -11,7 +11,7 @@ import (
 
 func TestScripts(t *testing.T) {
 	t.Parallel()
-	const pathMark = "/cgi-bin/externalcontact/mark_tag"
+	const pathMark = pathMarkTag
 	srv := newServer(t, mock.Config{})
 	h := srv.Handler()
 	tok := directToken(t, h, corpID, secret)

@@ -15,21 +15,9 @@ import (
 	"github.com/jarcoal/httpmock"
 )
 
-// Defaults applied by New to the zero fields of a Config.
-const (
-	defaultTokenTTL               = 7200 * time.Second
-	defaultConcurrency            = 5
-	defaultPerCustomerConcurrency = 1
-)
-
-// defaultWindows returns WeCom's per-corp, per-API rate windows: 10,000
-// calls per minute and 150,000 calls per hour.
-func defaultWindows() []Window {
-	return []Window{
-		{Limit: 10000, Period: time.Minute},
-		{Limit: 150000, Period: time.Hour},
-	}
-}
+// defaultTokenTTL is WeCom's expires_in, applied by New when
+// Config.TokenTTL is zero.
+const defaultTokenTTL = 7200 * time.Second
 
 // Config configures a Server. Zero values mean the documented defaults.
 type Config struct {
@@ -50,21 +38,23 @@ type Config struct {
 	TokenTTL time.Duration
 
 	// Concurrency is the most calls in flight per (corp, API) for every
-	// contact-tag API (/cgi-bin/tag/*) and customer-contact-tag API
-	// (/cgi-bin/externalcontact/{get_corp_tag_list,add_corp_tag,
-	// edit_corp_tag,del_corp_tag,mark_tag}); a call over it gets 45033.
-	// Zero means 5; negative means unlimited.
+	// API the catalog caps so (catalog.RuleInFlight: the contact-tag and
+	// customer-contact-tag APIs, remark); a call over it gets 45033. Zero
+	// means each API's cap in the catalog (5); negative means unlimited.
 	Concurrency int
 
-	// PerCustomerConcurrency is the most mark_tag calls in flight per
-	// (corp, userid, external_userid); a call over it gets 45033.
-	// Zero means 1; negative means unlimited.
+	// PerCustomerConcurrency is the most calls in flight per (corp,
+	// userid, external_userid) among the APIs that share the catalog's
+	// per-customer lock (catalog.RuleCustomer: mark_tag and remark); a call
+	// over it gets 45033. Zero means the catalog's cap (1); negative means
+	// unlimited.
 	PerCustomerConcurrency int
 
 	// Windows are the rate windows applied per (corp, API) to every API
-	// except gettoken. A nil slice means WeCom's limits, 10,000 calls per
-	// minute and 150,000 per hour; a non-nil empty slice means no rate limit
-	// at all.
+	// except gettoken. A nil slice means each API's per-minute and per-hour
+	// rules in the catalog (WeCom's 10,000 calls per minute and 150,000 per
+	// hour); a non-nil empty slice means no rate limit at all. The
+	// catalog's natural-day rules are not enforced.
 	Windows []Window
 
 	// Now is the clock used for token expiry, rate windows and create
@@ -153,13 +143,10 @@ type CorpTag struct {
 // concurrent use.
 type Server struct {
 	// Fixed by New.
-	now         func() time.Time
-	tokenTTL    time.Duration
-	concurrency int
-	perCustomer int
-	windows     []Window
-	maxPeriod   time.Duration
-	jitter      time.Duration
+	now      func() time.Time
+	tokenTTL time.Duration
+	routes   map[string]*route
+	jitter   time.Duration
 
 	mu               sync.Mutex
 	latency          time.Duration
@@ -177,7 +164,7 @@ type Server struct {
 
 type apiKey struct{ corp, path string }
 
-type customerKey struct{ corp, user, external string }
+type customerKey struct{ corp, lock, user, external string }
 
 // New returns a Server configured by cfg. It fails when cfg.Latency or
 // cfg.TokenTTL is negative, when cfg.LatencyJitter is negative or over
@@ -192,27 +179,25 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TokenTTL < 0 {
 		return nil, fmt.Errorf("mock: negative TokenTTL %v", cfg.TokenTTL)
 	}
-	windows := defaultWindows()
-	if cfg.Windows != nil {
-		windows = slices.Clone(cfg.Windows)
-	}
-	var maxPeriod time.Duration
-	for i, w := range windows {
+	for i, w := range cfg.Windows {
 		if w.Limit <= 0 {
 			return nil, fmt.Errorf("mock: Windows[%d]: Limit %d is not positive", i, w.Limit)
 		}
 		if w.Period <= 0 {
 			return nil, fmt.Errorf("mock: Windows[%d]: Period %v is not positive", i, w.Period)
 		}
-		maxPeriod = max(maxPeriod, w.Period)
+	}
+	if cfg.Windows != nil {
+		cfg.Windows = slices.Clone(cfg.Windows)
+	}
+	routes, err := newRoutes(cfg)
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{
 		now:              cfg.Now,
 		tokenTTL:         cfg.TokenTTL,
-		concurrency:      cfg.Concurrency,
-		perCustomer:      cfg.PerCustomerConcurrency,
-		windows:          windows,
-		maxPeriod:        maxPeriod,
+		routes:           routes,
 		jitter:           cfg.LatencyJitter,
 		latency:          cfg.Latency,
 		corps:            make(map[string]*corp),
@@ -227,12 +212,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.tokenTTL == 0 {
 		s.tokenTTL = defaultTokenTTL
-	}
-	if s.concurrency == 0 {
-		s.concurrency = defaultConcurrency
-	}
-	if s.perCustomer == 0 {
-		s.perCustomer = defaultPerCustomerConcurrency
 	}
 	seed := cfg.Seed
 	if seed == 0 {
@@ -357,8 +336,8 @@ func (s *Server) Register(mt *httpmock.MockTransport, baseURL string) {
 		prefix = strings.TrimRight(u.Path, "/")
 	}
 	resp := s.responder(prefix)
-	for _, rt := range routes() {
-		mt.RegisterResponder(rt.method, base+rt.path, resp)
+	for _, rt := range s.routes {
+		mt.RegisterResponder(rt.Method, base+string(rt.ID), resp)
 	}
 }
 

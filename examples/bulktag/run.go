@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/throttle"
 )
@@ -19,7 +20,7 @@ import (
 const (
 	groupName = "bulktag"
 	tagName   = "bulk-marked"
-	markPath  = "/cgi-bin/externalcontact/mark_tag"
+	markPath  = string(catalog.MarkTag)
 )
 
 // run sets up the client (and the embedded mock without -base-url), marks

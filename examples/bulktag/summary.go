@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
 )
 
@@ -140,7 +141,7 @@ func printMockStats(w io.Writer, cfg config, srv *mock.Server, tokenCalls int, o
 	}
 	s := srv.Stats()
 	rate := float64(o.ok) / max(o.end.Sub(o.start).Seconds(), 1e-9)
-	bound := float64(wecom.DefaultLimits(markPath).Concurrency) / cfg.latency.Seconds()
+	bound := float64(markConcurrency()) / cfg.latency.Seconds()
 	fmt.Fprintf(w, "mock:       max in flight %d, 45033 answered %d, 45009 answered %d, gettoken calls %d\n",
 		s.MaxInFlight[markPath], s.Refusals[wecom.CodeConcurrencyLimited], s.Refusals[wecom.CodeFrequencyLimited], tokenCalls+s.GetTokenCalls)
 	fmt.Fprintf(w, "bound:      %.1f%% of the concurrency bound 5/latency = %.0f marks/s\n", 100*rate/bound, bound)
@@ -174,4 +175,14 @@ func remoteStats(ctx context.Context, baseURL string) (*mockStats, error) {
 
 func pct(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))].Round(10 * time.Microsecond)
+}
+
+// markConcurrency is mark_tag's documented cap of calls in flight per corp.
+func markConcurrency() int {
+	for _, r := range wecom.DefaultLimits(markPath) {
+		if r.Name == catalog.RuleInFlight {
+			return r.InFlight
+		}
+	}
+	return 0
 }

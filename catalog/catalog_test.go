@@ -1,0 +1,125 @@
+package catalog
+
+import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"testing"
+	"time"
+)
+
+func TestEndpointsValid(t *testing.T) {
+	t.Parallel()
+	seen := map[ID]bool{}
+	for _, e := range Endpoints() {
+		if err := e.Validate(); err != nil {
+			t.Error(err)
+		}
+		if seen[e.ID] {
+			t.Errorf("%s declared twice", e.ID)
+		}
+		seen[e.ID] = true
+		for _, r := range e.Rules {
+			if r.Source == "" {
+				t.Errorf("%s: rule %q has no source", e.ID, r.Name)
+			}
+		}
+	}
+}
+
+// TestEveryIDDeclared fails for an ID constant that the table does not
+// declare: a typed method naming it could not be called.
+func TestEveryIDDeclared(t *testing.T) {
+	t.Parallel()
+	f, err := parser.ParseFile(token.NewFileSet(), "table.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "ID" {
+				continue
+			}
+			for _, v := range vs.Values {
+				lit := v.(*ast.BasicLit)
+				path := lit.Value[1 : len(lit.Value)-1]
+				n++
+				if _, ok := Lookup(path); !ok {
+					t.Errorf("ID %s is not in Endpoints()", path)
+				}
+			}
+		}
+	}
+	if n != len(Endpoints()) {
+		t.Errorf("%d ID constants, %d endpoints", n, len(Endpoints()))
+	}
+}
+
+func TestRuleValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		r    Rule
+		ok   bool
+	}{
+		{"in flight", Rule{Name: "c", Scope: ScopeAPI, InFlight: 5}, true},
+		{"rate", Rule{Name: "m", Scope: ScopeAPI, Limit: 5, Per: Minute}, true},
+		{"weighted day", Rule{Name: "d", Scope: ScopeApp, Limit: 5, Per: Day, Weighted: true}, true},
+		{"no name", Rule{Scope: ScopeAPI, InFlight: 5}, false},
+		{"no scope", Rule{Name: "c", InFlight: 5}, false},
+		{"both caps", Rule{Name: "c", Scope: ScopeAPI, InFlight: 5, Limit: 5, Per: Minute}, false},
+		{"no cap", Rule{Name: "c", Scope: ScopeAPI}, false},
+		{"negative", Rule{Name: "c", Scope: ScopeAPI, InFlight: -1}, false},
+		{"rate without period", Rule{Name: "c", Scope: ScopeAPI, Limit: 5}, false},
+		{"weighted in flight", Rule{Name: "c", Scope: ScopeAPI, InFlight: 5, Weighted: true}, false},
+		{"shared without group", Rule{Name: "c", Scope: ScopeShared, InFlight: 1}, false},
+	} {
+		err := tc.r.Validate()
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidRule)) {
+			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+	twice := []Rule{{Name: "a", Scope: ScopeAPI, InFlight: 1}, {Name: "b", Scope: ScopeAPI, InFlight: 2}}
+	if err := ValidateRules(twice); !errors.Is(err, ErrInvalidRule) {
+		t.Errorf("two in-flight caps on one scope: %v", err)
+	}
+	same := []Rule{{Name: "a", Scope: ScopeAPI, InFlight: 1}, {Name: "a", Scope: ScopeAPI, Limit: 2, Per: Hour}}
+	if err := ValidateRules(same); !errors.Is(err, ErrInvalidRule) {
+		t.Errorf("one name twice: %v", err)
+	}
+}
+
+func TestDayIsChinaStandardTime(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		at, day, next string
+	}{
+		{"2026-11-24T15:59:59Z", "20261124", "2026-11-24T16:00:00Z"},
+		{"2026-11-24T16:00:00Z", "20261125", "2026-11-25T16:00:00Z"},
+		{"2026-12-31T23:00:00Z", "20270101", "2027-01-01T16:00:00Z"},
+		{"2026-11-24T08:00:00+08:00", "20261124", "2026-11-24T16:00:00Z"},
+	} {
+		at, _ := time.Parse(time.RFC3339, tc.at)
+		next, _ := time.Parse(time.RFC3339, tc.next)
+		if got := DayOf(at); got != tc.day {
+			t.Errorf("DayOf(%s) = %s, want %s", tc.at, got, tc.day)
+		}
+		if got := NextDay(at); !got.Equal(next) {
+			t.Errorf("NextDay(%s) = %s, want %s", tc.at, got, tc.next)
+		}
+		if got := Day.BlockAt(at); !got.Equal(next) {
+			t.Errorf("Day.BlockAt(%s) = %s", tc.at, got)
+		}
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
+	if got := Minute.BlockAt(at); got.Sub(at) != time.Minute {
+		t.Errorf("Minute.BlockAt = +%s", got.Sub(at))
+	}
+}

@@ -1,0 +1,3 @@
+package catalog
+
+//go:generate go run ../internal/cmd/limitsdoc -readme ../README.md

@@ -1,0 +1,117 @@
+package catalog
+
+import "net/http"
+
+// The endpoints the SDK wraps. Each is declared in Endpoints, and only
+// there.
+const (
+	GetToken       ID = "/cgi-bin/gettoken"
+	TagCreate      ID = "/cgi-bin/tag/create"
+	TagUpdate      ID = "/cgi-bin/tag/update"
+	TagDelete      ID = "/cgi-bin/tag/delete"
+	TagGet         ID = "/cgi-bin/tag/get"
+	TagAddUsers    ID = "/cgi-bin/tag/addtagusers"
+	TagDelUsers    ID = "/cgi-bin/tag/deltagusers"
+	TagList        ID = "/cgi-bin/tag/list"
+	CorpTagList    ID = "/cgi-bin/externalcontact/get_corp_tag_list"
+	CorpTagAdd     ID = "/cgi-bin/externalcontact/add_corp_tag"
+	CorpTagEdit    ID = "/cgi-bin/externalcontact/edit_corp_tag"
+	CorpTagDel     ID = "/cgi-bin/externalcontact/del_corp_tag"
+	MarkTag        ID = "/cgi-bin/externalcontact/mark_tag"
+	CustomerRemark ID = "/cgi-bin/externalcontact/remark"
+	FollowUserList ID = "/cgi-bin/externalcontact/get_follow_user_list"
+	CustomerList   ID = "/cgi-bin/externalcontact/list"
+)
+
+// customerSubject is the resource of the customer-edit APIs.
+const customerSubject = "customer (userid, external_userid)"
+
+// The names of the catalog's rules, for overrides.
+const (
+	// RuleInFlight caps the calls in flight per corp and API.
+	RuleInFlight = "concurrency"
+	// RulePerMinute and RulePerHour are WeCom's base limits per corp and
+	// API.
+	RulePerMinute = "minute"
+	RulePerHour   = "hour"
+	// RuleIPPerMinute and RuleIPPerHour are WeCom's base limits per source
+	// IP and API.
+	RuleIPPerMinute = "ip-minute"
+	RuleIPPerHour   = "ip-hour"
+	// RuleCustomer lets one call at a time edit a customer, across the APIs
+	// of GroupCustomerEdit.
+	RuleCustomer = "customer"
+	// RuleFetch lets one token fetch at a time run per app: the client holds
+	// it around looking in the token store, fetching and storing, so that a
+	// process that waited finds the token another one fetched.
+	RuleFetch = "fetch"
+)
+
+// GroupCustomerEdit is the group of the APIs that edit one customer: WeCom
+// answers 45033 to two of them at once on one customer.
+const GroupCustomerEdit = "customer-edit"
+
+// Where the numbers come from.
+const (
+	srcFetch = "official, document/path/91039: do not call gettoken frequently, or be throttled"
+	srcBase  = "official, document/path/90312 and 90454 (2023-08-28)"
+	srcIP    = "official, document/path/90454; staff: counted across all corps served from the IP"
+	srcTags  = "staff answer: mark_tag at most 5 in flight (45033 beyond); the SDK applies it to every tag API"
+	srcEdit  = "staff answer: two edits of one customer at once fail with 45033"
+	srcMark  = "staff answer: mark_tag at most 5 in flight"
+	srcRem   = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
+)
+
+// Endpoints returns the catalog: every endpoint the SDK wraps, in a new
+// slice the caller may keep or change.
+func Endpoints() []Endpoint {
+	tag := func(id ID, method string, doc int, repeatable bool) Endpoint {
+		return Endpoint{ID: id, Method: method, Doc: doc, Repeatable: repeatable,
+			Rules: with(inFlight(RuleInFlight, 5, srcTags))}
+	}
+	return []Endpoint{
+		{ID: GetToken, Method: http.MethodGet, Doc: 91039, Repeatable: true, Token: NoToken,
+			Rules: with(Rule{Name: RuleFetch, Scope: ScopeApp, InFlight: 1, Source: srcFetch})},
+		tag(TagCreate, http.MethodPost, 90210, false),
+		tag(TagUpdate, http.MethodPost, 90211, true),
+		tag(TagDelete, http.MethodGet, 90212, true),
+		tag(TagGet, http.MethodGet, 90213, true),
+		tag(TagAddUsers, http.MethodPost, 90214, true),
+		tag(TagDelUsers, http.MethodPost, 90215, true),
+		tag(TagList, http.MethodGet, 90216, true),
+		tag(CorpTagList, http.MethodPost, 92117, true),
+		tag(CorpTagAdd, http.MethodPost, 92117, false),
+		tag(CorpTagEdit, http.MethodPost, 92117, true),
+		tag(CorpTagDel, http.MethodPost, 92117, true),
+		{ID: MarkTag, Method: http.MethodPost, Doc: 92118, Repeatable: true, Resource: customerSubject,
+			Rules: with(inFlight(RuleInFlight, 5, srcMark), customerEdit())},
+		{ID: CustomerRemark, Method: http.MethodPost, Doc: 96317, Repeatable: true, Resource: customerSubject,
+			Rules: with(inFlight(RuleInFlight, 5, srcRem), customerEdit())},
+		{ID: FollowUserList, Method: http.MethodGet, Doc: 92571, Repeatable: true, Rules: base()},
+		{ID: CustomerList, Method: http.MethodGet, Doc: 96314, Repeatable: true, Rules: base()},
+	}
+}
+
+// base returns WeCom's limits for every API: per corp and API, 10,000 calls
+// a minute and 150,000 an hour; per source IP and API, 20,000 and 600,000.
+func base() []Rule {
+	return []Rule{
+		{Name: RulePerMinute, Scope: ScopeAPI, Limit: 10000, Per: Minute, Source: srcBase},
+		{Name: RulePerHour, Scope: ScopeAPI, Limit: 150000, Per: Hour, Source: srcBase},
+		{Name: RuleIPPerMinute, Scope: ScopeIP, Limit: 20000, Per: Minute, Source: srcIP},
+		{Name: RuleIPPerHour, Scope: ScopeIP, Limit: 600000, Per: Hour, Source: srcIP},
+	}
+}
+
+// with returns the base rules and more.
+func with(more ...Rule) []Rule { return append(base(), more...) }
+
+func inFlight(name string, n int, source string) Rule {
+	return Rule{Name: name, Scope: ScopeAPI, InFlight: n, Source: source}
+}
+
+// customerEdit is the one-edit-at-a-time lock of a customer, shared by the
+// APIs that edit one.
+func customerEdit() Rule {
+	return Rule{Name: RuleCustomer, Scope: ScopeShared, Group: GroupCustomerEdit, InFlight: 1, Source: srcEdit}
+}

@@ -1,0 +1,316 @@
+package wecom
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// withClock sets the clock that names CST days and times blocks.
+func withClock(now func() time.Time) Option {
+	return func(c *Client) error {
+		c.now = now
+		return nil
+	}
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeClock) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+func (f *fakeClock) set(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = t
+}
+
+func newTestClient(t *testing.T, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(testCorp, testSecret, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// names returns the names of rules, sorted.
+func names(rules []catalog.Rule) []string {
+	var n []string
+	for _, r := range rules {
+		n = append(n, r.Name)
+	}
+	slices.Sort(n)
+	return n
+}
+
+func TestOverridesStartFromTheDefaults(t *testing.T) {
+	t.Parallel()
+	mark := catalog.MarkTag.Path()
+	rule := func(c *Client, path, name string) (catalog.Rule, bool) {
+		return c.limitsFor(path).rule(name)
+	}
+	t.Run("partial keeps the windows", func(t *testing.T) {
+		c := newTestClient(t, WithLimits(mark, Limits{Concurrency: 3}))
+		r, _ := rule(c, mark, catalog.RuleInFlight)
+		if r.InFlight != 3 {
+			t.Errorf("concurrency %d, want 3", r.InFlight)
+		}
+		want := names(catalog.Endpoints()[0].Rules) // gettoken's: base + fetch
+		want = slices.DeleteFunc(want, func(n string) bool { return n == catalog.RuleFetch })
+		want = append(want, catalog.RuleInFlight, catalog.RuleCustomer)
+		slices.Sort(want)
+		if got := names(c.limitsFor(mark).rules); !slices.Equal(got, want) {
+			t.Errorf("rules %v, want %v", got, want)
+		}
+		if m, _ := rule(c, mark, catalog.RulePerMinute); m.Limit != 10000 {
+			t.Errorf("per minute %d, want the default 10000", m.Limit)
+		}
+	})
+	t.Run("NoLimit removes, several options add up", func(t *testing.T) {
+		c := newTestClient(t, WithLimits(mark, Limits{PerHour: NoLimit}), WithLimits(mark, Limits{PerDay: 500}))
+		if _, ok := rule(c, mark, catalog.RulePerHour); ok {
+			t.Error("the hour window is still there")
+		}
+		if d, ok := rule(c, mark, ruleDay); !ok || d.Limit != 500 || d.Per != catalog.Day {
+			t.Errorf("day rule %+v, %t", d, ok)
+		}
+	})
+	t.Run("WithRule and WithoutRule", func(t *testing.T) {
+		extra := catalog.Rule{Name: "quota", Scope: catalog.ScopeApp, Limit: 50, Per: catalog.Day, Weighted: true}
+		c := newTestClient(t, WithRule(mark, extra), WithoutRule(mark, catalog.RuleCustomer))
+		if r, ok := rule(c, mark, "quota"); !ok || r != extra {
+			t.Errorf("quota %+v, %t", r, ok)
+		}
+		if _, ok := rule(c, mark, catalog.RuleCustomer); ok {
+			t.Error("the customer lock is still there")
+		}
+	})
+	t.Run("other endpoints keep the defaults", func(t *testing.T) {
+		c := newTestClient(t, WithLimits(mark, Limits{Concurrency: 1}))
+		if r, _ := rule(c, catalog.CustomerRemark.Path(), catalog.RuleInFlight); r.InFlight != 5 {
+			t.Errorf("remark concurrency %d, want 5", r.InFlight)
+		}
+	})
+	t.Run("a path the SDK does not wrap", func(t *testing.T) {
+		c := newTestClient(t, WithLimits("/cgi-bin/user/get", Limits{Concurrency: 2}))
+		got := names(c.limitsFor("/cgi-bin/user/get").rules)
+		want := append(names(catalog.Generic()), catalog.RuleInFlight)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("rules %v, want %v", got, want)
+		}
+		if got := names(c.limitsFor("/cgi-bin/user/list").rules); !slices.Equal(got, names(catalog.Generic())) {
+			t.Errorf("another unwrapped path: %v", got)
+		}
+	})
+}
+
+func TestOverrideMistakes(t *testing.T) {
+	t.Parallel()
+	mark := catalog.MarkTag.Path()
+	for _, tc := range []struct {
+		name string
+		opt  Option
+		want string
+	}{
+		{"letter missing", WithLimits("/cgi-bin/externalcontact/mark_ta", Limits{Concurrency: 3}), "did you mean"},
+		{"letters swapped", WithLimits("/cgi-bin/externalcontact/makr_tag", Limits{Concurrency: 3}), "did you mean"},
+		{"case", WithLimits("/cgi-bin/externalcontact/Mark_Tag", Limits{Concurrency: 3}), "did you mean"},
+		{"no prefix", WithLimits("/externalcontact/mark_tag", Limits{Concurrency: 3}), "did you mean"},
+		{"trailing slash", WithRule(mark+"/", catalog.Rule{Name: "x", Scope: catalog.ScopeAPI, InFlight: 1}), "did you mean"},
+		{"negative", WithLimits(mark, Limits{PerMinute: -5}), "NoLimit"},
+		{"no resource", WithLimits(catalog.TagList.Path(), Limits{PerResource: 1}), "without a resource"},
+		{"remove unknown", WithoutRule(mark, "custmer"), `no rule "custmer"`},
+		{"bad rule", WithRule(mark, catalog.Rule{Name: "x", Scope: catalog.ScopeAPI}), "exactly one"},
+		{"second in-flight cap", WithRule(mark, catalog.Rule{Name: "x", Scope: catalog.ScopeAPI, InFlight: 2}), "second cap"},
+		{"shared rule without resource", WithRule(catalog.TagList.Path(), catalog.Rule{Name: "x", Scope: catalog.ScopeShared, Group: "g", InFlight: 1}), "no resource"},
+		{"relative path", WithLimits("cgi-bin/x", Limits{}), "limits path"},
+		{"negative block", WithLimits(mark, Limits{BlockFor: -time.Second}), "BlockFor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(testCorp, testSecret, tc.opt)
+			if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New = %v, want an invalid-request error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRequestsFromRules: the leases a call takes, per rule and scope.
+func TestRequestsFromRules(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 24, 15, 0, 0, 0, time.UTC) // 23:00 CST
+	markCall := &call{id: catalog.MarkTag, path: catalog.MarkTag.Path(), resource: "u1|wm1"}
+	type want struct {
+		key         string
+		concurrency int
+		windows     []throttle.Window
+		day         bool
+	}
+	base := []throttle.Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		cl   *call
+		want []want
+	}{
+		{"mark_tag: the customer first, then the API", nil, markCall, []want{
+			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, false},
+			{"{wwcorp}" + catalog.MarkTag.Path(), 5, base, false},
+		}},
+		{"remark shares the customer's lock", nil, &call{id: catalog.CustomerRemark, path: catalog.CustomerRemark.Path(), resource: "u1|wm1"}, []want{
+			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, false},
+			{"{wwcorp}" + catalog.CustomerRemark.Path(), 5, base, false},
+		}},
+		{"per IP with an egress", []Option{WithEgress("nat-1")}, &call{path: "/cgi-bin/user/get"}, []want{
+			{"{wwcorp}/cgi-bin/user/get", 0, base, false},
+			{"ip:nat-1/cgi-bin/user/get", 0, []throttle.Window{{Limit: 20000, Period: time.Minute}, {Limit: 600000, Period: time.Hour}}, false},
+		}},
+		{"a day on a key of its CST date", []Option{WithLimits(catalog.TagList.Path(), Limits{PerDay: 7})}, &call{id: catalog.TagList, path: catalog.TagList.Path()}, []want{
+			{"{wwcorp}" + catalog.TagList.Path(), 5, base, false},
+			{"{wwcorp}" + catalog.TagList.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 7, Period: dayWindow}}, true},
+		}},
+		{"per app and member", []Option{WithAgentID(1000002), WithRule("/cgi-bin/message/send",
+			catalog.Rule{Name: "member", Scope: catalog.ScopeAppMember, Group: "message", Limit: 30, Per: catalog.Minute})},
+			&call{path: "/cgi-bin/message/send", members: []string{"a", "b"}}, []want{
+				{"{wwcorp}/cgi-bin/message/send", 0, base, false},
+				{"{wwcorp}#1000002@message|a", 0, []throttle.Window{{Limit: 30, Period: time.Minute}}, false},
+				{"{wwcorp}#1000002@message|b", 0, []throttle.Window{{Limit: 30, Period: time.Minute}}, false},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestClient(t, tc.opts...)
+			reqs := c.requests(tc.cl, c.limitsFor(tc.cl.path), now)
+			var got []want
+			for _, r := range reqs {
+				got = append(got, want{r.Key, r.Concurrency, r.Windows, r.day})
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("requests %+v, want %+v", got, tc.want)
+			}
+			for i := range got {
+				g, w := got[i], tc.want[i]
+				if g.key != w.key || g.concurrency != w.concurrency || !slices.Equal(g.windows, w.windows) || g.day != w.day {
+					t.Errorf("request %d = %+v, want %+v", i, g, w)
+				}
+			}
+		})
+	}
+}
+
+// TestDayCountEndsAtCSTMidnight: a daily limit refuses the call once spent,
+// until the next midnight in China Standard Time, without sending it; a
+// 45009 on an API limited only per day blocks it until then.
+func TestDayCountEndsAtCSTMidnight(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Date(2026, 11, 24, 15, 50, 0, 0, time.UTC)} // 23:50 CST
+	path := catalog.TagList.Path()
+	f := setup(t, withClock(clock.now), WithLimits(path, Limits{PerDay: 2}))
+	f.respond("GET", path, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := f.c.Tags.List(ctx); f.record(err) != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	_, err := f.c.Tags.List(ctx)
+	f.record(err)
+	var rl *RateLimitError
+	if !errors.As(err, &rl) || rl.RetryAfter != 10*time.Minute || !strings.Contains(err.Error(), "midnight CST") {
+		t.Fatalf("third call: %v, want a RateLimitError to retry after 10m (midnight CST)", err)
+	}
+	if n := f.calls("GET", path); n != 2 {
+		t.Errorf("%d requests sent, want 2", n)
+	}
+	clock.set(time.Date(2026, 11, 24, 16, 0, 1, 0, time.UTC)) // 00:00:01 CST
+	if _, err := f.c.Tags.List(ctx); f.record(err) != nil {
+		t.Fatalf("after midnight CST: %v", err)
+	}
+
+	// 45009 on an API limited only per day: blocked until the next midnight.
+	day := setup(t, withClock(clock.now), WithLimits(path, Limits{PerMinute: NoLimit, PerHour: NoLimit, PerDay: 100}))
+	day.respond("GET", path, `{"errcode":45009,"errmsg":"api freq out of limit"}`)
+	_, err = day.c.Tags.List(ctx)
+	day.record(err)
+	want := 24*time.Hour - time.Second
+	if !errors.As(err, &rl) || rl.RetryAfter != want {
+		t.Errorf("45009 on a daily limit: %v, want RetryAfter %s", err, want)
+	}
+}
+
+// TestWeightedRule: a call counts its weight against a weighted rule (a
+// message to N members counts N against the app's daily quota) and one
+// against the others.
+func TestWeightedRule(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC)}
+	path := "/cgi-bin/message/send"
+	f := setup(t, withClock(clock.now), WithAgentID(1000002),
+		WithRule(path, catalog.Rule{Name: "recipients", Scope: catalog.ScopeApp, Group: "message", Limit: 10, Per: catalog.Day, Weighted: true}))
+	f.respond("POST", path, `{"errcode":0,"errmsg":"ok"}`)
+	send := func(n int) error {
+		return f.record(f.c.do(context.Background(), &call{method: "POST", path: path, body: map[string]any{}, weight: n}))
+	}
+	for _, n := range []int{4, 4} {
+		if err := send(n); err != nil {
+			t.Fatalf("a message to %d: %v", n, err)
+		}
+	}
+	var rl *RateLimitError
+	if err := send(3); !errors.As(err, &rl) || !rl.day {
+		t.Fatalf("3 more recipients than the quota's 2 left: %v, want a daily RateLimitError", err)
+	}
+	if err := send(2); err != nil {
+		t.Fatalf("the 2 recipients left: %v", err)
+	}
+	if n := f.calls("POST", path); n != 3 {
+		t.Errorf("%d messages sent, want 3", n)
+	}
+	if err := send(11); !errors.Is(err, ErrInvalidRequest) && !errors.Is(err, throttle.ErrInvalidRequest) {
+		t.Errorf("a weight over the quota: %v, want an invalid request", err)
+	}
+}
+
+// TestRenewSkipsLeasesWithoutSlot: after a long wait only the slots taken
+// earlier are renewed; a lease that counts a window and holds no slot is not
+// "lost" (which would make the call start over, and count again, forever).
+func TestRenewSkipsLeasesWithoutSlot(t *testing.T) {
+	t.Parallel()
+	c := newTestClient(t)
+	ctx := context.Background()
+	window, err := c.limiter.Acquire(ctx, throttle.Request{Key: "w", Windows: []throttle.Window{{Limit: 5, Period: time.Minute}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, err := c.limiter.Acquire(ctx, throttle.Request{Key: "s", Concurrency: 1, TTL: DefaultLeaseTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := c.limiter.Acquire(ctx, throttle.Request{Key: "l", Concurrency: 1, TTL: DefaultLeaseTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := []throttle.Lease{window, slot, last}
+	lost, err := c.renewEarlier(ctx, leases)
+	if lost || err != nil {
+		t.Fatalf("renewEarlier = lost %t, %v; want the slot renewed and nothing lost", lost, err)
+	}
+	if leases[1].Expires.Before(slot.Expires) {
+		t.Errorf("the slot's expiry went back: %s -> %s", slot.Expires, leases[1].Expires)
+	}
+}
