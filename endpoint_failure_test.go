@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"testing"
 	"time"
@@ -92,7 +93,59 @@ func typedEndpoints() []failureEndpoint {
 		{name: "Customers.Remark", id: catalog.CustomerRemark, call: func(ctx context.Context, c *Client) error {
 			return c.Customers.Remark(ctx, RemarkRequest{UserID: "zhangsan", ExternalUserID: "wmX", Remark: "Li Si"})
 		}},
+		{name: "Customers.Get", id: catalog.CustomerGet, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Customers.Get(ctx, "wmX")
+			return err
+		}},
+		{name: "Customers.ByMembers", id: catalog.CustomerBatch, call: func(ctx context.Context, c *Client) error {
+			for _, err := range c.Customers.ByMembers(ctx, []string{"zhangsan"}) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{name: "Customers.GroupChats", id: catalog.GroupChatList, call: func(ctx context.Context, c *Client) error {
+			for _, err := range c.Customers.GroupChats(ctx, GroupChatListRequest{OwnerUserIDs: []string{"zhangsan"}}) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{name: "Customers.GroupChat", id: catalog.GroupChatGet, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Customers.GroupChat(ctx, "wrX", true)
+			return err
+		}},
+		{name: "Customers.TransferGroupChats", id: catalog.GroupChatTransfer, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Customers.TransferGroupChats(ctx, []string{"wrX"}, "lisi")
+			return err
+		}},
+		{name: "Customers.Transfer", id: catalog.TransferCustomer, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Customers.Transfer(ctx, TransferRequest{HandoverUserID: "zhangsan", TakeoverUserID: "lisi", ExternalUserIDs: []string{"wmX"}})
+			return err
+		}},
+		{name: "Customers.TransferResigned", id: catalog.ResignedTransferCustomer, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Customers.TransferResigned(ctx, TransferRequest{HandoverUserID: "zhangsan", TakeoverUserID: "lisi", ExternalUserIDs: []string{"wmX"}})
+			return err
+		}},
+		{name: "Customers.TransferResults", id: catalog.TransferResult, call: func(ctx context.Context, c *Client) error {
+			return walkErr(c.Customers.TransferResults(ctx, "zhangsan", "lisi"))
+		}},
+		{name: "Customers.ResignedTransferResults", id: catalog.ResignedTransferResult, call: func(ctx context.Context, c *Client) error {
+			return walkErr(c.Customers.ResignedTransferResults(ctx, "zhangsan", "lisi"))
+		}},
 	}
+}
+
+// walkErr walks seq to its end and returns the error it ends with, if any.
+func walkErr[T any](seq iter.Seq2[T, error]) error {
+	for _, err := range seq {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // TestEveryEndpointTyped: every endpoint of the catalog but gettoken (which

@@ -56,9 +56,37 @@ const (
 	CodeTagNotOwned = 81011
 	// CodeTooManyTagUsers (81014): too many users or parties in one call.
 	CodeTooManyTagUsers = 81014
+	// CodeGroupChatOwnerFilterRequired (81017): groupchat/list without an
+	// owner filter, for an app that sees over 1,000 members; list by owner
+	// (GroupChatListRequest.OwnerUserIDs) instead.
+	CodeGroupChatOwnerFilterRequired = 81017
+	// CodeChatOwnerNotResigned (90500): groupchat/transfer: the group's
+	// owner has not left the corp, so the group cannot be handed over
+	// (answered per group in the failures).
+	CodeChatOwnerNotResigned = 90500
 	// CodeNoCustomers (84061): the member has no customers
 	// (externalcontact/list); Customers.List answers an empty list instead.
 	CodeNoCustomers = 84061
+	// CodeInvalidExternalUserID (40096): invalid external_userid; a transfer
+	// answers it for a customer WeCom does not know.
+	CodeInvalidExternalUserID = 40096
+	// CodeNotResigned (40097): the member has not resigned (a resigned
+	// transfer of an on-job member's customers).
+	CodeNotResigned = 40097
+	// CodeTakeoverFull (40099): the takeover member has the most customers
+	// allowed.
+	CodeTakeoverFull = 40099
+	// CodeTransferTooOften (40128): the customer was transferred too often
+	// (an on-job member's customer at most twice in 90 days).
+	CodeTransferTooOften = 40128
+	// CodeTransferPending (40129): the customer is being transferred already.
+	CodeTransferPending = 40129
+	// CodeSameHandover (40130): the handover and takeover members are the
+	// same.
+	CodeSameHandover = 40130
+	// CodeNotFollower (40131): the handover member does not follow the
+	// customer.
+	CodeNotFollower = 40131
 	// CodeTokenOfOtherApp (301002): the token belongs to another app.
 	CodeTokenOfOtherApp = 301002
 )

@@ -147,3 +147,43 @@ func ExampleClient_Do() {
 	fmt.Println("tags:", len(out.Tags))
 	// Output: tags: 0
 }
+
+// Tag every customer of some members: walk their (member, customer) pairs
+// with ByMembers, page after page as the loop asks for them, and mark the
+// pairs that lack the tag. Breaking out of the loop, or an error, ends the
+// walk; no page is read twice or skipped.
+func ExampleCustomerService_ByMembers() {
+	m, err := mock.New(mock.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	m.AddApp("wwexample", "example-secret")
+	m.AddCustomers("wwexample", "zhangsan", "wmA", "wmB")
+	m.AddCustomers("wwexample", "lisi", "wmB")
+	srv := m.Start()
+	defer srv.Close()
+	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(srv.URL))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	g, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: "campaign", Tags: []wecom.CorpTagSpec{{Name: "2026-autumn"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	members, err := c.Customers.FollowUsers(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for mc, err := range c.Customers.ByMembers(ctx, members) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		err := c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: mc.Follow.UserID, ExternalUserID: mc.Contact.ExternalUserID, AddTags: []string{g.Tags[0].ID}})
+		fmt.Println(mc.Follow.UserID, mc.Contact.ExternalUserID, err)
+	}
+	// Output:
+	// lisi wmB <nil>
+	// zhangsan wmA <nil>
+	// zhangsan wmB <nil>
+}

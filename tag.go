@@ -217,12 +217,3 @@ func (s *TagService) members(ctx context.Context, id catalog.ID, allInvalid int,
 	}
 	return res, nil
 }
-
-// chunk returns the i-th slice of at most n elements of s (nil past the end).
-func chunk[T any](s []T, i, n int) []T {
-	lo := i * n
-	if lo >= len(s) {
-		return nil
-	}
-	return s[lo:min(lo+n, len(s))]
-}

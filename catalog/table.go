@@ -21,6 +21,26 @@ const (
 	CustomerRemark ID = "/cgi-bin/externalcontact/remark"
 	FollowUserList ID = "/cgi-bin/externalcontact/get_follow_user_list"
 	CustomerList   ID = "/cgi-bin/externalcontact/list"
+	CustomerGet    ID = "/cgi-bin/externalcontact/get"
+	CustomerBatch  ID = "/cgi-bin/externalcontact/batch/get_by_user"
+)
+
+// The customer transfer (客户继承) endpoints: on-job (在职继承) and resigned
+// (离职继承) members' customers handed over to another member, and the state of
+// those handovers.
+const (
+	TransferCustomer         ID = "/cgi-bin/externalcontact/transfer_customer"
+	TransferResult           ID = "/cgi-bin/externalcontact/transfer_result"
+	ResignedTransferCustomer ID = "/cgi-bin/externalcontact/resigned/transfer_customer"
+	ResignedTransferResult   ID = "/cgi-bin/externalcontact/resigned/transfer_result"
+)
+
+// The customer group chat (客户群) endpoints: the groups the app can see, one
+// group's members, and handing the groups of a member who left to another.
+const (
+	GroupChatList     ID = "/cgi-bin/externalcontact/groupchat/list"
+	GroupChatGet      ID = "/cgi-bin/externalcontact/groupchat/get"
+	GroupChatTransfer ID = "/cgi-bin/externalcontact/groupchat/transfer"
 )
 
 // customerSubject is the resource of the customer-edit APIs.
@@ -59,6 +79,7 @@ const (
 	srcTags  = "staff answer: mark_tag at most 5 in flight (45033 beyond); the SDK applies it to every tag API"
 	srcEdit  = "staff answer: two edits of one customer at once fail with 45033"
 	srcMark  = "staff answer: mark_tag at most 5 in flight"
+	srcBatch = "community: 45033 reported on batch/get_by_user with no number given; the SDK assumes 5 in flight, as staff gave for mark_tag and remark"
 	srcRem   = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
 )
 
@@ -89,6 +110,32 @@ func Endpoints() []Endpoint {
 			Rules: with(inFlight(RuleInFlight, 5, srcRem), customerEdit())},
 		{ID: FollowUserList, Method: http.MethodGet, Doc: 92571, Repeatable: true, Rules: base()},
 		{ID: CustomerList, Method: http.MethodGet, Doc: 96314, Repeatable: true, Rules: base()},
+		{ID: CustomerGet, Method: http.MethodGet, Doc: 92114, Repeatable: true, Rules: base()},
+		{ID: CustomerBatch, Method: http.MethodPost, Doc: 96316, Repeatable: true,
+			Rules: with(inFlight(RuleInFlight, 5, srcBatch))},
+
+		// Transfers are not repeatable: an on-job one sent twice may count
+		// twice against WeCom's 2 transfers of a customer per 90 days
+		// (document/path/92125; a cap no Rule expresses, answered per
+		// customer with 40128), and a repeat of either kind would report
+		// customers it had just handed over as pending (40129).
+		{ID: TransferCustomer, Method: http.MethodPost, Doc: 92125, Rules: base()},
+		{ID: TransferResult, Method: http.MethodPost, Doc: 94088, Repeatable: true, Rules: base()},
+		{ID: ResignedTransferCustomer, Method: http.MethodPost, Doc: 94081, Rules: base()},
+		{ID: ResignedTransferResult, Method: http.MethodPost, Doc: 94082, Repeatable: true, Rules: base()},
+
+		{ID: GroupChatList, Method: http.MethodPost, Doc: 93414, Repeatable: true, Rules: base()},
+		{ID: GroupChatGet, Method: http.MethodPost, Doc: 96338, Repeatable: true, Rules: base()},
+		// groupchat/transfer (document/path/92127; 96334 in the
+		// service-provider edition) is not repeatable. Sending it twice
+		// does not move a group twice, but the second call finds the
+		// groups it moved no longer owned by a member who left and lists
+		// them as failures (90500): a repeat after a lost answer would
+		// report groups that did move as refused. A caller who gets an
+		// error of unknown outcome reads the groups with groupchat/get.
+		// Its 300 groups a day per former owner is a cap per member and
+		// day that no Rule expresses.
+		{ID: GroupChatTransfer, Method: http.MethodPost, Doc: 92127, Rules: base()},
 	}
 }
 

@@ -33,8 +33,16 @@ type corp struct {
 	seq      int // source of customer-contact tag and group ids
 	marks    map[markKey]map[string]bool
 	remarks  map[markKey]Remark
-	// customers: member → the external_userids of their customers.
-	customers map[string]map[string]bool
+	// people: external_userid → the customer.
+	people map[string]*Customer
+	// customers: member → external_userid → the member's relation to that
+	// customer.
+	customers map[string]map[string]*follow
+	// transfers: the customer transfers (nil until the first is used).
+	transfers *transferBook
+	// groupChats: chat_id → the customer group chat (nil until one is
+	// added).
+	groupChats map[string]*GroupChat
 }
 
 type markKey struct{ user, external string }
@@ -51,7 +59,8 @@ func newCorp(id string) *corp {
 		corpTags:  make(map[string]*corpTag),
 		marks:     make(map[markKey]map[string]bool),
 		remarks:   make(map[markKey]Remark),
-		customers: make(map[string]map[string]bool),
+		people:    make(map[string]*Customer),
+		customers: make(map[string]map[string]*follow),
 	}
 }
 

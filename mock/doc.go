@@ -50,6 +50,11 @@
 //     empty.
 //   - 40058: add_corp_tag without any tag.
 //   - 41009 / 40096: mark_tag without userid / external_userid.
+//   - 40058 / 60111: transfer_customer or resigned/transfer_customer with
+//     more than 100 customers or a transfer_success_msg over 200 characters
+//     / from a member marked resigned ([Server.Resign]; on-job transfers
+//     only), or to one. The other transfer codes (40096, 40097, 40128 to
+//     40131) are WeCom's own.
 //   - 47001: a body that is not valid JSON of the expected shape (including
 //     an empty body, except for get_corp_tag_list, which treats it as {}).
 //

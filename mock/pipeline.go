@@ -45,26 +45,51 @@ const (
 	codeInvalidCorpID   = 40013
 	codeInvalidToken    = 40014
 	codeInvalidUserList = 40031
+	codeChatNotFound    = 40050
 	codeInvalidParam    = 40058
 	codeInvalidTagID    = 40068
 	codeAllInvalid      = 40070
 	codeTagNameExists   = 40071
 	codeTagNameLength   = 40072
 	codeInvalidExternal = 40096
+	codeUserNotResigned = 40097
 	codeCorpTagLimit    = 40126
+	codeTransferLimit   = 40128
+	codeTransferring    = 40129
+	codeSameTakeover    = 40130
+	codeNotFollower     = 40131
 	codeTokenMissing    = 41001
 	codeCorpIDMissing   = 41002
 	codeSecretMissing   = 41004
 	codeUserIDMissing   = 41009
 	codeTagIDMissing    = 41017
+	codeExternalMissing = 41035
 	codeTokenExpired    = 42001
+	codeRequireGET      = 43001
+	codeRequirePOST     = 43002
 	codeFreqLimit       = 45009
 	codeCountLimit      = 45024
 	codeConcurrent      = 45033
+	codeUserNotFound    = 46004
 	codeDataFormat      = 47001
+	codeNoSuchUserID    = 60111
 	codeTooManyMembers  = 81014
+	codeNeedOwnerFilter = 81017
 	codeNoCustomers     = 84061
+	codeNotResigned     = 90500
 )
+
+// wrongMethod refuses a call made with another HTTP method than its API's,
+// as WeCom does (43001 "require GET method", 43002 "require POST method").
+func wrongMethod(got, want string) *apiError {
+	switch {
+	case got == want:
+		return nil
+	case want == http.MethodGet:
+		return errf(codeRequireGET, "require GET method")
+	}
+	return errf(codeRequirePOST, "require POST method")
+}
 
 // apiError is an error answer before its errmsg gets WeCom's suffix.
 type apiError struct {
@@ -144,7 +169,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	now := s.now()
-	c, aerr := s.checkToken(query.Get("access_token"), now)
+	var c *corp
+	aerr := wrongMethod(r.Method, rt.Method)
+	if aerr == nil {
+		c, aerr = s.checkToken(query.Get("access_token"), now)
+	}
 	if aerr == nil && !s.admitRate(apiKey{c.id, path}, rt, now) {
 		aerr = errf(codeFreqLimit, "api freq out of limit")
 	}

@@ -45,6 +45,18 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.CustomerRemark: (*corp).remark,
 		catalog.FollowUserList: (*corp).followUserList,
 		catalog.CustomerList:   (*corp).customerList,
+		catalog.CustomerGet:    (*corp).customerGet,
+		catalog.CustomerBatch:  (*corp).customerBatch,
+
+		catalog.GroupChatList:     (*corp).groupChatList,
+		catalog.GroupChatGet:      (*corp).groupChatGet,
+		catalog.GroupChatTransfer: (*corp).groupChatTransfer,
+
+		// Customer transfer (客户继承).
+		catalog.TransferCustomer:         (*corp).transferCustomer,
+		catalog.TransferResult:           (*corp).transferResult,
+		catalog.ResignedTransferCustomer: (*corp).resignedTransferCustomer,
+		catalog.ResignedTransferResult:   (*corp).resignedTransferResult,
 	}
 }
 
@@ -59,6 +71,9 @@ func newRoutes(cfg Config) (map[string]*route, error) {
 			return nil, fmt.Errorf("mock: no handler for %s", e.ID)
 		}
 		rt := &route{Endpoint: e, apply: h}
+		if h != nil { // transfers due complete before any API is served
+			rt.apply = settlingTransfers(h)
+		}
 		if h != nil { // gettoken is not limited
 			rt.limit(cfg)
 		}

@@ -4,11 +4,24 @@
 // Without -base-url it starts an embedded mock WeCom that enforces the limits
 // exactly as WeCom answers them (45033, 45009), with -latency of service time:
 //
-//	go run ./examples/bulktag
+//	go run ./examples/bulktag -all-members
+//	go run ./examples/bulktag -members member001,member002
 //	go run ./examples/bulktag -customers 2000 -repeat 2 -workers 32
 //
 // It creates (or reuses) the tag with add_corp_tag, marks it with -workers
 // goroutines, shows progress on stderr and ends with a summary on stdout.
+//
+// With -members or -all-members it tags real customers: it walks every
+// customer of those members (-all-members: of every member who has
+// customers) with batch/get_by_user and marks the tag on each (member,
+// customer) pair that does not have it yet, marking from the first page on
+// while the walk goes on. The embedded mock is then seeded with made-up
+// customers (-seed-members, -seed-pairs, -seed-shared), so the command works
+// with no set-up. The summary says how many pairs were found in how many
+// pages, and how many were already marked.
+//
+// Without them it is a benchmark: -customers made-up customers of -user-id,
+// each marked -repeat times.
 //
 // # Stopping
 //
@@ -29,8 +42,10 @@
 // # Exit status
 //
 //	0    every mark was done (a signal that came after the last mark was
-//	     started and let it finish changes nothing)
-//	1    the run ended on its own, and some marks failed
+//	     started and let it finish changes nothing), and every customer
+//	     was found
+//	1    the run ended on its own, and some marks failed, or the walk over
+//	     the members' customers ended early
 //	2    bad flags, or the setup failed (Redis unreachable, say): no mark was started
 //	3    stopped by a first SIGINT or SIGTERM with marks not started or failed;
 //	     the summary says how many of each
@@ -51,6 +66,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wecomkit/wecom/mock"
 )
 
 // The exit statuses, as the package comment describes them.
@@ -65,7 +82,13 @@ const (
 type config struct {
 	baseURL, corpID, secret, userID, redis, redisPrefix string
 	customers, repeat, workers                          int
-	latency, jitter, leaseTTL, drain                    time.Duration
+	// members (comma-separated) or allMembers: mark the customers of
+	// members, found with batch/get_by_user, instead of made-up ones.
+	members    string
+	allMembers bool
+	// seed: the customers the embedded mock makes up for those modes.
+	seed                             mock.CustomerSeed
+	latency, jitter, leaseTTL, drain time.Duration
 	// progress is how often progress is shown; 0: progressEvery's default.
 	progress time.Duration
 	// tty: stderr is a terminal, where progress rewrites one line.
@@ -146,6 +169,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.customers, "customers", 2000, "number of customers to mark")
 	fs.IntVar(&cfg.repeat, "repeat", 1, "times each customer is marked, interleaved so workers want the same customer at once")
 	fs.IntVar(&cfg.workers, "workers", 32, "concurrent workers")
+	fs.StringVar(&cfg.members, "members", "", "mark the customers of these members (comma-separated userids), walked with batch/get_by_user, instead of -customers made-up ones")
+	fs.BoolVar(&cfg.allMembers, "all-members", false, "mark the customers of every member who has customers (get_follow_user_list)")
+	fs.IntVar(&cfg.seed.Members, "seed-members", 3, "with -members/-all-members, members the embedded mock makes up (member001, ...)")
+	fs.IntVar(&cfg.seed.Pairs, "seed-pairs", 2000, "with -members/-all-members, (member, customer) pairs the embedded mock makes up")
+	fs.Float64Var(&cfg.seed.Shared, "seed-shared", 0.1, "fraction of the made-up customers that two members share")
 	fs.DurationVar(&cfg.latency, "latency", 20*time.Millisecond, "service time of the embedded mock")
 	fs.DurationVar(&cfg.jitter, "jitter", 0, "spread of the embedded mock's service time: drawn uniformly from latency±jitter")
 	fs.StringVar(&cfg.redis, "redis", "", "Redis for the limiter and token store shared by every copy: host:port, or a comma-separated list of cluster nodes")

@@ -14,6 +14,9 @@ import (
 // outcome is what became of the marks of one run.
 type outcome struct {
 	total, ok, failed int // not started: total - ok - failed
+	// found, with -members or -all-members: what the walk over the
+	// members' customers found (see walked).
+	found *walked
 	// stopped: a stop came before the last mark ended.
 	stopped bool
 	// inFlightAtStop were the marks being made when the stop came; cutShort
@@ -28,37 +31,47 @@ type outcome struct {
 
 func (o outcome) notStarted() int { return o.total - o.ok - o.failed }
 
-// counts are the workers' running tallies.
+// counts are the workers' running tallies; queued counts the marks handed
+// out so far (the total, once the feed has ended).
 type counts struct {
-	started, ok, failed, inFlight atomic.Int64
+	queued, started, ok, failed, inFlight atomic.Int64
 }
 
-// markAll marks every customer cfg.repeat times with cfg.workers workers.
-// Once stop ends, no new mark is started; the marks in flight get cfg.drain
+// job is one mark: a customer of a member.
+type job struct{ user, ext string }
+
+// feeder hands out marks on jobs until it has no more or stop ends, counting
+// each in n.queued before it is handed out.
+type feeder func(stop context.Context, jobs chan<- job, n *counts)
+
+// markAll makes every mark feed hands out with cfg.workers workers, as it
+// hands them out. Once stop ends, no new mark is started; the marks in flight get cfg.drain
 // from then to finish, after which their calls are cancelled; then it waits
 // (within the same drain) for the client's background attempts, so that
 // their slots go back to the fleet rather than expire.
-func markAll(stop context.Context, c *wecom.Client, cfg config, tagID string, st *stats, fleet *fleetCount, stderr io.Writer) outcome {
+func markAll(stop context.Context, c *wecom.Client, cfg config, tagID string, st *stats, fleet *fleetCount, stderr io.Writer, feed feeder) outcome {
 	calls, cancelCalls := context.WithCancel(context.Background())
 	defer cancelCalls()
-	o := outcome{total: cfg.customers * cfg.repeat, start: time.Now()}
+	o := outcome{start: time.Now()}
 	fleet.begin(o.start)
 	var n counts
-	jobs := make(chan string)
+	jobs := make(chan job)
 	var wg sync.WaitGroup
 	for range cfg.workers {
 		wg.Go(func() {
-			for ext := range jobs {
+			for j := range jobs {
 				n.started.Add(1)
 				n.inFlight.Add(1)
-				markOne(calls, c, cfg.userID, ext, tagID, st, &n)
+				markOne(calls, c, j, tagID, st, &n)
 				n.inFlight.Add(-1)
 			}
 		})
 	}
-	defer startProgress(stderr, cfg.tty, cfg.progress, &n, o.total, o.start, func() { fleet.add(n.ok.Load()) })()
+	fed := make(chan struct{})
+	defer startProgress(stderr, cfg.tty, cfg.progress, &n, fed, o.start, func() { fleet.add(n.ok.Load()) })()
 	go func() {
-		feed(stop, jobs, cfg.customers, cfg.repeat)
+		feed(stop, jobs, &n)
+		close(fed)
 		close(jobs)
 	}()
 	workersDone := make(chan struct{})
@@ -92,33 +105,47 @@ wait:
 		}
 	}
 	o.end = time.Now()
-	o.ok, o.failed = int(n.ok.Load()), int(n.failed.Load())
+	o.total, o.ok, o.failed = int(n.queued.Load()), int(n.ok.Load()), int(n.failed.Load())
 	o.undrained = !drainClient(c, drainBy)
 	return o
 }
 
-// feed hands out each customer repeat times, adjacent so that several
-// workers want it at once, until stop ends.
-func feed(stop context.Context, jobs chan<- string, customers, repeat int) {
-	for i := range customers {
-		ext := fmt.Sprintf("wm%08d", i)
-		for range repeat {
-			if stop.Err() != nil { // a ready worker must not win over a stop
-				return
-			}
-			select {
-			case jobs <- ext:
-			case <-stop.Done():
-				return
+// synthetic returns the feeder of the benchmark mode: customers made-up
+// customers of member userID, each handed out repeat times, adjacent so
+// that several workers want it at once. It counts every mark as queued at
+// once, as their number is known.
+func synthetic(userID string, customers, repeat int) feeder {
+	return func(stop context.Context, jobs chan<- job, n *counts) {
+		n.queued.Store(int64(customers * repeat))
+		for i := range customers {
+			j := job{userID, fmt.Sprintf("wm%08d", i)}
+			for range repeat {
+				if !handOut(stop, jobs, j) {
+					return
+				}
 			}
 		}
 	}
 }
 
+// handOut gives j to a worker unless stop ends first; a ready worker never
+// wins over a stop that has come.
+func handOut(stop context.Context, jobs chan<- job, j job) bool {
+	if stop.Err() != nil {
+		return false
+	}
+	select {
+	case jobs <- j:
+		return true
+	case <-stop.Done():
+		return false
+	}
+}
+
 // markOne makes one mark and records it.
-func markOne(ctx context.Context, c *wecom.Client, userID, ext, tagID string, st *stats, n *counts) {
+func markOne(ctx context.Context, c *wecom.Client, j job, tagID string, st *stats, n *counts) {
 	t0 := time.Now()
-	err := c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: userID, ExternalUserID: ext, AddTags: []string{tagID}})
+	err := c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: j.user, ExternalUserID: j.ext, AddTags: []string{tagID}})
 	st.latency(time.Since(t0))
 	if err != nil {
 		st.fail(err)

@@ -32,14 +32,19 @@ func isTerminal(w io.Writer) bool {
 // returns is called; that writes the final state (100% when every mark
 // ended), ends the line, and returns once it is out. tick is called at
 // every update (the fleet counter flushes there).
-func startProgress(w io.Writer, tty bool, every time.Duration, n *counts, total int, start time.Time, tick func()) (stop func()) {
+func startProgress(w io.Writer, tty bool, every time.Duration, n *counts, fed <-chan struct{}, start time.Time, tick func()) (stop func()) {
 	if every <= 0 {
 		every = progressEvery(tty)
 	}
 	stopc, done := make(chan struct{}), make(chan struct{})
 	show := func() {
-		ended := n.ok.Load() + n.failed.Load()
-		line := fmt.Sprintf("marked %d/%d (%.0f%%, %.0f/s)", ended, total, 100*float64(ended)/float64(max(total, 1)),
+		ended, total, more := n.ok.Load()+n.failed.Load(), n.queued.Load(), "+"
+		select {
+		case <-fed:
+			more = ""
+		default:
+		}
+		line := fmt.Sprintf("marked %d/%d%s (%.0f%%, %.0f/s)", ended, total, more, 100*float64(ended)/float64(max(total, 1)),
 			float64(ended)/max(time.Since(start).Seconds(), 1e-9))
 		if tty {
 			fmt.Fprintf(w, "\r%s   ", line)

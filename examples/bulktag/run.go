@@ -21,6 +21,7 @@ const (
 	groupName = "bulktag"
 	tagName   = "bulk-marked"
 	markPath  = string(catalog.MarkTag)
+	batchPath = string(catalog.CustomerBatch)
 )
 
 // run sets up the client (and the embedded mock without -base-url), marks
@@ -32,6 +33,10 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 	if cfg.customers <= 0 || cfg.repeat <= 0 || cfg.workers <= 0 || cfg.drain < 0 {
 		return exitSetup, errors.New("-customers, -repeat and -workers must be positive, -drain not negative")
 	}
+	if cfg.members != "" && cfg.allMembers {
+		return exitSetup, errors.New("-members and -all-members: give one")
+	}
+	byMembers := cfg.members != "" || cfg.allMembers
 	var (
 		srv  *mock.Server
 		opts []wecom.Option
@@ -44,6 +49,10 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 			return exitSetup, err
 		}
 		m.AddApp(cfg.corpID, cfg.secret)
+		if byMembers {
+			s := m.SeedCustomers(cfg.corpID, cfg.seed)
+			fmt.Fprintf(stderr, "embedded mock: %d made-up customers of %d members (%d pairs)\n", s.Customers, len(s.Members), s.Pairs)
+		}
 		mt := httpmock.NewMockTransport()
 		cfg.baseURL = "http://wecom.mock"
 		m.Register(mt, cfg.baseURL)
@@ -79,21 +88,32 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 		return exitSetup, err
 	}
 	tagID, err := ensureTag(stop, c)
+	feed := synthetic(cfg.userID, cfg.customers, cfg.repeat)
+	var found *walked
+	if err == nil && byMembers {
+		found = &walked{}
+		found.members, err = members(stop, c, cfg)
+		feed = memberCustomers(c, tagID, found)
+	}
 	if err != nil && stop.Err() != nil {
 		// Stopped before marking began: nothing done, nothing started.
 		o := outcome{total: cfg.customers * cfg.repeat, stopped: true}
+		if byMembers {
+			o.total = 0
+		}
 		o.undrained = !drainClient(c, time.Now().Add(cfg.drain))
 		return o.print(stdout, st, cfg, srv), nil
 	}
 	if err != nil {
-		return exitSetup, fmt.Errorf("tag: %w", err)
+		return exitSetup, fmt.Errorf("tag or members: %w", err)
 	}
 	tokenCalls := 0
 	if srv != nil {
 		tokenCalls = srv.Stats().GetTokenCalls
 		srv.ResetStats() // count only the marks from here
 	}
-	o := markAll(stop, c, cfg, tagID, st, fl, stderr)
+	o := markAll(stop, c, cfg, tagID, st, fl, stderr, feed)
+	o.found = found
 	code := o.print(stdout, st, cfg, srv)
 	printFleet(stdout, fl)
 	printMockStats(stdout, cfg, srv, tokenCalls, o)

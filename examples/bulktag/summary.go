@@ -22,6 +22,7 @@ import (
 // stats are gathered by the observer and the workers.
 type stats struct {
 	attempts, retries atomic.Int64
+	pages             atomic.Int64 // batch/get_by_user answers read
 	sending           atomic.Int64 // total ns from sending to answer
 	mu                sync.Mutex
 	failures          map[string]int // by errcode or error class
@@ -30,8 +31,12 @@ type stats struct {
 
 func newStats() *stats { return &stats{failures: map[string]int{}} }
 
-// observe is the client's observer: it counts the mark_tag attempts.
+// observe is the client's observer: it counts the mark_tag attempts and
+// the pages of customers read.
 func (s *stats) observe(_ context.Context, a wecom.Attempt) {
+	if a.Path == batchPath && a.Err == nil {
+		s.pages.Add(1)
+	}
 	if a.Path != markPath {
 		return
 	}
@@ -67,6 +72,9 @@ func (s *stats) fail(err error) {
 // print writes the summary of the marks and returns the exit status they
 // call for.
 func (o outcome) print(w io.Writer, st *stats, cfg config, srv *mock.Server) int {
+	if o.found != nil {
+		o.found.print(w, st.pages.Load())
+	}
 	fmt.Fprintf(w, "marks:      %d requested, %d done, %d failed, %d not started\n", o.total, o.ok, o.failed, o.notStarted())
 	if o.stopped {
 		fmt.Fprintf(w, "stopped:    by interrupt with %d marks in flight: %d ended within the %s drain, %d cancelled when it ran out\n",
@@ -101,7 +109,7 @@ func (o outcome) print(w io.Writer, st *stats, cfg config, srv *mock.Server) int
 	fmt.Fprintf(w, "unix:       %d.%09d %d.%09d (start and end of the marking, unix seconds, for scripts)\n",
 		o.start.Unix(), o.start.Nanosecond(), o.end.Unix(), o.end.Nanosecond())
 	switch {
-	case o.ok == o.total:
+	case o.ok == o.total && (o.found == nil || o.found.err == nil && !o.found.stoppedWalking):
 		return exitOK
 	case o.stopped:
 		return exitStopped

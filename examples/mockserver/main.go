@@ -4,6 +4,12 @@
 //	go run ./examples/mockserver -addr 127.0.0.1:8099 -latency 20ms
 //	go run ./examples/bulktag -base-url http://127.0.0.1:8099 -redis 127.0.0.1:6379 &   # three times
 //
+// With -customers it seeds made-up customers for bulktag's -all-members
+// (-customers 2000 -customer-members 3 -shared 0.1 -wide 0):
+//
+//	go run ./examples/mockserver -customers 2000
+//	go run ./examples/bulktag -base-url http://127.0.0.1:8099 -all-members
+//
 // Besides the WeCom API under /cgi-bin/, GET /mock/stats answers the mock's
 // counters as JSON (calls, max in flight, refusals by errcode, gettoken calls,
 // successful marks), and POST /mock/reset-stats zeroes them.
@@ -35,10 +41,16 @@ func main() {
 	corpID := flag.String("corp-id", "wwbulktag", "corp id of the registered app")
 	secret := flag.String("secret", "bulktag-secret", "secret of the registered app")
 	users := flag.Int("users", 0, "register users user0..userN-1 in the contact directory")
+	var seed mock.CustomerSeed
+	flag.IntVar(&seed.Pairs, "customers", 0, "seed this many made-up (member, customer) pairs (0: none)")
+	flag.IntVar(&seed.Members, "customer-members", 3, "members the seeded customers belong to (member001, ...)")
+	flag.Float64Var(&seed.Shared, "shared", 0.1, "fraction of the seeded customers two members share")
+	flag.IntVar(&seed.WideFollowers, "wide", 0, "with -customers, also seed one customer followed by this many members (wide001, ...)")
+	flag.Int64Var(&seed.Seed, "seed", 1, "seed of the made-up customers and of fault injection")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, *addr, mock.Config{Latency: *latency, LatencyJitter: *jitter}, *corpID, *secret, *users); err != nil {
+	if err := serve(ctx, *addr, mock.Config{Latency: *latency, LatencyJitter: *jitter, Seed: seed.Seed}, *corpID, *secret, *users, seed); err != nil {
 		fmt.Fprintln(os.Stderr, "mockserver:", err)
 		os.Exit(1)
 	}
@@ -59,7 +71,7 @@ func Handler(m *mock.Server) http.Handler {
 	return mux
 }
 
-func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret string, users int) error {
+func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret string, users int, seed mock.CustomerSeed) error {
 	m, err := mock.New(cfg)
 	if err != nil {
 		return err
@@ -67,6 +79,10 @@ func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret str
 	m.AddApp(corpID, secret)
 	for i := range users {
 		m.AddUsers(corpID, fmt.Sprintf("user%d", i))
+	}
+	if seed.Pairs > 0 {
+		s := m.SeedCustomers(corpID, seed)
+		fmt.Printf("seeded %d customers of %d members: %d pairs\n", s.Customers, len(s.Members), s.Pairs)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
