@@ -17,27 +17,6 @@ import (
 	"github.com/wecomkit/wecom/mock"
 )
 
-const testCorp = "wwcorp"
-
-// mockClient returns a client of corp testCorp talking to a new mock
-// server through httpmock, and the server.
-func mockClient(t *testing.T, cfg mock.Config, opts ...wecom.Option) (*wecom.Client, *mock.Server) {
-	t.Helper()
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(testCorp, "app-secret")
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, "https://wecom.test")
-	c, err := wecom.New(testCorp, "app-secret", append([]wecom.Option{wecom.WithBaseURL("https://wecom.test"), wecom.WithTransport(mt)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Drain(context.Background()) })
-	return c, srv
-}
-
 // pairKey names a (member, customer) pair.
 func pairKey(mc wecom.MemberCustomer) string {
 	return mc.Follow.UserID + "|" + mc.Contact.ExternalUserID
@@ -250,9 +229,9 @@ func TestGetReadsEveryFollower(t *testing.T) {
 func TestCustomerWire(t *testing.T) {
 	t.Parallel()
 	mt := httpmock.NewMockTransport()
-	mt.RegisterResponder(http.MethodGet, "https://wecom.test/cgi-bin/gettoken",
+	mt.RegisterResponder(http.MethodGet, testBase+"/cgi-bin/gettoken",
 		httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN","expires_in":7200}`))
-	mt.RegisterResponder(http.MethodGet, "https://wecom.test/cgi-bin/externalcontact/get", func(r *http.Request) (*http.Response, error) {
+	mt.RegisterResponder(http.MethodGet, testBase+"/cgi-bin/externalcontact/get", func(r *http.Request) (*http.Response, error) {
 		q := r.URL.Query()
 		if q.Get("access_token") != "TOKEN" || q.Get("external_userid") != "wmA" {
 			return httpmock.NewStringResponse(200, `{"errcode":40096,"errmsg":"bad"}`), nil
@@ -265,7 +244,7 @@ func TestCustomerWire(t *testing.T) {
 		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","external_contact":{"external_userid":"wmA","name":"李四","type":1,"gender":2},"follow_user":[{"userid":"u2","createtime":1700000001}]}`), nil
 	})
 	var bodies []string
-	mt.RegisterResponder(http.MethodPost, "https://wecom.test/cgi-bin/externalcontact/batch/get_by_user", func(r *http.Request) (*http.Response, error) {
+	mt.RegisterResponder(http.MethodPost, testBase+"/cgi-bin/externalcontact/batch/get_by_user", func(r *http.Request) (*http.Response, error) {
 		var req struct {
 			UserIDs []string `json:"userid_list"`
 			Cursor  string   `json:"cursor"`
@@ -288,10 +267,7 @@ func TestCustomerWire(t *testing.T) {
 		}
 		return httpmock.NewStringResponse(200, `{"errcode":40058,"errmsg":"invalid cursor"}`), nil
 	})
-	c, err := wecom.New(testCorp, "app-secret", wecom.WithBaseURL("https://wecom.test"), wecom.WithTransport(mt))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := transportClient(t, mt)
 	ctx := context.Background()
 	d, err := c.Customers.Get(ctx, "wmA")
 	if err != nil {

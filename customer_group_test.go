@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jarcoal/httpmock"
 
@@ -22,41 +21,17 @@ import (
 	"github.com/wecomkit/wecom/mock"
 )
 
-const (
-	gcCorp   = "wwgroups"
-	gcSecret = "group-secret"
-	gcBase   = "https://wecom.test"
-)
-
 var (
 	pathGCList     = catalog.GroupChatList.Path()
 	pathGCGet      = catalog.GroupChatGet.Path()
 	pathGCTransfer = catalog.GroupChatTransfer.Path()
 )
 
-// newGroupChatClient returns a client of corp gcCorp on mt.
-func newGroupChatClient(t *testing.T, mt *httpmock.MockTransport) *wecom.Client {
-	t.Helper()
-	c, err := wecom.New(gcCorp, gcSecret, wecom.WithBaseURL(gcBase), wecom.WithTransport(mt),
-		wecom.WithRetryPolicy(wecom.RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// groupChatMock returns a strict mock WeCom holding the app of gcCorp, and
-// a client of it.
+// groupChatMock returns a strict mock WeCom and a client of it.
 func groupChatMock(t *testing.T) (*mock.Server, *wecom.Client) {
 	t.Helper()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(gcCorp, gcSecret)
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, gcBase)
-	return srv, newGroupChatClient(t, mt)
+	c, srv := mockClient(t, mock.Config{}, fastRetries())
+	return srv, c
 }
 
 // addGroups seeds n group chats wr00000, wr00001... owned by owner(i), in
@@ -65,7 +40,7 @@ func addGroups(srv *mock.Server, n, status int, owner func(i int) string) []stri
 	ids := make([]string, n)
 	for i := range n {
 		ids[i] = fmt.Sprintf("wr%05d", i)
-		srv.AddGroupChat(gcCorp, mock.GroupChat{ChatID: ids[i], Name: "g" + ids[i], Owner: owner(i), Status: status})
+		srv.AddGroupChat(testCorp, mock.GroupChat{ChatID: ids[i], Name: "g" + ids[i], Owner: owner(i), Status: status})
 	}
 	return ids
 }
@@ -227,11 +202,11 @@ func TestGroupChatRequests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			mt := httpmock.NewMockTransport()
-			mt.RegisterResponder(http.MethodGet, gcBase+catalog.GetToken.Path(),
+			mt.RegisterResponder(http.MethodGet, testBase+catalog.GetToken.Path(),
 				httpmock.NewStringResponder(http.StatusOK, `{"errcode":0,"errmsg":"ok","access_token":"tok","expires_in":7200}`))
 			var s sent
-			mt.RegisterResponder(http.MethodPost, gcBase+tc.path, s.responder(tc.answers...))
-			got, err := tc.call(newGroupChatClient(t, mt))
+			mt.RegisterResponder(http.MethodPost, testBase+tc.path, s.responder(tc.answers...))
+			got, err := tc.call(transportClient(t, mt, fastRetries()))
 			if err != nil {
 				t.Fatalf("err = %v", err)
 			}
@@ -288,7 +263,7 @@ func TestGroupChatValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			mt := httpmock.NewMockTransport()
-			err := tc.call(newGroupChatClient(t, mt))
+			err := tc.call(transportClient(t, mt, fastRetries()))
 			var ve *wecom.ValidationError
 			if !errors.Is(err, wecom.ErrInvalidRequest) || !errors.As(err, &ve) {
 				t.Errorf("err = %v, want a *ValidationError", err)
@@ -339,7 +314,7 @@ func TestGroupChatsFilters(t *testing.T) {
 	owners = append(owners, "O007") // the same userid
 	for i := range 600 {
 		id, owner, status := fmt.Sprintf("wr%05d", i), fmt.Sprintf("o%03d", i%300), i%2
-		srv.AddGroupChat(gcCorp, mock.GroupChat{ChatID: id, Owner: owner, Status: status})
+		srv.AddGroupChat(testCorp, mock.GroupChat{ChatID: id, Owner: owner, Status: status})
 		if i%300 < 250 && status == wecom.GroupChatOwnerResigned {
 			want = append(want, id)
 		}
@@ -449,7 +424,7 @@ func TestGroupChatsOwnerFilterRequired(t *testing.T) {
 	for i := range users {
 		users[i] = fmt.Sprintf("user%04d", i)
 	}
-	srv.AddUsers(gcCorp, users...)
+	srv.AddUsers(testCorp, users...)
 	addGroups(srv, 3, 0, func(i int) string { return users[i] })
 	ctx := context.Background()
 	_, err := collect(c.Customers.GroupChats(ctx, wecom.GroupChatListRequest{}))
@@ -476,11 +451,11 @@ func TestTransferGroupChats(t *testing.T) {
 	t.Run("failures collected", func(t *testing.T) {
 		t.Parallel()
 		srv, c := groupChatMock(t)
-		srv.AddUsers(gcCorp, "lisi")
+		srv.AddUsers(testCorp, "lisi")
 		ids := addGroups(srv, 250, wecom.GroupChatOwnerResigned, func(int) string { return "gone" })
 		var want []wecom.GroupChatTransferFailure
 		for _, i := range []int{5, 120, 240} { // one in each call
-			srv.AddGroupChat(gcCorp, mock.GroupChat{ChatID: ids[i], Owner: "wangwu", Status: wecom.GroupChatOwnerActive})
+			srv.AddGroupChat(testCorp, mock.GroupChat{ChatID: ids[i], Owner: "wangwu", Status: wecom.GroupChatOwnerActive})
 			want = append(want, wecom.GroupChatTransferFailure{ChatID: ids[i], Code: wecom.CodeChatOwnerNotResigned})
 		}
 		ids[7], ids[230] = "wrUnknown1", "wrUnknown2"
@@ -518,9 +493,9 @@ func TestTransferGroupChats(t *testing.T) {
 	t.Run("a call fails", func(t *testing.T) {
 		t.Parallel()
 		srv, c := groupChatMock(t)
-		srv.AddUsers(gcCorp, "lisi")
+		srv.AddUsers(testCorp, "lisi")
 		ids := addGroups(srv, 250, wecom.GroupChatOwnerResigned, func(int) string { return "gone" })
-		srv.AddGroupChat(gcCorp, mock.GroupChat{ChatID: ids[3], Owner: "wangwu"})
+		srv.AddGroupChat(testCorp, mock.GroupChat{ChatID: ids[3], Owner: "wangwu"})
 		if err := srv.AddScript(mock.Script{Path: pathGCTransfer, ErrCode: wecom.CodeNoPrivilege, ErrMsg: "no privilege",
 			Match: func(_ *http.Request, body []byte) bool { return bytes.Contains(body, []byte(ids[150])) }}); err != nil {
 			t.Fatal(err)
@@ -540,7 +515,7 @@ func TestTransferGroupChats(t *testing.T) {
 			i     int
 			owner string
 		}{{0, "lisi"}, {150, "gone"}, {249, "gone"}} {
-			if g, _ := srv.GroupChat(gcCorp, ids[tc.i]); g.Owner != tc.owner {
+			if g, _ := srv.GroupChat(testCorp, ids[tc.i]); g.Owner != tc.owner {
 				t.Errorf("group %d owned by %q, want %q", tc.i, g.Owner, tc.owner)
 			}
 		}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
-
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
@@ -39,18 +37,8 @@ func TestCustomerEditsNeverOverlap(t *testing.T) {
 // editCustomers runs the edits and returns the 45033 answers the mock gave.
 func editCustomers(t *testing.T, opts ...wecom.Option) int {
 	t.Helper()
-	srv, err := mock.New(mock.Config{Latency: 2 * time.Millisecond, LatencyJitter: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp("wwcorp", "app-secret")
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, "https://wecom.test")
-	c, err := wecom.New("wwcorp", "app-secret", append([]wecom.Option{wecom.WithBaseURL("https://wecom.test"), wecom.WithTransport(mt),
+	c, srv := mockClient(t, mock.Config{Latency: 2 * time.Millisecond, LatencyJitter: time.Millisecond}, append([]wecom.Option{
 		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxConcurrencyRetries: 50, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond})}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	group, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: "g", Tags: []wecom.CorpTagSpec{{Name: "vip"}}})
 	if err != nil {
@@ -84,10 +72,10 @@ func editCustomers(t *testing.T, opts ...wecom.Option) int {
 	st := srv.Stats()
 	for i := range customers {
 		ext := fmt.Sprintf("wm%d", i)
-		if marks := srv.Marks("wwcorp", "u1", ext); len(marks) != 1 {
+		if marks := srv.Marks(testCorp, "u1", ext); len(marks) != 1 {
 			t.Errorf("%s marks %v", ext, marks)
 		}
-		if r, ok := srv.Remark("wwcorp", "u1", ext); !ok || !strings.HasPrefix(r.Remark, "w") {
+		if r, ok := srv.Remark(testCorp, "u1", ext); !ok || !strings.HasPrefix(r.Remark, "w") {
 			t.Errorf("%s remark %+v, %t", ext, r, ok)
 		}
 	}
@@ -102,20 +90,10 @@ func editCustomers(t *testing.T, opts ...wecom.Option) int {
 // error.
 func TestCustomerLists(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp("wwcorp", "app-secret")
-	srv.AddUsers("wwcorp", "u1", "u2", "u3")
-	srv.AddCustomers("wwcorp", "u1", "wmB", "wmA")
-	srv.AddCustomers("wwcorp", "u2", "wmA")
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, "https://wecom.test")
-	c, err := wecom.New("wwcorp", "app-secret", wecom.WithBaseURL("https://wecom.test"), wecom.WithTransport(mt))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, srv := mockClient(t, mock.Config{})
+	srv.AddUsers(testCorp, "u1", "u2", "u3")
+	srv.AddCustomers(testCorp, "u1", "wmB", "wmA")
+	srv.AddCustomers(testCorp, "u2", "wmA")
 	ctx := context.Background()
 	users, err := c.Customers.FollowUsers(ctx)
 	if err != nil || strings.Join(users, ",") != "u1,u2" {

@@ -20,49 +20,18 @@ import (
 	"github.com/wecomkit/wecom/mock"
 )
 
-const transferCorp = "wwtransfer"
-
-// transferClock is a clock for the mock that moves only when told to.
-type transferClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *transferClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *transferClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // transferEnv is a client talking to a mock on a fake clock.
 type transferEnv struct {
 	c     *wecom.Client
 	srv   *mock.Server
-	clock *transferClock
+	clock *wecom.FakeClock
 }
 
 func newTransferEnv(t *testing.T) *transferEnv {
 	t.Helper()
-	clock := &transferClock{now: time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)}
+	clock := wecom.NewFakeClock(time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC))
 	// The token outlives the tests' days: a token refetch would add calls.
-	srv, err := mock.New(mock.Config{Now: clock.Now, TokenTTL: 365 * 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(transferCorp, "app-secret")
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, "https://wecom.test")
-	c, err := wecom.New(transferCorp, "app-secret", wecom.WithBaseURL("https://wecom.test"), wecom.WithTransport(mt))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Drain(context.Background()) })
+	c, srv := mockClient(t, mock.Config{Now: clock.Now, TokenTTL: 365 * 24 * time.Hour})
 	return &transferEnv{c: c, srv: srv, clock: clock}
 }
 
@@ -108,15 +77,15 @@ func transferKinds() []transferKind {
 
 // prepare gives the kind's handover member customers exts.
 func (k transferKind) prepare(e *transferEnv, exts ...string) {
-	e.srv.AddCustomers(transferCorp, k.handover, exts...)
-	e.srv.Resign(transferCorp, "gone")
+	e.srv.AddCustomers(testCorp, k.handover, exts...)
+	e.srv.Resign(testCorp, "gone")
 }
 
 // TestTransferWire: what each endpoint sends and how its answer reads.
 func TestTransferWire(t *testing.T) {
 	t.Parallel()
 	mt := httpmock.NewMockTransport()
-	mt.RegisterResponder(http.MethodGet, "https://wecom.test/cgi-bin/gettoken",
+	mt.RegisterResponder(http.MethodGet, testBase+"/cgi-bin/gettoken",
 		httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN","expires_in":7200}`))
 	var mu sync.Mutex
 	bodies := map[string][]string{}
@@ -129,23 +98,20 @@ func TestTransferWire(t *testing.T) {
 		return buf.String()
 	}
 	for _, id := range []catalog.ID{catalog.TransferCustomer, catalog.ResignedTransferCustomer} {
-		mt.RegisterResponder(http.MethodPost, "https://wecom.test"+id.Path(), func(r *http.Request) (*http.Response, error) {
+		mt.RegisterResponder(http.MethodPost, testBase+id.Path(), func(r *http.Request) (*http.Response, error) {
 			record(r)
 			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","customer":[{"external_userid":"wmB","errcode":40128},{"external_userid":"wmA","errcode":0}]}`), nil
 		})
 	}
 	for _, id := range []catalog.ID{catalog.TransferResult, catalog.ResignedTransferResult} {
-		mt.RegisterResponder(http.MethodPost, "https://wecom.test"+id.Path(), func(r *http.Request) (*http.Response, error) {
+		mt.RegisterResponder(http.MethodPost, testBase+id.Path(), func(r *http.Request) (*http.Response, error) {
 			if strings.Contains(record(r), `"cursor":"C2"`) {
 				return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","customer":[{"external_userid":"wmC","status":3,"takeover_time":0}],"next_cursor":""}`), nil
 			}
 			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","customer":[{"external_userid":"wmA","status":1,"takeover_time":1588262400},{"external_userid":"wmB","status":2,"takeover_time":1588482400}],"next_cursor":"C2"}`), nil
 		})
 	}
-	c, err := wecom.New(transferCorp, "app-secret", wecom.WithBaseURL("https://wecom.test"), wecom.WithTransport(mt))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := transportClient(t, mt)
 	ctx := context.Background()
 
 	for _, k := range transferKinds() {
@@ -168,7 +134,7 @@ func TestTransferWire(t *testing.T) {
 			t.Fatalf("%s outcomes %+v", k.name, outs)
 		}
 		var ae *wecom.APIError
-		if err := outs[1].Err(); !errors.As(err, &ae) || ae.Code != wecom.CodeTransferTooOften || ae.Path != k.id.Path() || ae.CorpID != transferCorp {
+		if err := outs[1].Err(); !errors.As(err, &ae) || ae.Code != wecom.CodeTransferTooOften || ae.Path != k.id.Path() || ae.CorpID != testCorp {
 			t.Errorf("%s: wmB's Err() = %v, want an *APIError with 40128 and the path", k.name, err)
 		}
 
@@ -204,14 +170,11 @@ func TestTransferWire(t *testing.T) {
 func TestTransferAnswerMissingCustomer(t *testing.T) {
 	t.Parallel()
 	mt := httpmock.NewMockTransport()
-	mt.RegisterResponder(http.MethodGet, "https://wecom.test/cgi-bin/gettoken",
+	mt.RegisterResponder(http.MethodGet, testBase+"/cgi-bin/gettoken",
 		httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN","expires_in":7200}`))
-	mt.RegisterResponder(http.MethodPost, "https://wecom.test"+catalog.TransferCustomer.Path(),
+	mt.RegisterResponder(http.MethodPost, testBase+catalog.TransferCustomer.Path(),
 		httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","customer":[{"external_userid":"wmA","errcode":0}]}`))
-	c, err := wecom.New(transferCorp, "app-secret", wecom.WithBaseURL("https://wecom.test"), wecom.WithTransport(mt))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := transportClient(t, mt)
 	outs, err := c.Customers.Transfer(context.Background(), wecom.TransferRequest{HandoverUserID: "u1", TakeoverUserID: "u2", ExternalUserIDs: []string{"wmA", "wmB"}})
 	var re *wecom.ResponseError
 	if !errors.As(err, &re) || len(outs) != 0 {
@@ -275,7 +238,7 @@ func TestTransferValidates(t *testing.T) {
 		t.Errorf("requests sent: %v", e.srv.Stats().Calls)
 	}
 	// 200 characters is allowed.
-	e.srv.AddCustomers(transferCorp, "u1", "wmA")
+	e.srv.AddCustomers(testCorp, "u1", "wmA")
 	if _, err := e.c.Customers.Transfer(ctx, with(func(r *wecom.TransferRequest) { r.SuccessMsg = strings.Repeat("客", 200) })); err != nil {
 		t.Errorf("message of 200 characters: %v", err)
 	}
@@ -294,7 +257,7 @@ func TestTransferSplits(t *testing.T) {
 			// another member, one named twice.
 			k.prepare(e, exts[:150]...)
 			k.prepare(e, exts[151:]...)
-			e.srv.AddCustomers(transferCorp, "u3", "wmOther")
+			e.srv.AddCustomers(testCorp, "u3", "wmOther")
 			exts[150] = "wmUnknown"
 			exts[160] = "wmOther"
 			exts[170] = exts[120]
@@ -340,7 +303,7 @@ func TestTransferCallFails(t *testing.T) {
 			t.Parallel()
 			e := newTransferEnv(t)
 			exts := customerIDs("wm", 250)
-			e.srv.AddCustomers(transferCorp, "u1", exts...)
+			e.srv.AddCustomers(testCorp, "u1", exts...)
 			err := e.srv.AddScript(mock.Script{Path: catalog.TransferCustomer.Path(), ErrCode: tc.code,
 				Match: func(_ *http.Request, body []byte) bool { return bytes.Contains(body, []byte(`"`+exts[100]+`"`)) }})
 			if err != nil {
@@ -494,7 +457,7 @@ func TestTransferMovesCustomers(t *testing.T) {
 			if st := states(); st["wmA"].State != wecom.TransferWaiting || len(st) != 2 {
 				t.Errorf("before 24 h: %v", st)
 			}
-			if got := e.srv.Customers(transferCorp, "u2"); got != nil {
+			if got := e.srv.Customers(testCorp, "u2"); got != nil {
 				t.Errorf("before 24 h the takeover has %v", got)
 			}
 			e.clock.Advance(time.Second)
@@ -503,7 +466,7 @@ func TestTransferMovesCustomers(t *testing.T) {
 					t.Errorf("after 24 h: %s %v at %v", ext, st.State, st.TakeoverTime)
 				}
 			}
-			if h, tk := e.srv.Customers(transferCorp, k.handover), e.srv.Customers(transferCorp, "u2"); !slices.Equal(h, []string{"wmC"}) || !slices.Equal(tk, []string{"wmA", "wmB"}) {
+			if h, tk := e.srv.Customers(testCorp, k.handover), e.srv.Customers(testCorp, "u2"); !slices.Equal(h, []string{"wmC"}) || !slices.Equal(tk, []string{"wmA", "wmB"}) {
 				t.Errorf("after 24 h: handover has %v, takeover %v", h, tk)
 			}
 
@@ -511,8 +474,8 @@ func TestTransferMovesCustomers(t *testing.T) {
 			if _, err := k.transfer(ctx, e.c, wecom.TransferRequest{HandoverUserID: k.handover, TakeoverUserID: "u3", ExternalUserIDs: []string{"wmC"}}); err != nil {
 				t.Fatal(err)
 			}
-			e.srv.CompleteTransfers(transferCorp)
-			if h, tk := e.srv.Customers(transferCorp, k.handover), e.srv.Customers(transferCorp, "u3"); h != nil || !slices.Equal(tk, []string{"wmC"}) {
+			e.srv.CompleteTransfers(testCorp)
+			if h, tk := e.srv.Customers(testCorp, k.handover), e.srv.Customers(testCorp, "u3"); h != nil || !slices.Equal(tk, []string{"wmC"}) {
 				t.Errorf("after CompleteTransfers: handover has %v, takeover %v", h, tk)
 			}
 		})

@@ -21,22 +21,33 @@ func withClock(now func() time.Time) Option {
 	}
 }
 
-// fakeClock is a settable clock.
+// fakeClock is a clock that moves only when told to.
 type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (f *fakeClock) now() time.Time {
+func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
+
+// Now returns the clock's time.
+func (f *fakeClock) Now() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.t
 }
 
-func (f *fakeClock) set(t time.Time) {
+// Set sets it.
+func (f *fakeClock) Set(t time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.t = t
+}
+
+// Advance moves it on by d.
+func (f *fakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(d)
 }
 
 func newTestClient(t *testing.T, opts ...Option) *Client {
@@ -218,9 +229,9 @@ func TestRequestsFromRules(t *testing.T) {
 // 45009 on an API limited only per day blocks it until then.
 func TestDayCountEndsAtCSTMidnight(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Date(2026, 11, 24, 15, 50, 0, 0, time.UTC)} // 23:50 CST
+	clock := newFakeClock(time.Date(2026, 11, 24, 15, 50, 0, 0, time.UTC)) // 23:50 CST
 	path := catalog.TagList.Path()
-	f := setup(t, withClock(clock.now), WithLimits(path, Limits{PerDay: 2}))
+	f := setup(t, withClock(clock.Now), WithLimits(path, Limits{PerDay: 2}))
 	f.respond("GET", path, `{"errcode":0,"errmsg":"ok","taglist":[]}`)
 	ctx := context.Background()
 	for i := range 2 {
@@ -237,13 +248,13 @@ func TestDayCountEndsAtCSTMidnight(t *testing.T) {
 	if n := f.calls("GET", path); n != 2 {
 		t.Errorf("%d requests sent, want 2", n)
 	}
-	clock.set(time.Date(2026, 11, 24, 16, 0, 1, 0, time.UTC)) // 00:00:01 CST
+	clock.Set(time.Date(2026, 11, 24, 16, 0, 1, 0, time.UTC)) // 00:00:01 CST
 	if _, err := f.c.Tags.List(ctx); f.record(err) != nil {
 		t.Fatalf("after midnight CST: %v", err)
 	}
 
 	// 45009 on an API limited only per day: blocked until the next midnight.
-	day := setup(t, withClock(clock.now), WithLimits(path, Limits{PerMinute: NoLimit, PerHour: NoLimit, PerDay: 100}))
+	day := setup(t, withClock(clock.Now), WithLimits(path, Limits{PerMinute: NoLimit, PerHour: NoLimit, PerDay: 100}))
 	day.respond("GET", path, `{"errcode":45009,"errmsg":"api freq out of limit"}`)
 	_, err = day.c.Tags.List(ctx)
 	day.record(err)
@@ -258,9 +269,9 @@ func TestDayCountEndsAtCSTMidnight(t *testing.T) {
 // against the others.
 func TestWeightedRule(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC)}
+	clock := newFakeClock(time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC))
 	path := "/cgi-bin/message/send"
-	f := setup(t, withClock(clock.now), WithAgentID(1000002),
+	f := setup(t, withClock(clock.Now), WithAgentID(1000002),
 		WithRule(path, catalog.Rule{Name: "recipients", Scope: catalog.ScopeApp, Group: "message", Limit: 10, Per: catalog.Day, Weighted: true}))
 	f.respond("POST", path, `{"errcode":0,"errmsg":"ok"}`)
 	send := func(n int) error {
