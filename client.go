@@ -48,6 +48,8 @@ type Client struct {
 	attemptTimeout  time.Duration
 	leaseTTLOpt     time.Duration
 	abandonedHold   time.Duration
+	adaptive        adaptive
+	learner         *throttle.Learner
 	background      tracker
 
 	// Tags calls the contact tag (通讯录标签) APIs.
@@ -155,6 +157,10 @@ type Attempt struct {
 	// they stay taken for the abandoned hold (WithAbandonedHold), capacity
 	// the other calls lose meanwhile.
 	Abandoned bool
+	// LimitChange, when not nil, is a change of the calls-in-flight limit
+	// of the API learned from WeCom (see WithAdaptiveLimits), noticed by
+	// this attempt: before it was sent, or from its 45033.
+	LimitChange *LimitChange
 }
 
 // Observer is called after every attempt of every call, gettoken included, in
@@ -409,6 +415,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		c.limiter = throttle.NewMemory()
 	}
 	c.tokens.init()
+	c.learner = c.newLearner()
 	if err := c.resolveLimits(); err != nil {
 		return nil, err
 	}
@@ -465,6 +472,11 @@ type call struct {
 	members []string
 	// weight is the units a call counts against weighted rules (0: 1).
 	weight int
+	// Set by each attempt's acquisition: the calls-in-flight cap of the
+	// API it was granted under and the configured one (0: none), and a
+	// change of the learned limit to report.
+	apiLimit, apiConfigured int
+	limitChange             *LimitChange
 
 	// Set by prepare, from the catalog for a typed call.
 	idempotent   bool
@@ -593,7 +605,9 @@ func retryable(err error) bool {
 func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n int) (tok string, final bool, err error) {
 	waitStart := time.Now()
 	leases, err := c.acquire(ctx, cl, el)
-	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart)}
+	c.granted(cl, leases)
+	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChange: cl.limitChange}
+	cl.limitChange = nil
 	if err != nil {
 		a.Err = err
 		c.observe(ctx, a)
@@ -707,6 +721,11 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, le
 	var ae *APIError
 	if errors.As(err, &ae) {
 		a.ErrCode = ae.Code
+		if ae.Code == CodeConcurrencyLimited {
+			if ch := c.refused(context.WithoutCancel(ctx), cl); ch != nil {
+				a.LimitChange = ch
+			}
+		}
 		if ae.Code == CodeFrequencyLimited {
 			// Before the leases go back: nobody starts on this API until the block ends.
 			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), el.block(c.now())); cerr != nil {

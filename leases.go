@@ -159,6 +159,7 @@ func (c *Client) appID() string {
 func (c *Client) acquire(ctx context.Context, cl *call, el *endpointLimits) ([]throttle.Lease, error) {
 	for {
 		reqs := c.requests(cl, el, c.now())
+		c.adapt(ctx, cl, reqs)
 		leases, firstAt, err := c.acquireAll(ctx, cl, reqs)
 		var rl *RateLimitError
 		if errors.As(err, &rl) && rl.day && c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) {

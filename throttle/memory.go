@@ -22,11 +22,12 @@ type Memory struct {
 	keys      map[string]*keyState
 	seq       uint64
 	nextSweep time.Time
+	learned   map[string]Learned // by key; guarded by mu
 }
 
 // NewMemory returns an empty in-process backend.
 func NewMemory() *Memory {
-	return &Memory{keys: make(map[string]*keyState), epoch: time.Now()}
+	return &Memory{keys: make(map[string]*keyState), learned: make(map[string]Learned), epoch: time.Now()}
 }
 
 type keyState struct {
@@ -125,7 +126,7 @@ func (m *Memory) take(key string, ks *keyState, r Request, now time.Time) Lease 
 		h.add(ns, r.units())
 	}
 	if r.Concurrency > 0 {
-		l.Expires = now.Add(r.LeaseTTL())
+		l.Expires, l.Concurrency = now.Add(r.LeaseTTL()), m.capped(r).Concurrency
 		ks.holders[l.ID] = l.Expires
 	}
 	return l
@@ -163,7 +164,7 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	now := time.Now()
 	m.sweep(now)
 	ks := m.state(r.Key)
-	v := ks.check(r, now, m.epoch)
+	v := ks.check(m.capped(r), now, m.epoch)
 	if v.ok && ks.queue.Len() > 0 {
 		// Waiters came first: what frees up is theirs.
 		v = verdict{reason: ReasonConcurrency}
@@ -187,7 +188,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	now := time.Now()
 	m.sweep(now)
 	ks := m.state(r.Key)
-	v := ks.check(r, now, m.epoch)
+	v := ks.check(m.capped(r), now, m.epoch)
 	if v.ok && ks.queue.Len() == 0 {
 		l := m.take(r.Key, ks, r, now)
 		m.mu.Unlock()
@@ -236,7 +237,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	for e := ks.queue.Front(); e != nil; e = ks.queue.Front() {
 		w := e.Value.(*waiter)
-		v := ks.check(w.req, now, m.epoch)
+		v := ks.check(m.capped(w.req), now, m.epoch)
 		switch {
 		case v.ok:
 			w.lease = m.take(key, ks, w.req, now)

@@ -184,9 +184,14 @@ type Redis struct {
 	cooldown   *redis.Script
 	pass       *redis.Script
 	restoreSc  *redis.Script
-	local      *Memory    // the fallback
-	ledger     ledger     // what Redis would lose in a restart, as far as this process knows
-	restoreMu  sync.Mutex // one restore at a time
+	swapLimit  *redis.Script
+	// learned are the learned limits this process last read or wrote
+	// (LoadLimit, SwapLimit), by key: they cap every acquisition on the key.
+	learnedMu sync.Mutex
+	learned   map[string]int
+	local     *Memory    // the fallback
+	ledger    ledger     // what Redis would lose in a restart, as far as this process knows
+	restoreMu sync.Mutex // one restore at a time
 
 	mu   sync.Mutex
 	keys map[string]*rkey
@@ -272,14 +277,15 @@ func (w *rwaiter) free() bool { return !w.claimed && !w.gone && len(w.slot) == 0
 
 // waiterFor returns the first waiter of k in arrival order that a lease
 // granted under r's limits may be sent to: one that is available, else, with
-// busyToo, one that is free though asking Redis itself. Nil if none. The
+// busyToo, one that is free though asking Redis itself. Nil if none.
+// Limits are compared as capped makes them (by the learned limits). The
 // caller holds Redis.mu.
-func (k *rkey) waiterFor(r Request, busyToo bool) *rwaiter {
+func (k *rkey) waiterFor(r Request, busyToo bool, capped func(Request) Request) *rwaiter {
 	var asking *rwaiter
 	for e := k.queue.Front(); e != nil; e = e.Next() {
 		w := e.Value.(*rwaiter)
 		switch {
-		case !w.free() || !sameLimits(w.req, r):
+		case !w.free() || !sameLimits(capped(w.req), capped(r)):
 		case !w.busy:
 			return w
 		case busyToo && asking == nil:
@@ -329,6 +335,8 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		cooldown:   redis.NewScript(cooldownLua),
 		pass:       redis.NewScript(passLua),
 		restoreSc:  redis.NewScript(restoreLua),
+		swapLimit:  redis.NewScript(swapLimitLua),
+		learned:    make(map[string]int),
 		local:      NewMemory(),
 		keys:       make(map[string]*rkey),
 		done:       make(chan struct{}),
@@ -414,6 +422,7 @@ func parseGrant(msg string) (grant, error) {
 	}
 	g.lease.Granted, g.lease.Expires = time.UnixMilli(n[0]), time.UnixMilli(n[1])
 	g.req.Concurrency, g.req.TTL = int(n[2]), time.Duration(n[3])*time.Millisecond
+	g.lease.Concurrency = g.req.Concurrency
 	weight, err := strconv.Atoi(f[6])
 	if err != nil || weight <= 0 {
 		return bad()
@@ -456,7 +465,7 @@ func (b *Redis) takeGrant(msg string) {
 	)
 	k := b.keys[g.req.Key]
 	if k != nil {
-		to, others = k.waiterFor(g.req, true), k.queue.Len()
+		to, others = k.waiterFor(g.req, true, b.capped), k.queue.Len()
 	}
 	if to != nil {
 		others--
@@ -494,13 +503,13 @@ func (b *Redis) passOn(key string) {
 
 // redisKeys names the Redis keys of a throttle key.
 type redisKeys struct {
-	holders, cooldown, waiting, epoch string
-	windows                           []string
+	holders, cooldown, waiting, epoch, learned string
+	windows                                    []string
 }
 
 func (b *Redis) names(key string, ws []Window) redisKeys {
 	base := b.opt.Prefix + "{" + hashTag(key) + "}" + key
-	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q", epoch: base + ":e"}
+	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q", epoch: base + ":e", learned: base + ":l"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))
 	}
@@ -587,7 +596,8 @@ func (b *Redis) attemptOnce(ctx context.Context, r Request, take, queue bool, re
 	if len(r.Windows) > 0 {
 		epoch = b.ledger.epoch(r.Key)
 	}
-	args := []any{id, r.Concurrency, r.LeaseTTL().Milliseconds(), 0, "", release, b.wakePrefix, r.Key, 0, epoch, r.units()}
+	conc := b.capped(r).Concurrency
+	args := []any{id, conc, r.LeaseTTL().Milliseconds(), 0, "", release, b.wakePrefix, r.Key, 0, epoch, r.units()}
 	if take {
 		args[3] = 1
 	}
@@ -617,7 +627,7 @@ func (b *Redis) attemptOnce(ctx context.Context, r Request, take, queue bool, re
 	if res[0] == 1 {
 		l := Lease{Key: r.Key, ID: id, Granted: time.UnixMilli(res[1])}
 		if res[2] > 0 {
-			l.Expires = time.UnixMilli(res[2])
+			l.Expires, l.Concurrency = time.UnixMilli(res[2]), conc
 		}
 		b.ledger.add(r.Key, r.Windows, res[1], r.units())
 		return l, verdict{ok: true}, l.Granted, held, nil
@@ -942,7 +952,7 @@ func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) 
 func (b *Redis) handOn(key string, l Lease, r Request) {
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil {
-		if w := k.waiterFor(r, false); w != nil {
+		if w := k.waiterFor(r, false, b.capped); w != nil {
 			w.slot <- l
 			b.mu.Unlock()
 			return

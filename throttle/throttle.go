@@ -129,6 +129,10 @@ type Lease struct {
 	// Expires is when the concurrency slot frees itself if not released or
 	// extended, by the backend's clock; zero if the lease holds no slot.
 	Expires time.Time
+	// Concurrency is the cap the slot was granted under: the request's, or
+	// a lower limit learned on the key (see LimitStore); zero if the lease
+	// holds no slot.
+	Concurrency int
 }
 
 // HoldsSlot reports whether the lease holds a concurrency slot that must be

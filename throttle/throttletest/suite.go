@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 		{"WeightCounts", testWeightCounts},
 		{"WeightsNeverExceedWindow", testWeightsNeverExceed},
 		{"CancelledWeightedGrantsRefund", func(t *testing.T, e *env) { cancelRefunds(t, e, 3) }},
+		{"LimitStore", testLimitStore},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {

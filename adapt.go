@@ -1,0 +1,137 @@
+package wecom
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// Limits learned from WeCom. When WeCom answers 45033 to a call that held
+// one of the calls-in-flight slots of its API, WeCom gives the corp fewer
+// than the client was told (another system shares the budget, or WeCom
+// lowered it): the client lowers that (corp, API)'s limit below what the
+// call was granted under, for every client sharing the limiter backend, and
+// raises it by one after each quiet period without a refusal, never above
+// the configured limit (throttle.Learner: additive increase, multiplicative
+// decrease). The observer sees each change (Attempt.LimitChange).
+
+// adaptive is what the learning options asked for, until New applies it.
+type adaptive struct {
+	off  bool
+	aimd throttle.AIMD
+}
+
+// WithAdaptiveLimits sets how limits are learned from WeCom's 45033 answers
+// (on by default, with the zero throttle.AIMD: a drop to 90% of the slots a
+// refused call was granted under, by at least one, and one more slot after
+// each quiet minute). The learned limits are kept in the limiter backend
+// when it keeps them (throttle.LimitStore: Memory and Redis do), so that
+// every client sharing it learns at once; otherwise in this client.
+func WithAdaptiveLimits(a throttle.AIMD) Option {
+	return func(c *Client) error {
+		if a.Backoff < 0 || a.Backoff >= 1 || a.Quiet < 0 {
+			return invalid("adaptive limits", "backoff %v not in [0, 1) or negative quiet period %s", a.Backoff, a.Quiet)
+		}
+		c.adaptive = adaptive{aimd: a}
+		return nil
+	}
+}
+
+// WithoutAdaptiveLimits turns learning off: the configured limits hold
+// whatever WeCom answers.
+func WithoutAdaptiveLimits() Option {
+	return func(c *Client) error {
+		c.adaptive.off = true
+		return nil
+	}
+}
+
+// newLearner returns the client's Learner, or nil when learning is off.
+func (c *Client) newLearner() *throttle.Learner {
+	if c.adaptive.off {
+		return nil
+	}
+	store, ok := c.limiter.(throttle.LimitStore)
+	if !ok {
+		store = throttle.NewMemory()
+	}
+	return throttle.NewLearner(store, c.adaptive.aimd, 0)
+}
+
+// adapt lowers the calls-in-flight cap of the call's API in reqs to the
+// limit learned for it, and notes on cl what it was granted under and any
+// change to report.
+func (c *Client) adapt(ctx context.Context, cl *call, reqs []leaseRequest) {
+	cl.apiLimit, cl.apiConfigured = 0, 0
+	if c.learner == nil {
+		return
+	}
+	key := c.apiKey(cl.path)
+	for i := range reqs {
+		if reqs[i].Key != key || reqs[i].Concurrency == 0 {
+			continue
+		}
+		limit, ch := c.learner.Limit(ctx, key, reqs[i].Concurrency)
+		cl.apiLimit, cl.apiConfigured = limit, reqs[i].Concurrency
+		reqs[i].Concurrency = limit
+		if ch != nil {
+			cl.limitChange = c.limitChange(ctx, cl, ch)
+		}
+	}
+}
+
+// granted notes on cl the cap its API's slot was granted under, which may
+// be lower than adapt asked for: the backend caps every acquisition by the
+// limit learned on its key when it keeps learned limits.
+func (c *Client) granted(cl *call, leases []throttle.Lease) {
+	if cl.apiLimit == 0 {
+		return
+	}
+	key := c.apiKey(cl.path)
+	for _, l := range leases {
+		if l.Key == key && l.Concurrency > 0 {
+			cl.apiLimit = l.Concurrency
+		}
+	}
+}
+
+// refused learns from a 45033 to a call that held a slot of its API's
+// calls-in-flight cap, and returns the change to report, if any.
+func (c *Client) refused(ctx context.Context, cl *call) *LimitChange {
+	if c.learner == nil || cl.apiLimit == 0 {
+		return nil
+	}
+	ch, err := c.learner.Refused(ctx, c.apiKey(cl.path), cl.apiConfigured, cl.apiLimit)
+	if err != nil {
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: the limit learned from a 45033 holds in this client only",
+			slog.String("path", cl.path), slog.String("error", err.Error()))
+	}
+	if ch == nil {
+		return nil
+	}
+	return c.limitChange(ctx, cl, ch)
+}
+
+// LimitChange is a change of the calls-in-flight limit the client applies
+// to an API, learned from WeCom (see WithAdaptiveLimits).
+type LimitChange struct {
+	// Path is the API's path.
+	Path string
+	// From and To are the limits before and after.
+	From, To int
+	// Configured is the limit the client was configured with: the learned
+	// one never exceeds it.
+	Configured int
+	// Refused: WeCom answered 45033 to a call granted under From slots.
+	// Otherwise the limit rose after a quiet period, or another client
+	// sharing the limiter backend changed it.
+	Refused bool
+}
+
+func (c *Client) limitChange(ctx context.Context, cl *call, ch *throttle.Change) *LimitChange {
+	lc := &LimitChange{Path: cl.path, From: ch.From, To: ch.To, Configured: cl.apiConfigured, Refused: ch.Refused}
+	c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: calls-in-flight limit learned from WeCom",
+		slog.String("path", cl.path), slog.Int("from", ch.From), slog.Int("to", ch.To), slog.Bool("refused", ch.Refused))
+	return lc
+}
