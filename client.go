@@ -237,10 +237,11 @@ func WithLimiter(b throttle.Backend) Option {
 
 // WithLimits changes the limits of one API path, starting from its defaults
 // (DefaultLimits): a field of l left zero keeps the default, NoLimit removes
-// it. A path the SDK does not wrap may be overridden for Do; a path one slip
-// away from one it wraps (a letter, the case, the /cgi-bin prefix) makes New
-// fail, as it would change nothing. Several WithLimits of one path add up,
-// field by field.
+// it. A path the SDK does not wrap may be overridden for Do; a path a slip or
+// two away from one it wraps (letters, the case, the /cgi-bin prefix, a
+// trailing slash) makes New fail, as it would change nothing. Several
+// WithLimits of one path add up, field by field. The APIs that share a lock
+// (mark_tag and remark, per customer) must be changed alike, or New fails.
 func WithLimits(path string, l Limits) Option {
 	return withOverride(path, func(o *override) {
 		for _, f := range []struct{ to, from *int }{
@@ -491,6 +492,9 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 	if cl.id == "" {
 		el := c.limitsFor(cl.path)
 		cl.idempotent = cl.method == http.MethodGet
+		if el.ep.Method != "" { // a wrapped endpoint: the catalog knows
+			cl.idempotent = el.ep.Repeatable
+		}
 		cl.omitsErrcode = el.ep.OmitsErrcode || omitsErrcode(cl.path)
 		return el, nil
 	}
@@ -511,7 +515,21 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 // body (POST only) is sent as JSON; the answer is decoded into out if out is
 // not nil. GETs are retried after -1 and transport errors; POSTs are not, as
 // Do cannot know they are safe to repeat.
+//
+// A path the SDK wraps keeps what the catalog says of it: its method, and
+// whether it is safe to repeat. Do refuses the wrapped endpoints whose limits
+// count per resource (mark_tag and remark lock the customer they edit): only
+// their typed methods name the resource, so a Do could edit a customer at
+// the same time as them and get 45033.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	if e, ok := catalog.Lookup(path); ok {
+		switch {
+		case e.Method != method:
+			return invalid("method", "%s takes %s, not %s", path, e.Method, method)
+		case e.Resource != "":
+			return invalid("path", "%s limits calls per %s: call its typed method, which names it", path, e.Resource)
+		}
+	}
 	switch {
 	case method != http.MethodGet && method != http.MethodPost:
 		return invalid("method", "%q is not GET or POST", method)

@@ -583,6 +583,9 @@ func TestDoValidates(t *testing.T) {
 		{"query in path", "GET", "/cgi-bin/x?a=b", nil, nil},
 		{"token in query", "GET", "/cgi-bin/x", url.Values{"access_token": {"x"}}, nil},
 		{"GET with body", "GET", "/cgi-bin/x", nil, map[string]int{"a": 1}},
+		{"a wrapped endpoint with the other method", "GET", catalog.CustomerBatch.Path(), nil, nil},
+		{"mark_tag, locked per customer", "POST", catalog.MarkTag.Path(), nil, map[string]string{"userid": "u", "external_userid": "wm"}},
+		{"remark, locked per customer", "POST", catalog.CustomerRemark.Path(), nil, map[string]string{"userid": "u", "external_userid": "wm"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -603,6 +606,28 @@ func TestDoValidates(t *testing.T) {
 	}
 	if err := f.c.Do(context.Background(), "POST", "/cgi-bin/user/simplelist", url.Values{"department_id": {"1"}}, map[string]int{"x": 1}, &out); err != nil || len(out.Users) != 1 {
 		t.Errorf("Do = %v, %+v", err, out)
+	}
+}
+
+// TestDoKeepsTheCatalog: Do on a wrapped endpoint retries it after -1 as
+// its typed method does when the catalog says it is safe to repeat (a
+// POST), and not when it is not.
+func TestDoKeepsTheCatalog(t *testing.T) {
+	f := setup(t)
+	busy := `{"errcode":-1,"errmsg":"system busy"}`
+	f.respond("POST", catalog.CustomerBatch.Path(), busy)
+	f.respond("POST", catalog.TagCreate.Path(), busy)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		path  string
+		calls int
+	}{{catalog.CustomerBatch.Path(), 4}, {catalog.TagCreate.Path(), 1}} {
+		if err := f.record(f.c.Do(ctx, "POST", tc.path, nil, map[string]any{"x": 1}, nil)); !errors.Is(err, ErrSystemBusy) {
+			t.Errorf("Do(%s) = %v", tc.path, err)
+		}
+		if n := f.calls("POST", tc.path); n != tc.calls {
+			t.Errorf("Do(%s): %d calls, want %d", tc.path, n, tc.calls)
+		}
 	}
 }
 

@@ -36,11 +36,12 @@ type RemarkRequest struct {
 	RemarkPicMediaID string `json:"remark_pic_mediaid,omitempty"`
 }
 
-// The lengths WeCom allows in a RemarkRequest, in characters.
+// The lengths WeCom allows in a RemarkRequest, in characters
+// (document/path/96317).
 const (
-	MaxRemarkLen        = 20
-	MaxDescriptionLen   = 150
-	MaxRemarkCompanyLen = 20
+	MaxRemarkLen        = catalog.RemarkLen
+	MaxDescriptionLen   = catalog.RemarkDescriptionLen
+	MaxRemarkCompanyLen = catalog.RemarkCompanyLen
 )
 
 // Remark sets a member's notes on a customer (document/path/96317). At

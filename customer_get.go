@@ -57,12 +57,23 @@ type Follow struct {
 	AddWay int `json:"add_way"`
 	// State is the state parameter of the contact way ("联系我") used.
 	State string `json:"state,omitempty"`
+	// WeChatChannels is the WeChat Channels (视频号) account the customer
+	// came through, if any.
+	WeChatChannels *WeChatChannels `json:"wechat_channels,omitempty"`
 	// TagIDs are the ids of the corp tags marked on the customer.
 	// Customers.Get fills it from Tags; Customers.ByMembers has only ids.
 	TagIDs []string `json:"tag_id,omitempty"`
 	// Tags are the tags marked on the customer, corp tags and others, as
 	// Customers.Get answers them; nil from Customers.ByMembers.
 	Tags []FollowTag `json:"tags,omitempty"`
+}
+
+// WeChatChannels is a WeChat Channels (视频号) account, as Follow names it.
+type WeChatChannels struct {
+	Nickname string `json:"nickname"`
+	// Source is 0 unknown, 1 the account's shop, 2 the account itself (a
+	// number, although some SDKs typed it as a string).
+	Source int `json:"source"`
 }
 
 // FollowTag is a tag marked on a customer, as externalcontact/get answers
@@ -129,9 +140,9 @@ func (s *CustomerService) Get(ctx context.Context, externalUserID string) (*Cust
 const (
 	// MaxBatchUsers is the most members one call names; ByMembers splits
 	// longer lists.
-	MaxBatchUsers = 100
+	MaxBatchUsers = catalog.BatchUserIDs
 	// MaxBatchLimit is the most pairs one call answers.
-	MaxBatchLimit = 100
+	MaxBatchLimit = catalog.BatchLimit
 )
 
 // MemberCustomer is one customer of one member, as
@@ -180,7 +191,8 @@ func (e *UnlicensedError) Is(target error) bool { return target == ErrUnlicensed
 // pages MaxBatchLimit pairs at a time, fetched as the loop asks for them.
 //
 // Every pair is yielded once, in WeCom's order; a customer of two members
-// comes once for each. The walk stops when the loop breaks, at the first
+// comes once for each. A member named twice (userids compare without case)
+// is walked once. The walk stops when the loop breaks, at the first
 // error (yielded once, with the zero pair), and when ctx ends between pages.
 // When WeCom could not list some members for want of a license, the last
 // thing yielded is an *UnlicensedError naming them.
@@ -190,7 +202,9 @@ func (s *CustomerService) ByMembers(ctx context.Context, userIDs []string) iter.
 			yield(MemberCustomer{}, invalid("userid_list", "userid %d is empty", i))
 			return
 		}
+		userIDs := distinctUserIDs(userIDs)
 		var unlicensed []string
+		seen := make(map[string]bool)
 		for i := range (len(userIDs) + MaxBatchUsers - 1) / MaxBatchUsers {
 			members := chunk(userIDs, i, MaxBatchUsers)
 			fetch := func(ctx context.Context, cursor string) (page[MemberCustomer], error) {
@@ -200,7 +214,12 @@ func (s *CustomerService) ByMembers(ctx context.Context, userIDs []string) iter.
 				if err != nil {
 					return page[MemberCustomer]{}, err
 				}
-				unlicensed = append(unlicensed, out.FailInfo.Unlicensed...)
+				for _, u := range out.FailInfo.Unlicensed {
+					if !seen[u] {
+						seen[u] = true
+						unlicensed = append(unlicensed, u)
+					}
+				}
 				return page[MemberCustomer]{items: out.List, next: out.NextCursor}, nil
 			}
 			for mc, err := range walk(ctx, fetch) {

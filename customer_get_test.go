@@ -79,6 +79,30 @@ func TestByMembersVisitsEveryPairOnce(t *testing.T) {
 	}
 }
 
+// TestByMembersNamesTwice: a member named twice, in one call of 100 or in
+// two, with another case or not, is walked once.
+func TestByMembersNamesTwice(t *testing.T) {
+	t.Parallel()
+	c, srv := mockClient(t, mock.Config{})
+	s := srv.SeedCustomers(testCorp, mock.CustomerSeed{Members: 120, Pairs: 360})
+	members := append(slices.Clone(s.Members), s.Members[0], strings.ToUpper(s.Members[5]), s.Members[119])
+	got := make(map[string]int)
+	for mc, err := range c.Customers.ByMembers(context.Background(), members) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[pairKey(mc)]++
+	}
+	for k, n := range got {
+		if n != 1 {
+			t.Errorf("pair %s came %d times", k, n)
+		}
+	}
+	if len(got) != 360 {
+		t.Errorf("%d pairs, want 360", len(got))
+	}
+}
+
 // TestByMembersStops: break fetches no further page; a cancelled context
 // ends the walk with its error; an error mid-walk ends it with that error,
 // yielded once.
@@ -238,7 +262,7 @@ func TestCustomerWire(t *testing.T) {
 		}
 		if q.Get("cursor") == "" {
 			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","external_contact":{"external_userid":"wmA","name":"李四","type":1,"gender":2,"unionid":"oU","external_profile":{"external_attr":[]}},
-				"follow_user":[{"userid":"u1","remark":"r","createtime":1700000000,"tags":[{"group_name":"g","tag_name":"vip","tag_id":"etV","type":1},{"group_name":"","tag_name":"mine","type":2}],"remark_mobiles":["138"],"add_way":1,"oper_userid":"u1"}],
+				"follow_user":[{"userid":"u1","remark":"r","createtime":1700000000,"tags":[{"group_name":"g","tag_name":"vip","tag_id":"etV","type":1},{"group_name":"","tag_name":"mine","type":2}],"remark_mobiles":["138"],"add_way":1,"oper_userid":"u1","wechat_channels":{"nickname":"频道","source":2}}],
 				"next_cursor":"C1"}`), nil
 		}
 		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","external_contact":{"external_userid":"wmA","name":"李四","type":1,"gender":2},"follow_user":[{"userid":"u2","createtime":1700000001}]}`), nil
@@ -263,7 +287,7 @@ func TestCustomerWire(t *testing.T) {
 		case "P2": // an empty page that is not the last
 			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","external_contact_list":[],"next_cursor":"P3"}`), nil
 		case "P3":
-			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","external_contact_list":[{"external_contact":{"external_userid":"wmB","name":"m","type":1,"gender":1},"follow_info":{"userid":"u2","createtime":2,"tag_id":[]}}],"next_cursor":""}`), nil
+			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","external_contact_list":[{"external_contact":{"external_userid":"wmB","name":"m","type":1,"gender":1},"follow_info":{"userid":"u2","createtime":2,"tag_id":[]}}],"next_cursor":"","fail_info":{"unlicensed_userid_list":["u9"]}}`), nil
 		}
 		return httpmock.NewStringResponse(200, `{"errcode":40058,"errmsg":"invalid cursor"}`), nil
 	})
@@ -276,7 +300,8 @@ func TestCustomerWire(t *testing.T) {
 	if d.Name != "李四" || d.Gender != 2 || d.Type != wecom.CustomerWeChat || string(d.ExternalProfile) != `{"external_attr":[]}` || len(d.FollowUsers) != 2 {
 		t.Errorf("Get = %+v", d)
 	}
-	if f := d.FollowUsers[0]; !slices.Equal(f.TagIDs, []string{"etV"}) || len(f.Tags) != 2 || f.RemarkMobiles[0] != "138" {
+	if f := d.FollowUsers[0]; !slices.Equal(f.TagIDs, []string{"etV"}) || len(f.Tags) != 2 || f.RemarkMobiles[0] != "138" ||
+		f.WeChatChannels == nil || *f.WeChatChannels != (wecom.WeChatChannels{Nickname: "频道", Source: 2}) {
 		t.Errorf("first follower %+v", f)
 	}
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 
 	"github.com/wecomkit/wecom/catalog"
 )
@@ -17,14 +16,14 @@ const (
 	// MaxGroupChatLimit is the most group chats one groupchat/list call
 	// answers (document/path/93414), and GroupChatListRequest.Limit's
 	// default.
-	MaxGroupChatLimit = 1000
+	MaxGroupChatLimit = catalog.GroupChatListLimit
 	// MaxGroupChatOwnersPerCall is the most owners one groupchat/list call
 	// filters on; GroupChats walks a longer list in calls of this many.
-	MaxGroupChatOwnersPerCall = 100
+	MaxGroupChatOwnersPerCall = catalog.GroupChatListOwners
 	// MaxGroupChatsPerTransfer is the most group chats one
 	// groupchat/transfer call hands over (document/path/92127);
 	// TransferGroupChats splits a longer list.
-	MaxGroupChatsPerTransfer = 100
+	MaxGroupChatsPerTransfer = catalog.GroupChatTransferIDs
 )
 
 // Where a group chat stands in the handover of a departed owner's groups
@@ -187,15 +186,7 @@ func (r GroupChatListRequest) validate() ([]string, error) {
 	if i := slices.Index(r.OwnerUserIDs, ""); i >= 0 {
 		return nil, invalid("owner_filter.userid_list", "userid %d is empty", i)
 	}
-	seen := make(map[string]bool, len(r.OwnerUserIDs))
-	var owners []string
-	for _, u := range r.OwnerUserIDs {
-		if k := strings.ToLower(u); !seen[k] {
-			seen[k] = true
-			owners = append(owners, u)
-		}
-	}
-	return owners, nil
+	return distinctUserIDs(r.OwnerUserIDs), nil
 }
 
 // groupChatListError says what to do about 81017, keeping the *APIError.
@@ -265,7 +256,10 @@ func boolInt(b bool) int {
 // TransferGroupChats hands the group chats chatIDs, whose owner left the
 // corp, to member newOwner (externalcontact/groupchat/transfer,
 // document/path/92127), in calls of MaxGroupChatsPerTransfer, one after
-// another. WeCom moves at most 300 groups a day from one former owner.
+// another. WeCom moves at most 300 groups a day from one former owner. A
+// chat id given more than once (exactly the same) is sent once, where it
+// first appears: sent again, WeCom would report the group it just moved as
+// failed (90500).
 //
 // The groups WeCom did not move come back with its reason for each, from
 // every call; they are a result, not an error. An error of a whole call
@@ -282,6 +276,7 @@ func (s *CustomerService) TransferGroupChats(ctx context.Context, chatIDs []stri
 	case newOwner == "":
 		return nil, invalid("new_owner", "required")
 	}
+	chatIDs = distinctIDs(chatIDs)
 	calls := (len(chatIDs) + MaxGroupChatsPerTransfer - 1) / MaxGroupChatsPerTransfer
 	var failed []GroupChatTransferFailure
 	for i := range calls {

@@ -490,6 +490,29 @@ func TestTransferGroupChats(t *testing.T) {
 			t.Errorf("the same group again: %+v, %v; want it refused with 90500", again, err)
 		}
 	})
+	// A chat id given twice is sent once: sent again, the mock (as WeCom)
+	// reports the group it just moved as failed (90500). Without repeats,
+	// the 102 ids are 100 groups, one call.
+	t.Run("repeated chat ids", func(t *testing.T) {
+		t.Parallel()
+		srv, c := groupChatMock(t)
+		srv.AddUsers(testCorp, "lisi")
+		groups := addGroups(srv, 100, wecom.GroupChatOwnerResigned, func(int) string { return "gone" })
+		ids := slices.Insert(slices.Clone(groups), 50, groups[10]) // in the same call
+		ids = append(ids, groups[0])                               // past the first 100
+		failed, err := c.Customers.TransferGroupChats(ctx, ids, "lisi")
+		if err != nil || len(failed) != 0 {
+			t.Errorf("failures %+v, err %v; want none", failed, err)
+		}
+		if calls := srv.Stats().Calls[pathGCTransfer]; calls != 1 {
+			t.Errorf("%d calls, want 1: 100 distinct groups", calls)
+		}
+		for _, id := range groups {
+			if g, ok := srv.GroupChat(testCorp, id); !ok || g.Owner != "lisi" || g.Status != wecom.GroupChatInherited {
+				t.Errorf("group %s owned by %q in state %d, want lisi, %d", id, g.Owner, g.Status, wecom.GroupChatInherited)
+			}
+		}
+	})
 	t.Run("a call fails", func(t *testing.T) {
 		t.Parallel()
 		srv, c := groupChatMock(t)

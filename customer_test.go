@@ -26,9 +26,10 @@ func TestCustomerEditsNeverOverlap(t *testing.T) {
 			t.Errorf("the mock answered 45033 %d times, want 0", n)
 		}
 	})
-	t.Run("remark without the lock", func(t *testing.T) {
+	t.Run("without the lock", func(t *testing.T) {
 		t.Parallel()
-		if n := editCustomers(t, wecom.WithoutRule(catalog.CustomerRemark.Path(), catalog.RuleCustomer)); n == 0 {
+		if n := editCustomers(t, wecom.WithoutRule(catalog.CustomerRemark.Path(), catalog.RuleCustomer),
+			wecom.WithoutRule(catalog.MarkTag.Path(), catalog.RuleCustomer)); n == 0 {
 			t.Error("the mock answered no 45033: the test cannot see a collision")
 		}
 	})

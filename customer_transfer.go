@@ -2,8 +2,10 @@ package wecom
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -17,7 +19,9 @@ type TransferRequest struct {
 	HandoverUserID string `json:"handover_userid"`
 	TakeoverUserID string `json:"takeover_userid"`
 	// ExternalUserIDs are the customers, any number: the SDK sends them
-	// MaxTransferPerCall at a time.
+	// MaxTransferPerCall at a time. A customer named more than once (the
+	// same external_userid exactly) is sent once, where it first appears,
+	// and gets one outcome: a transfer is never asked twice for a customer.
 	ExternalUserIDs []string `json:"external_userid"`
 	// SuccessMsg is sent to each customer once the transfer is done, at
 	// most MaxTransferMsgLen characters; empty means WeCom's default text.
@@ -29,9 +33,9 @@ type TransferRequest struct {
 // The limits of a transfer (document/path/92125).
 const (
 	// MaxTransferPerCall is the most customers one transfer call takes.
-	MaxTransferPerCall = 100
+	MaxTransferPerCall = catalog.TransferCustomerIDs
 	// MaxTransferMsgLen is the longest SuccessMsg, in characters.
-	MaxTransferMsgLen = 200
+	MaxTransferMsgLen = catalog.TransferSuccessMsgLen
 )
 
 // TransferOutcome is WeCom's answer for one customer of a transfer.
@@ -41,18 +45,27 @@ type TransferOutcome struct {
 	// started: the takeover member gets the customer 24 hours later unless
 	// the customer refuses (TransferResults tells). Others, such as
 	// CodeTransferTooOften or CodeNotFollower, mean this customer was not
-	// transferred.
+	// transferred. It is 0 too when Unknown: WeCom gave no code.
 	Code int
+	// Unknown: WeCom's answer had no result for this customer: the
+	// transfer may have started; check TransferResults before sending it
+	// again (each customer allows few transfers).
+	Unknown bool
 
 	path   string
 	corpID string
 	agent  int
 }
 
-// Err returns nil when the transfer of the customer started, and otherwise
-// an *APIError with the customer's errcode and the API's path.
+// Err returns nil when the transfer of the customer started, an *APIError
+// with the customer's errcode and the API's path when WeCom refused it, and
+// a *ResponseError saying its fate is unknown when Unknown.
 func (o TransferOutcome) Err() error {
-	if o.Code == CodeOK {
+	switch {
+	case o.Unknown:
+		return &ResponseError{Path: o.path, StatusCode: http.StatusOK,
+			Err: fmt.Errorf("no result for customer %s: its transfer may have started; check TransferResults", o.ExternalUserID)}
+	case o.Code == CodeOK:
 		return nil
 	}
 	return &APIError{Code: o.Code, Message: "transfer of customer " + o.ExternalUserID + " refused", Path: o.path, CorpID: o.corpID, AgentID: o.agent}
@@ -62,12 +75,18 @@ func (o TransferOutcome) Err() error {
 // (在职继承, externalcontact/transfer_customer, document/path/92125). WeCom
 // allows each customer of an on-job member 2 transfers in 90 days.
 //
-// Every customer gets an outcome, in the order given, with its own errcode:
-// customers WeCom refuses are outcomes, not an error. More customers than
-// one call takes are sent in several calls, in order; if a call fails as a
-// whole, the error says which one (and from which customer), and the
-// outcomes are those of the calls before it. A failed call is not sent
-// again when WeCom may have done it (catalog: not repeatable).
+// Every customer gets an outcome, in the order given (a customer named
+// twice once, where it first appears), with its own errcode: customers
+// WeCom refuses are outcomes, not an error. More customers than one call
+// takes are sent in several calls, in order; if a call fails as a whole,
+// the error says which one (and from which customer), and the outcomes are
+// those of the calls before it. A failed call is not sent again when WeCom
+// may have done it (catalog: not repeatable).
+//
+// When WeCom answers a call but leaves customers out, the transfer stops
+// there too, with the outcomes of that call included: those WeCom answered
+// for, and for each customer left out an outcome marked Unknown. The error
+// is then a *ResponseError that says how many customers had no result.
 func (s *CustomerService) Transfer(ctx context.Context, req TransferRequest) ([]TransferOutcome, error) {
 	return s.transfer(ctx, catalog.TransferCustomer, req)
 }
@@ -88,23 +107,29 @@ func (s *CustomerService) transfer(ctx context.Context, id catalog.ID, req Trans
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	calls := (len(req.ExternalUserIDs) + MaxTransferPerCall - 1) / MaxTransferPerCall
-	outcomes := make([]TransferOutcome, 0, len(req.ExternalUserIDs))
+	exts := distinctIDs(req.ExternalUserIDs)
+	calls := (len(exts) + MaxTransferPerCall - 1) / MaxTransferPerCall
+	outcomes := make([]TransferOutcome, 0, len(exts))
 	for i := range calls {
 		b := req
-		b.ExternalUserIDs = chunk(req.ExternalUserIDs, i, MaxTransferPerCall)
+		b.ExternalUserIDs = chunk(exts, i, MaxTransferPerCall)
 		out := transferAnswer{sent: b.ExternalUserIDs}
 		err := s.client.do(ctx, &call{id: id, body: b, out: &out})
+		// Only an answer short of results leaves both an error and codes:
+		// any other error may come while the call still runs (and writes
+		// out) without its caller.
+		if err == nil || errors.Is(err, errNoTransferResult) {
+			for j, ext := range b.ExternalUserIDs {
+				outcomes = append(outcomes, TransferOutcome{ExternalUserID: ext, Code: out.codes[j], Unknown: out.unknown[j],
+					path: id.Path(), corpID: s.client.corpID, agent: s.client.agentID})
+			}
+		}
 		switch {
 		case err != nil && calls == 1:
 			return outcomes, err
 		case err != nil:
 			return outcomes, fmt.Errorf("wecom: transfer from %s to %s: call %d of %d (customers from %d): %w",
 				req.HandoverUserID, req.TakeoverUserID, i+1, calls, i*MaxTransferPerCall, err)
-		}
-		for j, ext := range b.ExternalUserIDs {
-			outcomes = append(outcomes, TransferOutcome{ExternalUserID: ext, Code: out.codes[j],
-				path: id.Path(), corpID: s.client.corpID, agent: s.client.agentID})
 		}
 	}
 	return outcomes, nil
@@ -130,7 +155,7 @@ func (r TransferRequest) validate() error {
 }
 
 // transferAnswer is a transfer call's answer; sent are the customers the
-// call named, each of which must have a result.
+// call named, without repeats, each of which must have a result.
 type transferAnswer struct {
 	Customer []struct {
 		ExternalUserID string `json:"external_userid"`
@@ -138,32 +163,36 @@ type transferAnswer struct {
 	} `json:"customer"`
 
 	sent []string
-	// codes are the errcodes of sent, in its order: a customer named twice
-	// takes the answer's results for it in order (the last one again if
-	// the answer has fewer).
-	codes []int
+	// codes are the errcodes of sent, in its order (the first result of a
+	// customer the answer names twice); unknown marks those the answer has
+	// no result for.
+	codes   []int
+	unknown []bool
 }
 
+// errNoTransferResult is the cause of a transfer answer that leaves some of
+// the customers sent without a result.
+var errNoTransferResult = errors.New("no result")
+
 func (a *transferAnswer) validate() error {
-	byID := make(map[string][]int, len(a.Customer))
+	byID := make(map[string]int, len(a.Customer))
 	for _, c := range a.Customer {
-		byID[c.ExternalUserID] = append(byID[c.ExternalUserID], c.ErrCode)
+		if _, ok := byID[c.ExternalUserID]; !ok {
+			byID[c.ExternalUserID] = c.ErrCode
+		}
 	}
-	a.codes = make([]int, len(a.sent))
+	a.codes, a.unknown = make([]int, len(a.sent)), make([]bool, len(a.sent))
 	missing := 0
 	for i, ext := range a.sent {
-		q := byID[ext]
-		switch {
-		case len(q) == 0:
+		code, ok := byID[ext]
+		a.codes[i], a.unknown[i] = code, !ok
+		if !ok {
 			missing++
-			continue
-		case len(q) > 1:
-			byID[ext] = q[1:]
 		}
-		a.codes[i] = q[0]
 	}
 	if missing > 0 {
-		return fmt.Errorf("the answer has no result for %d of the %d customers sent", missing, len(a.sent))
+		return fmt.Errorf("the answer has %w for %d of the %d customers sent: their transfer may have started; see the outcomes marked Unknown",
+			errNoTransferResult, missing, len(a.sent))
 	}
 	return nil
 }

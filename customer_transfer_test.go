@@ -3,6 +3,7 @@ package wecom_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -165,23 +166,162 @@ func TestTransferWire(t *testing.T) {
 	}
 }
 
-// TestTransferAnswerMissingCustomer: an answer without a result for a
-// customer sent is no success.
-func TestTransferAnswerMissingCustomer(t *testing.T) {
-	t.Parallel()
+// transferEcho answers transfer calls over httpmock as WeCom would, but
+// leaves the customers in drop out of the answer; codes are the errcodes of
+// those it refuses (0 for the others). It records the customers of every
+// call.
+type transferEcho struct {
+	drop  map[string]bool
+	codes map[string]int
+
+	mu    sync.Mutex
+	calls [][]string
+}
+
+func (e *transferEcho) respond(r *http.Request) (*http.Response, error) {
+	var req struct {
+		External []string `json:"external_userid"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.calls = append(e.calls, req.External)
+	e.mu.Unlock()
+	type result struct {
+		ExternalUserID string `json:"external_userid"`
+		ErrCode        int    `json:"errcode"`
+	}
+	out := struct {
+		ErrCode  int      `json:"errcode"`
+		ErrMsg   string   `json:"errmsg"`
+		Customer []result `json:"customer"`
+	}{ErrMsg: "ok", Customer: []result{}}
+	for _, ext := range req.External {
+		if !e.drop[ext] {
+			out.Customer = append(out.Customer, result{ext, e.codes[ext]})
+		}
+	}
+	return httpmock.NewJsonResponse(http.StatusOK, out)
+}
+
+// echoClient is a client whose transfer calls e answers.
+func echoClient(t *testing.T, e *transferEcho) *wecom.Client {
+	t.Helper()
 	mt := httpmock.NewMockTransport()
 	mt.RegisterResponder(http.MethodGet, testBase+"/cgi-bin/gettoken",
 		httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN","expires_in":7200}`))
-	mt.RegisterResponder(http.MethodPost, testBase+catalog.TransferCustomer.Path(),
-		httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","customer":[{"external_userid":"wmA","errcode":0}]}`))
-	c := transportClient(t, mt)
-	outs, err := c.Customers.Transfer(context.Background(), wecom.TransferRequest{HandoverUserID: "u1", TakeoverUserID: "u2", ExternalUserIDs: []string{"wmA", "wmB"}})
-	var re *wecom.ResponseError
-	if !errors.As(err, &re) || len(outs) != 0 {
-		t.Errorf("outcomes %v, err %v; want none and a *ResponseError", outs, err)
+	for _, id := range []catalog.ID{catalog.TransferCustomer, catalog.ResignedTransferCustomer} {
+		mt.RegisterResponder(http.MethodPost, testBase+id.Path(), e.respond)
 	}
-	if n := mt.GetCallCountInfo()["POST https://wecom.test"+catalog.TransferCustomer.Path()]; n != 1 {
-		t.Errorf("%d calls, want 1: a transfer is not sent again", n)
+	return transportClient(t, mt)
+}
+
+// TestTransferAnswerMissingCustomer: an answer without a result for some
+// customers sent is no success, but loses nothing WeCom said: every result
+// that came back is an outcome, each customer left out an Unknown outcome
+// whose Err says its transfer may have started, and the error (a
+// *ResponseError) says how many. The transfer stops at that call, which is
+// not sent again.
+func TestTransferAnswerMissingCustomer(t *testing.T) {
+	t.Parallel()
+	many := customerIDs("wm", 250)
+	for _, k := range transferKinds() {
+		for _, tc := range []struct {
+			name    string
+			exts    []string
+			drop    []string
+			outs    int    // outcomes: those of the calls sent
+			unknown []int  // the indexes of the Unknown ones
+			calls   int    // calls sent
+			errText string // in the error
+		}{
+			{"one call", []string{"wmA", "wmB", "wmC"}, []string{"wmB"}, 3, []int{1}, 1, "no result for 1 of the 3 customers"},
+			{"no result at all", []string{"wmX", "wmY"}, []string{"wmX", "wmY"}, 2, []int{0, 1}, 1, "no result for 2 of the 2 customers"},
+			{"call 2 of 3", many, []string{many[150], many[160]}, 200, []int{150, 160}, 2, "call 2 of 3 (customers from 100)"},
+		} {
+			t.Run(k.name+" "+tc.name, func(t *testing.T) {
+				t.Parallel()
+				e := &transferEcho{drop: map[string]bool{}, codes: map[string]int{"wmC": wecom.CodeTransferTooOften}}
+				for _, ext := range tc.drop {
+					e.drop[ext] = true
+				}
+				c := echoClient(t, e)
+				outs, err := k.transfer(context.Background(), c, wecom.TransferRequest{HandoverUserID: "u1", TakeoverUserID: "u2", ExternalUserIDs: tc.exts})
+				var re *wecom.ResponseError
+				if !errors.As(err, &re) || re.Path != k.id.Path() || !strings.Contains(err.Error(), tc.errText) {
+					t.Errorf("err = %v, want a *ResponseError of %s saying %q", err, k.id.Path(), tc.errText)
+				}
+				if len(tc.exts) > wecom.MaxTransferPerCall && !strings.Contains(err.Error(), fmt.Sprintf("no result for %d of the 100 customers", len(tc.drop))) {
+					t.Errorf("err = %v, want it to say how many customers had no result", err)
+				}
+				if len(outs) != tc.outs {
+					t.Fatalf("%d outcomes, want %d: %+v", len(outs), tc.outs, outs)
+				}
+				for i, o := range outs {
+					unknown := slices.Contains(tc.unknown, i)
+					oerr := o.Err()
+					switch {
+					case o.ExternalUserID != tc.exts[i]:
+						t.Errorf("outcome %d is %s, want %s", i, o.ExternalUserID, tc.exts[i])
+					case o.Unknown != unknown:
+						t.Errorf("outcome %d (%s): Unknown %t, want %t", i, o.ExternalUserID, o.Unknown, unknown)
+					case unknown && (!errors.As(oerr, &re) || re.Path != k.id.Path() ||
+						!strings.Contains(oerr.Error(), o.ExternalUserID) || !strings.Contains(oerr.Error(), "may have started")):
+						t.Errorf("outcome %d (%s): Err() = %v, want a *ResponseError saying its transfer may have started", i, o.ExternalUserID, oerr)
+					case !unknown && o.Code != e.codes[o.ExternalUserID]:
+						t.Errorf("outcome %d (%s): code %d, want %d", i, o.ExternalUserID, o.Code, e.codes[o.ExternalUserID])
+					case !unknown && (oerr == nil) != (o.Code == 0):
+						t.Errorf("outcome %d (%s): code %d, Err() = %v", i, o.ExternalUserID, o.Code, oerr)
+					}
+				}
+				if len(e.calls) != tc.calls {
+					t.Errorf("%d calls, want %d: a transfer is not sent again, nor after an incomplete answer", len(e.calls), tc.calls)
+				}
+			})
+		}
+	}
+}
+
+// TestTransferDedup: a customer named more than once is sent once, where
+// it first appears, and gets one outcome; the calls of 100 are made of
+// distinct customers.
+func TestTransferDedup(t *testing.T) {
+	t.Parallel()
+	hundred := customerIDs("wm", 100)
+	// 103 ids, 100 customers: one repeat within, two after the hundredth.
+	long := append(slices.Insert(slices.Clone(hundred), 30, hundred[5]), hundred[0], hundred[99])
+	for _, k := range transferKinds() {
+		for _, tc := range []struct {
+			name       string
+			exts, want []string
+		}{
+			{"short", []string{"wmB", "wmA", "wmB", "wmC", "wmA", "wma"}, []string{"wmB", "wmA", "wmC", "wma"}},
+			{"a hundred", long, hundred},
+		} {
+			t.Run(k.name+" "+tc.name, func(t *testing.T) {
+				t.Parallel()
+				e := &transferEcho{}
+				c := echoClient(t, e)
+				outs, err := k.transfer(context.Background(), c, wecom.TransferRequest{HandoverUserID: "u1", TakeoverUserID: "u2", ExternalUserIDs: tc.exts})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(e.calls) != 1 || !slices.Equal(e.calls[0], tc.want) {
+					t.Errorf("sent %q, want one call of %q", e.calls, tc.want)
+				}
+				got := make([]string, len(outs))
+				for i, o := range outs {
+					got[i] = o.ExternalUserID
+					if o.Code != 0 || o.Unknown || o.Err() != nil {
+						t.Errorf("outcome %+v, want started", o)
+					}
+				}
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("outcomes for %q, want %q", got, tc.want)
+				}
+			})
+		}
 	}
 }
 
@@ -245,7 +385,9 @@ func TestTransferValidates(t *testing.T) {
 }
 
 // TestTransferSplits: 250 customers go in 3 calls of at most 100; every
-// customer gets its own outcome, those the mock refuses included.
+// customer gets its own outcome, those the mock refuses included. A customer
+// named twice, in one call or in two, is sent once: sent again, the mock
+// would refuse it as being transferred already (40129).
 func TestTransferSplits(t *testing.T) {
 	t.Parallel()
 	for _, k := range transferKinds() {
@@ -254,13 +396,15 @@ func TestTransferSplits(t *testing.T) {
 			e := newTransferEnv(t)
 			exts := customerIDs("wm", 250)
 			// In the middle call: one customer WeCom does not know, one of
-			// another member, one named twice.
+			// another member, one named twice; in the last, one named in
+			// the first call.
 			k.prepare(e, exts[:150]...)
 			k.prepare(e, exts[151:]...)
 			e.srv.AddCustomers(testCorp, "u3", "wmOther")
 			exts[150] = "wmUnknown"
 			exts[160] = "wmOther"
 			exts[170] = exts[120]
+			exts[230] = exts[10]
 			outs, err := k.transfer(context.Background(), e.c, wecom.TransferRequest{HandoverUserID: k.handover, TakeoverUserID: "u2", ExternalUserIDs: exts})
 			if err != nil {
 				t.Fatal(err)
@@ -268,16 +412,18 @@ func TestTransferSplits(t *testing.T) {
 			if n := e.calls(k.id); n != 3 {
 				t.Errorf("%d calls, want 3", n)
 			}
-			if len(outs) != len(exts) {
-				t.Fatalf("%d outcomes for %d customers", len(outs), len(exts))
+			distinct := slices.Concat(exts[:170], exts[171:230], exts[231:])
+			if len(outs) != len(distinct) {
+				t.Fatalf("%d outcomes for %d customers", len(outs), len(distinct))
 			}
-			want := map[int]int{150: wecom.CodeInvalidExternalUserID, 160: wecom.CodeNotFollower, 170: wecom.CodeTransferPending}
+			want := map[string]int{"wmUnknown": wecom.CodeInvalidExternalUserID, "wmOther": wecom.CodeNotFollower}
 			for i, o := range outs {
-				if o.ExternalUserID != exts[i] || o.Code != want[i] {
-					t.Errorf("outcome %d: %s code %d, want %s code %d", i, o.ExternalUserID, o.Code, exts[i], want[i])
+				ext := distinct[i]
+				if o.ExternalUserID != ext || o.Code != want[ext] || o.Unknown {
+					t.Errorf("outcome %d: %s code %d (unknown %t), want %s code %d", i, o.ExternalUserID, o.Code, o.Unknown, ext, want[ext])
 				}
 				var ae *wecom.APIError
-				if err := o.Err(); (want[i] == 0) != (err == nil) || (err != nil && (!errors.As(err, &ae) || ae.Code != want[i])) {
+				if err := o.Err(); (want[ext] == 0) != (err == nil) || (err != nil && (!errors.As(err, &ae) || ae.Code != want[ext])) {
 					t.Errorf("outcome %d: Err() = %v", i, err)
 				}
 			}

@@ -2,6 +2,7 @@ package wecom
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -19,7 +20,8 @@ type Limits struct {
 	Concurrency int
 	// PerResource caps the calls in flight per resource of the endpoint:
 	// the customer of mark_tag and remark (catalog.RuleCustomer, shared by
-	// the APIs that edit a customer: change it on each of them alike).
+	// the APIs that edit a customer: New fails unless it is changed on each
+	// of them alike).
 	PerResource int
 	// PerMinute, PerHour and PerDay cap the calls started per corp and API
 	// in a sliding minute, a sliding hour and a natural day of China
@@ -157,6 +159,43 @@ func (c *Client) resolveLimits() error {
 			return err
 		}
 	}
+	return c.checkShared()
+}
+
+// checkShared fails when the APIs that share a lock (a ScopeShared rule's
+// group, such as mark_tag's and remark's per-customer lock) disagree on it
+// after the overrides: they would count one key under different caps, or
+// one would not take the lock the others wait for.
+func (c *Client) checkShared() error {
+	caps := make(map[string]map[string]int) // group -> path -> cap (0: none)
+	note := func(path string, r catalog.Rule, n int) {
+		if r.Scope != catalog.ScopeShared {
+			return
+		}
+		if caps[r.Group] == nil {
+			caps[r.Group] = make(map[string]int)
+		}
+		caps[r.Group][path] = n
+	}
+	for _, e := range catalog.Endpoints() {
+		for _, r := range e.Rules {
+			note(string(e.ID), r, 0)
+		}
+	}
+	for path, el := range c.endpoints {
+		for _, r := range el.rules {
+			note(path, r, r.InFlight+r.Limit)
+		}
+	}
+	for group, byPath := range caps {
+		paths := slices.Sorted(maps.Keys(byPath))
+		for _, p := range paths[1:] {
+			if byPath[p] != byPath[paths[0]] {
+				return invalid("limits "+p, "shares the %q lock with %s, at %d where %s has %d (0: none): change it on each of %s alike",
+					group, paths[0], byPath[p], paths[0], byPath[paths[0]], strings.Join(paths, ", "))
+			}
+		}
+	}
 	return nil
 }
 
@@ -198,43 +237,56 @@ func ruleNames(rules []catalog.Rule) string {
 	return strings.Join(names, ", ")
 }
 
-// nearEndpoint returns the wrapped endpoint that path is one slip away from
-// (a letter changed, missing, added or swapped; another case; a missing
+// nearEndpoint returns the wrapped endpoint that path is a slip or two away
+// from (letters changed, missing, added or swapped; another case; a missing
 // /cgi-bin prefix; a trailing slash), or "" if none is.
 func nearEndpoint(path string) string {
+	norm := func(p string) string {
+		p = strings.TrimSuffix(strings.ToLower(p), "/")
+		if !strings.HasPrefix(p, "/cgi-bin/") {
+			p = "/cgi-bin" + p
+		}
+		return p
+	}
 	for _, e := range catalog.Endpoints() {
-		p := string(e.ID)
-		switch {
-		case strings.EqualFold(path, p), strings.EqualFold(strings.TrimSuffix(path, "/"), p),
-			"/cgi-bin"+path == p, oneEdit(path, p):
+		if p := string(e.ID); editDistance(norm(path), p, 2) <= 2 {
 			return p
 		}
 	}
 	return ""
 }
 
-// oneEdit reports whether a and b differ by one letter changed, added,
-// removed, or two neighbours swapped.
-func oneEdit(a, b string) bool {
-	if a == b {
-		return false
+// editDistance returns the number of letters changed, added, removed or
+// swapped with their neighbour that make a into b (optimal string alignment
+// distance), or more than most once it knows it exceeds most.
+func editDistance(a, b string, most int) int {
+	if d := len(a) - len(b); d > most || -d > most {
+		return most + 1
 	}
-	i := 0
-	for i < len(a) && i < len(b) && a[i] == b[i] {
-		i++
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
 	}
-	switch {
-	case len(a) == len(b):
-		if a[i+1:] == b[i+1:] {
-			return true
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		low := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+			low = min(low, cur[j])
 		}
-		return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
-	case len(a) == len(b)+1:
-		return a[i+1:] == b[i:]
-	case len(b) == len(a)+1:
-		return b[i+1:] == a[i:]
+		if low > most {
+			return most + 1
+		}
+		prev2, prev, cur = prev, cur, prev2
 	}
-	return false
+	return prev[len(b)]
 }
 
 // limitsFor returns how the client limits a call of path.

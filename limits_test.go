@@ -103,12 +103,29 @@ func TestOverridesStartFromTheDefaults(t *testing.T) {
 	})
 	t.Run("WithRule and WithoutRule", func(t *testing.T) {
 		extra := catalog.Rule{Name: "quota", Scope: catalog.ScopeApp, Limit: 50, Per: catalog.Day, Weighted: true}
-		c := newTestClient(t, WithRule(mark, extra), WithoutRule(mark, catalog.RuleCustomer))
+		remark := catalog.CustomerRemark.Path()
+		c := newTestClient(t, WithRule(mark, extra), WithoutRule(mark, catalog.RuleCustomer), WithoutRule(remark, catalog.RuleCustomer))
 		if r, ok := rule(c, mark, "quota"); !ok || r != extra {
 			t.Errorf("quota %+v, %t", r, ok)
 		}
 		if _, ok := rule(c, mark, catalog.RuleCustomer); ok {
 			t.Error("the customer lock is still there")
+		}
+	})
+	t.Run("a shared lock changed on one side only", func(t *testing.T) {
+		remark := catalog.CustomerRemark.Path()
+		for _, opts := range [][]Option{
+			{WithoutRule(mark, catalog.RuleCustomer)},
+			{WithLimits(remark, Limits{PerResource: 2})},
+			{WithRule(mark, catalog.Rule{Name: catalog.RuleCustomer, Scope: catalog.ScopeShared, Group: catalog.GroupCustomerEdit, InFlight: 3})},
+		} {
+			if _, err := New(testCorp, testSecret, opts...); !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), "alike") {
+				t.Errorf("New = %v, want an error saying to change both alike", err)
+			}
+		}
+		c := newTestClient(t, WithLimits(mark, Limits{PerResource: 2}), WithLimits(remark, Limits{PerResource: 2}))
+		if r, _ := rule(c, remark, catalog.RuleCustomer); r.InFlight != 2 {
+			t.Errorf("both changed: remark's lock %d, want 2", r.InFlight)
 		}
 	})
 	t.Run("other endpoints keep the defaults", func(t *testing.T) {
@@ -144,6 +161,8 @@ func TestOverrideMistakes(t *testing.T) {
 		{"case", WithLimits("/cgi-bin/externalcontact/Mark_Tag", Limits{Concurrency: 3}), "did you mean"},
 		{"no prefix", WithLimits("/externalcontact/mark_tag", Limits{Concurrency: 3}), "did you mean"},
 		{"trailing slash", WithRule(mark+"/", catalog.Rule{Name: "x", Scope: catalog.ScopeAPI, InFlight: 1}), "did you mean"},
+		{"two slips", WithLimits("/cgi-bin/externalcontact/batch/getbyuser", Limits{Concurrency: 3}), "did you mean"},
+		{"a letter and a slash", WithLimits("/cgi-bin/externalcontact/mark_tags/", Limits{Concurrency: 3}), "did you mean"},
 		{"negative", WithLimits(mark, Limits{PerMinute: -5}), "NoLimit"},
 		{"no resource", WithLimits(catalog.TagList.Path(), Limits{PerResource: 1}), "without a resource"},
 		{"remove unknown", WithoutRule(mark, "custmer"), `no rule "custmer"`},
@@ -159,6 +178,18 @@ func TestOverrideMistakes(t *testing.T) {
 				t.Errorf("New = %v, want an invalid-request error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestOverrideUnwrappedPaths: paths of WeCom that the SDK does not wrap,
+// some close to ones it does, are overridden for Do without a word.
+func TestOverrideUnwrappedPaths(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"/cgi-bin/user/get", "/cgi-bin/agent/get", "/cgi-bin/user/list", "/cgi-bin/externalcontact/transfer",
+		"/cgi-bin/externalcontact/groupchat/onjob_transfer", "/cgi-bin/externalcontact/get_strategy_tag_list", "/cgi-bin/kf/sync_msg"} {
+		if _, err := New(testCorp, testSecret, WithLimits(p, Limits{Concurrency: 5})); err != nil {
+			t.Errorf("WithLimits(%s): %v", p, err)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"strings"
 )
 
 // A page is what one call of a cursor-paged API returns: its items and the
@@ -70,4 +71,24 @@ func chunk[T any](s []T, i, n int) []T {
 		return nil
 	}
 	return s[lo:min(lo+n, len(s))]
+}
+
+// distinctIDs returns ids without repeats, keeping the first of each in
+// order: the ids of customers and chats, which are exact.
+func distinctIDs(ids []string) []string { return distinct(ids, func(id string) string { return id }) }
+
+// distinctUserIDs is distinctIDs for userids, which WeCom compares without
+// case.
+func distinctUserIDs(ids []string) []string { return distinct(ids, strings.ToLower) }
+
+func distinct(ids []string, key func(string) string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if k := key(id); !seen[k] {
+			seen[k] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -3,14 +3,16 @@ package mock
 import (
 	"slices"
 	"strings"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // Page sizes of the customer read APIs (document/path/92114, 96316).
 const (
-	followersPerPage = 500 // externalcontact/get's follow_user
-	batchMaxUsers    = 100 // batch/get_by_user's userid_list
-	batchMaxLimit    = 100 // batch/get_by_user's limit: more is clamped
-	batchLimit       = 50  // its default
+	followersPerPage = catalog.CustomerGetFollowers // externalcontact/get's follow_user
+	batchMaxUsers    = catalog.BatchUserIDs         // batch/get_by_user's userid_list
+	batchMaxLimit    = catalog.BatchLimit           // batch/get_by_user's limit: more is clamped
+	batchLimit       = catalog.BatchDefaultLimit    // its default
 )
 
 // contactJSON is a customer as the customer read APIs answer it.

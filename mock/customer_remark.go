@@ -3,6 +3,8 @@ package mock
 import (
 	"slices"
 	"unicode/utf8"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // Remark is what a member noted about a customer (externalcontact/remark),
@@ -30,9 +32,9 @@ type remarkRequest struct {
 // The lengths externalcontact/remark allows, in characters
 // (document/path/96317).
 const (
-	maxRemark        = 20
-	maxDescription   = 150
-	maxRemarkCompany = 20
+	maxRemark        = catalog.RemarkLen
+	maxDescription   = catalog.RemarkDescriptionLen
+	maxRemarkCompany = catalog.RemarkCompanyLen
 )
 
 // remark sets a member's notes on a customer. remark_mobiles replaces the

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // GroupChat is a customer group chat (客户群) as held by a Server.
@@ -58,11 +60,11 @@ type GroupChatMember struct {
 
 // The limits of the group chat APIs (document/path/93414, 92127).
 const (
-	maxGroupChatLimit  = 1000 // groupchat/list limit, at least 1
-	maxGroupChatOwners = 100  // owner_filter.userid_list
-	maxVisibleNoFilter = 1000 // visible members over which 81017 needs an owner filter
-	maxTransferChats   = 100  // groupchat/transfer chat_id_list
-	groupChatInherited = 3    // GroupChat.Status once handed over
+	maxGroupChatLimit  = catalog.GroupChatListLimit   // groupchat/list limit, at least 1
+	maxGroupChatOwners = catalog.GroupChatListOwners  // owner_filter.userid_list
+	maxVisibleNoFilter = 1000                         // visible members over which 81017 needs an owner filter
+	maxTransferChats   = catalog.GroupChatTransferIDs // groupchat/transfer chat_id_list
+	groupChatInherited = 3                            // GroupChat.Status once handed over
 )
 
 // AddGroupChat adds group chat g to corp corpID, or replaces the one with

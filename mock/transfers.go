@@ -21,11 +21,10 @@ import (
 
 // The limits of the transfer APIs.
 const (
-	// maxTransferIDs is the most customers one transfer call takes
-	// (document/path/92125: at most 100).
-	maxTransferIDs = 100
+	// maxTransferIDs is the most customers one transfer call takes.
+	maxTransferIDs = catalog.TransferCustomerIDs
 	// maxTransferMsg is the longest transfer_success_msg, in characters.
-	maxTransferMsg = 200
+	maxTransferMsg = catalog.TransferSuccessMsgLen
 	// transferDelay is how long a transfer waits before it completes.
 	transferDelay = 24 * time.Hour
 	// transferWindow and maxTransfersInWindow: an on-job member's customer
@@ -36,9 +35,10 @@ const (
 	transferWindow       = 90 * 24 * time.Hour
 	maxTransfersInWindow = 2
 	// transferPage is the page size of transfer_result. WeCom's pages hold
-	// at most 1,000 (document/path/94082); the mock answers 100, within
-	// that, so that clients' paging is exercised on small data.
-	transferPage = 100
+	// at most catalog.TransferResultPage; the mock answers 100, the mock's
+	// own choice within that, so that clients' paging is exercised on
+	// small data.
+	transferPage = min(100, catalog.TransferResultPage)
 )
 
 // The states of a transfer in transfer_result.

@@ -14,6 +14,7 @@ import (
 // writes it; it is read once the feed has ended.
 type walked struct {
 	members        []string
+	found          map[string]bool // members with a pair, lower case
 	pairs, already int
 	err            error // what ended the walk early, a stop aside
 	stoppedWalking bool  // a stop came before the walk ended
@@ -35,6 +36,7 @@ func memberCustomers(c *wecom.Client, tagID string, w *walked) feeder {
 				return
 			}
 			w.pairs++
+			w.found[strings.ToLower(mc.Follow.UserID)] = true
 			if slices.Contains(mc.Follow.TagIDs, tagID) {
 				w.already++
 				continue
@@ -49,18 +51,40 @@ func memberCustomers(c *wecom.Client, tagID string, w *walked) feeder {
 }
 
 // members returns the members whose customers to mark: those -members
-// names, or with -all-members every member who has customers.
+// names (spaces trimmed, each once), or with -all-members every member who
+// has customers.
 func members(ctx context.Context, c *wecom.Client, cfg config) ([]string, error) {
-	if !cfg.allMembers {
-		return strings.Split(cfg.members, ","), nil
+	if cfg.allMembers {
+		return c.Customers.FollowUsers(ctx)
 	}
-	return c.Customers.FollowUsers(ctx)
+	var out []string
+	seen := make(map[string]bool)
+	for _, u := range strings.Split(cfg.members, ",") {
+		u = strings.TrimSpace(u)
+		if u == "" {
+			return nil, fmt.Errorf("-members %q: an empty userid", cfg.members)
+		}
+		if k := strings.ToLower(u); !seen[k] {
+			seen[k] = true
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }
 
 // print writes what the walk found, in pages of batch/get_by_user.
 func (w *walked) print(out io.Writer, pages int64) {
 	fmt.Fprintf(out, "customers:  %d pairs found for %d members in %d pages of batch/get_by_user; %d already marked, %d to mark\n",
 		w.pairs, len(w.members), pages, w.already, w.pairs-w.already)
+	var none []string
+	for _, u := range w.members {
+		if !w.found[strings.ToLower(u)] {
+			none = append(none, u)
+		}
+	}
+	if len(none) > 0 {
+		fmt.Fprintf(out, "no customers: %d of the members had none the app can see: %s\n", len(none), strings.Join(none, ", "))
+	}
 	switch {
 	case w.err != nil:
 		fmt.Fprintf(out, "walk:       ended early, customers may be missing: %v\n", w.err)

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,14 +90,55 @@ func TestMembersOnEmbeddedMock(t *testing.T) {
 		t.Errorf("progress lacks %q:\n%s", want, errOut.String())
 	}
 
-	cfg.members = "member001,,member002"
+	cfg.members = "member001, MEMBER001 ,nosuch, member002"
 	out.Reset()
 	code, err = run(context.Background(), cfg, &out, &errOut)
-	if err != nil || code != exitFailed || !strings.Contains(out.String(), "walk:       ended early") {
-		t.Errorf("with an empty userid: %d, %v\n%s", code, err, out.String())
+	if err != nil || code != exitOK || !strings.Contains(out.String(), "200 pairs found for 3 members") ||
+		!strings.Contains(out.String(), "no customers: 1 of the members had none the app can see: nosuch") {
+		t.Errorf("with spaces, a repeat and an unknown member: %d, %v\n%s", code, err, out.String())
+	}
+	cfg.members = "member001,,member002"
+	if code, err := run(context.Background(), cfg, &out, &errOut); code != exitSetup || err == nil {
+		t.Errorf("with an empty userid: %d, %v", code, err)
 	}
 	cfg.allMembers = true
 	if code, err := run(context.Background(), cfg, &out, &errOut); code != exitSetup || err == nil {
 		t.Errorf("-members with -all-members: %d, %v", code, err)
+	}
+}
+
+// TestInterruptWhileWalking: a SIGINT while the members' customers are
+// still being found stops the walk as well as the marking: exit 3, the
+// summary says the walk was stopped, and accounts for every pair found.
+func TestInterruptWhileWalking(t *testing.T) {
+	m, url := serveMock(t, 20*time.Millisecond, "wwwalk", "walk-secret")
+	m.SeedCustomers("wwwalk", mock.CustomerSeed{Members: 3, Pairs: 2000})
+	sig := make(chan os.Signal, 2)
+	go func() {
+		deadline := time.Now().Add(60 * time.Second)
+		for m.Stats().MarkCalls < 20 && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		sig <- syscall.SIGINT
+	}()
+	var out, errOut syncBuffer
+	args := []string{"-base-url", url, "-corp-id", "wwwalk", "-secret", "walk-secret", "-all-members", "-workers", "8"}
+	code := cli(args, sig, &out, &errOut, func(c int) { t.Errorf("exit(%d) called on one signal", c) })
+	if code != exitStopped {
+		t.Errorf("exit status %d, want %d\n%s", code, exitStopped, out.String())
+	}
+	s := out.String()
+	c := parseSummary(t, s)
+	var found int
+	if i := strings.Index(s, "customers:  "); i < 0 {
+		t.Fatalf("no customers line:\n%s", s)
+	} else if _, err := fmt.Sscanf(s[i:], "customers:  %d pairs found", &found); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s, "walk:       stopped before every customer was found") || found >= 2000 || c.requested != found {
+		t.Errorf("found %d pairs, %+v:\n%s", found, c, s)
+	}
+	if c.done+c.failed+c.notStarted != c.requested || c.done != m.Stats().MarkCalls {
+		t.Errorf("summary %+v does not add up (the mock applied %d)", c, m.Stats().MarkCalls)
 	}
 }

@@ -36,49 +36,16 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 	if cfg.members != "" && cfg.allMembers {
 		return exitSetup, errors.New("-members and -all-members: give one")
 	}
-	byMembers := cfg.members != "" || cfg.allMembers
-	var (
-		srv  *mock.Server
-		opts []wecom.Option
-	)
-	if cfg.baseURL == "" {
-		// The embedded mock answers in-process, through an httpmock transport:
-		// no sockets, so the figures show the limiter, not the loopback stack.
-		m, err := mock.New(mock.Config{Latency: cfg.latency, LatencyJitter: cfg.jitter})
-		if err != nil {
-			return exitSetup, err
-		}
-		m.AddApp(cfg.corpID, cfg.secret)
-		if byMembers {
-			s := m.SeedCustomers(cfg.corpID, cfg.seed)
-			fmt.Fprintf(stderr, "embedded mock: %d made-up customers of %d members (%d pairs)\n", s.Customers, len(s.Members), s.Pairs)
-		}
-		mt := httpmock.NewMockTransport()
-		cfg.baseURL = "http://wecom.mock"
-		m.Register(mt, cfg.baseURL)
-		srv, opts = m, append(opts, wecom.WithTransport(mt))
-		fmt.Fprintf(stderr, "embedded mock WeCom (in-process), latency %s ± %s\n", cfg.latency, cfg.jitter)
+	srv, opts, err := embeddedMock(&cfg, stderr)
+	if err != nil {
+		return exitSetup, err
 	}
-	var fl *fleetCount
-	if cfg.redis != "" {
-		rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(cfg.redis, ",")})
-		defer rdb.Close()
-		if err := rdb.Ping(stop).Err(); err != nil {
-			return exitSetup, fmt.Errorf("-redis %s: %w", cfg.redis, err)
-		}
-		fl = newFleetCount(rdb, cfg.redisPrefix, cfg.corpID)
-		limiter, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: cfg.redisPrefix + "throttle:"})
-		if err != nil {
-			return exitSetup, err
-		}
-		defer limiter.Close()
-		store, err := wecom.NewRedisTokenStore(rdb, cfg.redisPrefix+"token:")
-		if err != nil {
-			return exitSetup, err
-		}
-		opts = append(opts, wecom.WithLimiter(limiter), wecom.WithTokenStore(store))
-		fmt.Fprintf(stderr, "limits and token shared through Redis at %s\n", cfg.redis)
+	fl, ropts, closeRedis, err := sharedRedis(stop, cfg, stderr)
+	if err != nil {
+		return exitSetup, err
 	}
+	defer closeRedis()
+	opts = append(opts, ropts...)
 	if cfg.leaseTTL > 0 {
 		opts = append(opts, wecom.WithLeaseTTL(cfg.leaseTTL))
 	}
@@ -87,18 +54,11 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 	if err != nil {
 		return exitSetup, err
 	}
-	tagID, err := ensureTag(stop, c)
-	feed := synthetic(cfg.userID, cfg.customers, cfg.repeat)
-	var found *walked
-	if err == nil && byMembers {
-		found = &walked{}
-		found.members, err = members(stop, c, cfg)
-		feed = memberCustomers(c, tagID, found)
-	}
+	tagID, found, feed, err := prepare(stop, c, cfg)
 	if err != nil && stop.Err() != nil {
 		// Stopped before marking began: nothing done, nothing started.
 		o := outcome{total: cfg.customers * cfg.repeat, stopped: true}
-		if byMembers {
+		if cfg.byMembers() {
 			o.total = 0
 		}
 		o.undrained = !drainClient(c, time.Now().Add(cfg.drain))
@@ -118,6 +78,80 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 	printFleet(stdout, fl)
 	printMockStats(stdout, cfg, srv, tokenCalls, o)
 	return code, nil
+}
+
+// byMembers reports whether the run marks members' customers (-members,
+// -all-members) rather than made-up ones.
+func (cfg config) byMembers() bool { return cfg.members != "" || cfg.allMembers }
+
+// embeddedMock starts the embedded mock when no -base-url is given, seeded
+// with customers for -members and -all-members, and points cfg at it. It
+// answers in-process, through an httpmock transport: no sockets, so the
+// figures show the limiter, not the loopback stack.
+func embeddedMock(cfg *config, stderr io.Writer) (*mock.Server, []wecom.Option, error) {
+	if cfg.baseURL != "" {
+		return nil, nil, nil
+	}
+	m, err := mock.New(mock.Config{Latency: cfg.latency, LatencyJitter: cfg.jitter})
+	if err != nil {
+		return nil, nil, err
+	}
+	m.AddApp(cfg.corpID, cfg.secret)
+	if cfg.byMembers() {
+		s := m.SeedCustomers(cfg.corpID, cfg.seed)
+		fmt.Fprintf(stderr, "embedded mock: %d made-up customers of %d members (%d pairs)\n", s.Customers, len(s.Members), s.Pairs)
+	}
+	mt := httpmock.NewMockTransport()
+	cfg.baseURL = "http://wecom.mock"
+	m.Register(mt, cfg.baseURL)
+	fmt.Fprintf(stderr, "embedded mock WeCom (in-process), latency %s ± %s\n", cfg.latency, cfg.jitter)
+	return m, []wecom.Option{wecom.WithTransport(mt)}, nil
+}
+
+// sharedRedis connects to -redis, if given, for the limiter, the token store
+// and the fleet's counters; closeRedis is never nil.
+func sharedRedis(ctx context.Context, cfg config, stderr io.Writer) (fl *fleetCount, opts []wecom.Option, closeRedis func(), err error) {
+	closeRedis = func() {}
+	if cfg.redis == "" {
+		return nil, nil, closeRedis, nil
+	}
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(cfg.redis, ",")})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, nil, closeRedis, fmt.Errorf("-redis %s: %w", cfg.redis, err)
+	}
+	limiter, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: cfg.redisPrefix + "throttle:"})
+	if err != nil {
+		rdb.Close()
+		return nil, nil, closeRedis, err
+	}
+	closeRedis = func() {
+		limiter.Close()
+		rdb.Close()
+	}
+	store, err := wecom.NewRedisTokenStore(rdb, cfg.redisPrefix+"token:")
+	if err != nil {
+		closeRedis()
+		return nil, nil, func() {}, err
+	}
+	fmt.Fprintf(stderr, "limits and token shared through Redis at %s\n", cfg.redis)
+	return newFleetCount(rdb, cfg.redisPrefix, cfg.corpID), []wecom.Option{wecom.WithLimiter(limiter), wecom.WithTokenStore(store)}, closeRedis, nil
+}
+
+// prepare finds (or makes) the tag and, for -members and -all-members, the
+// members, and returns what hands out the marks.
+func prepare(ctx context.Context, c *wecom.Client, cfg config) (tagID string, found *walked, feed feeder, err error) {
+	if tagID, err = ensureTag(ctx, c); err != nil {
+		return "", nil, nil, err
+	}
+	if !cfg.byMembers() {
+		return tagID, nil, synthetic(cfg.userID, cfg.customers, cfg.repeat), nil
+	}
+	found = &walked{found: make(map[string]bool)}
+	if found.members, err = members(ctx, c, cfg); err != nil {
+		return "", nil, nil, err
+	}
+	return tagID, found, memberCustomers(c, tagID, found), nil
 }
 
 // ensureTag returns the id of the tag to mark, reusing it if it exists.

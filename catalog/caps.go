@@ -1,0 +1,78 @@
+package catalog
+
+// The caps WeCom documents on what one call takes or answers: how many ids a
+// call names, how long a text may be, how many items a page holds. Each is
+// declared here once, with its source; the SDK's exported limits
+// (wecom.MaxBatchUsers, ...) and the mock server both read them.
+//
+// Lengths are in characters (Unicode code points), not bytes.
+
+// Caps of externalcontact/get (CustomerGet, document/path/92114).
+const (
+	// CustomerGetFollowers is the most follow_user entries one answer
+	// holds; the others come on the next pages (next_cursor).
+	CustomerGetFollowers = 500
+)
+
+// Caps of externalcontact/batch/get_by_user (CustomerBatch,
+// document/path/96316).
+const (
+	// BatchUserIDs is the most members one call names (userid_list).
+	BatchUserIDs = 100
+	// BatchLimit is the most customer-member pairs one call answers (the
+	// greatest limit).
+	BatchLimit = 100
+	// BatchDefaultLimit is how many pairs a call answers when it gives no
+	// limit.
+	BatchDefaultLimit = 50
+)
+
+// Caps of externalcontact/remark (CustomerRemark, document/path/96317).
+const (
+	// RemarkLen is the longest remark.
+	RemarkLen = 20
+	// RemarkDescriptionLen is the longest description.
+	RemarkDescriptionLen = 150
+	// RemarkCompanyLen is the longest remark_company.
+	RemarkCompanyLen = 20
+)
+
+// Caps of externalcontact/transfer_customer (TransferCustomer,
+// document/path/92125) and externalcontact/resigned/transfer_customer
+// (ResignedTransferCustomer, document/path/94081).
+const (
+	// TransferCustomerIDs is the most customers one call hands over
+	// (external_userid).
+	TransferCustomerIDs = 100
+	// TransferSuccessMsgLen is the longest transfer_success_msg (on-job
+	// transfers only).
+	TransferSuccessMsgLen = 200
+)
+
+// Caps of externalcontact/transfer_result (TransferResult,
+// document/path/94088) and externalcontact/resigned/transfer_result
+// (ResignedTransferResult, document/path/94082).
+const (
+	// TransferResultPage is the most customers one page answers; the call
+	// takes no limit, so WeCom chooses the page size up to this.
+	TransferResultPage = 1000
+)
+
+// Caps of externalcontact/groupchat/list (GroupChatList,
+// document/path/93414).
+const (
+	// GroupChatListLimit is the greatest limit: the most groups one call
+	// answers. WeCom requires a limit of at least 1.
+	GroupChatListLimit = 1000
+	// GroupChatListOwners is the most owners one call filters on
+	// (owner_filter.userid_list).
+	GroupChatListOwners = 100
+)
+
+// Caps of externalcontact/groupchat/transfer (GroupChatTransfer,
+// document/path/92127).
+const (
+	// GroupChatTransferIDs is the most groups one call hands over
+	// (chat_id_list).
+	GroupChatTransferIDs = 100
+)
