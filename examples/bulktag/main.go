@@ -89,6 +89,12 @@ type config struct {
 	// seed: the customers the embedded mock makes up for those modes.
 	seed                             mock.CustomerSeed
 	latency, jitter, leaseTTL, drain time.Duration
+	// wecomConcurrency: the calls in flight the embedded mock allows per
+	// API, when another system is to seem to share the budget (0: the
+	// catalog's).
+	wecomConcurrency int
+	// fixedLimits turns off the limits learned from WeCom.
+	fixedLimits bool
 	// progress is how often progress is shown; 0: progressEvery's default.
 	progress time.Duration
 	// tty: stderr is a terminal, where progress rewrites one line.
@@ -176,6 +182,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&cfg.seed.Shared, "seed-shared", 0.1, "fraction of the made-up customers that two members share")
 	fs.DurationVar(&cfg.latency, "latency", 20*time.Millisecond, "service time of the embedded mock")
 	fs.DurationVar(&cfg.jitter, "jitter", 0, "spread of the embedded mock's service time: drawn uniformly from latency±jitter")
+	fs.BoolVar(&cfg.fixedLimits, "fixed-limits", false, "do not learn limits from WeCom's 45033s (wecom.WithoutAdaptiveLimits)")
+	fs.IntVar(&cfg.wecomConcurrency, "wecom-concurrency", 0, "calls in flight the embedded mock allows per API, fewer than the SDK is told when another system shares the budget (0: the documented 5); the SDK learns it from the 45033s")
 	fs.StringVar(&cfg.redis, "redis", "", "Redis for the limiter and token store shared by every copy: host:port, or a comma-separated list of cluster nodes")
 	fs.StringVar(&cfg.redisPrefix, "redis-prefix", "bulktag:", "prefix of the Redis keys")
 	fs.DurationVar(&cfg.leaseTTL, "lease-ttl", 0, "how long the slots of a copy that dies stay taken (default: the SDK's)")

@@ -49,6 +49,9 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 	if cfg.leaseTTL > 0 {
 		opts = append(opts, wecom.WithLeaseTTL(cfg.leaseTTL))
 	}
+	if cfg.fixedLimits {
+		opts = append(opts, wecom.WithoutAdaptiveLimits())
+	}
 	st := newStats()
 	c, err := wecom.New(cfg.corpID, cfg.secret, append(opts, wecom.WithBaseURL(cfg.baseURL), wecom.WithObserver(st.observe))...)
 	if err != nil {
@@ -92,7 +95,7 @@ func embeddedMock(cfg *config, stderr io.Writer) (*mock.Server, []wecom.Option, 
 	if cfg.baseURL != "" {
 		return nil, nil, nil
 	}
-	m, err := mock.New(mock.Config{Latency: cfg.latency, LatencyJitter: cfg.jitter})
+	m, err := mock.New(mock.Config{Latency: cfg.latency, LatencyJitter: cfg.jitter, Concurrency: cfg.wecomConcurrency})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -149,10 +149,14 @@ func printMockStats(w io.Writer, cfg config, srv *mock.Server, tokenCalls int, o
 	}
 	s := srv.Stats()
 	rate := float64(o.ok) / max(o.end.Sub(o.start).Seconds(), 1e-9)
-	bound := float64(markConcurrency()) / cfg.latency.Seconds()
+	allowed := markConcurrency()
+	if cfg.wecomConcurrency > 0 {
+		allowed = min(allowed, cfg.wecomConcurrency)
+	}
+	bound := float64(allowed) / cfg.latency.Seconds()
 	fmt.Fprintf(w, "mock:       max in flight %d, 45033 answered %d, 45009 answered %d, gettoken calls %d\n",
 		s.MaxInFlight[markPath], s.Refusals[wecom.CodeConcurrencyLimited], s.Refusals[wecom.CodeFrequencyLimited], tokenCalls+s.GetTokenCalls)
-	fmt.Fprintf(w, "bound:      %.1f%% of the concurrency bound 5/latency = %.0f marks/s\n", 100*rate/bound, bound)
+	fmt.Fprintf(w, "bound:      %.1f%% of the concurrency bound %d/latency = %.0f marks/s\n", 100*rate/bound, allowed, bound)
 }
 
 // mockStats are the counters examples/mockserver serves.
