@@ -50,6 +50,7 @@ type Client struct {
 	abandonedHold   time.Duration
 	adaptive        adaptive
 	learner         *throttle.Learner
+	blocks          blockLog
 	background      tracker
 
 	// Tags calls the contact tag (通讯录标签) APIs.
@@ -478,6 +479,9 @@ type call struct {
 	// change of the learned limit to report.
 	apiLimit, apiConfigured int
 	limitChange             *LimitChange
+	// block is how long the API is left alone after the 45009 an attempt
+	// got.
+	block time.Duration
 
 	// Set by prepare, from the catalog for a typed call.
 	idempotent   bool
@@ -574,9 +578,8 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 			c.tokens.invalidate(ctx, tok)
 			continue
 		case code == CodeFrequencyLimited:
-			block := el.block(c.now())
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", block))
-			rl := &RateLimitError{Path: cl.path, RetryAfter: block, Err: ae}
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", cl.block))
+			rl := &RateLimitError{Path: cl.path, RetryAfter: cl.block, Err: ae}
 			if c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) && busyRetries < c.retry.MaxRetries {
 				busyRetries++
 				continue // the next lease waits out the cooldown
@@ -746,7 +749,8 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, le
 		}
 		if ae.Code == CodeFrequencyLimited {
 			// Before the leases go back: nobody starts on this API until the block ends.
-			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), el.block(c.now())); cerr != nil {
+			cl.block = c.block(cl.path, el, c.now())
+			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), cl.block); cerr != nil {
 				c.logger.LogAttrs(ctx, slog.LevelError, "wecom: could not record cooldown", slog.String("path", cl.path), slog.String("error", cerr.Error()))
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wecomkit/wecom/catalog"
@@ -28,8 +29,10 @@ type Limits struct {
 	// Standard Time (catalog.RulePerMinute, catalog.RulePerHour, "day").
 	PerMinute, PerHour, PerDay int
 	// BlockFor is how long the API is left alone after WeCom answers 45009.
-	// By default the block is the shortest window the API is limited in,
-	// as at WeCom: a minute, an hour, or the rest of the CST day.
+	// By default it is the length of the window WeCom blocks for, a minute,
+	// an hour or the rest of the CST day: the shortest the API is limited
+	// in, and the next longer one when a 45009 comes right after a block
+	// (WeCom does not say which window was exceeded).
 	BlockFor time.Duration
 }
 
@@ -99,7 +102,7 @@ func (l Limits) apply(e catalog.Endpoint, rules []catalog.Rule) ([]catalog.Rule,
 type endpointLimits struct {
 	ep       catalog.Endpoint
 	rules    []catalog.Rule
-	blockFor time.Duration // 0: the shortest window's
+	blockFor time.Duration // 0: the window's (see Client.block)
 }
 
 // rule returns the rule named name.
@@ -112,21 +115,62 @@ func (el *endpointLimits) rule(name string) (catalog.Rule, bool) {
 	return catalog.Rule{}, false
 }
 
-// block returns how long the API is left alone after a 45009 at now.
-func (el *endpointLimits) block(now time.Time) time.Duration {
+// periods returns the windows the API is limited in per corp, shortest
+// first (a minute when it has none).
+func (el *endpointLimits) periods() []catalog.Period {
+	var ps []catalog.Period
+	for _, r := range el.rules {
+		if r.IsRate() && r.Scope == catalog.ScopeAPI && !slices.Contains(ps, r.Per) {
+			ps = append(ps, r.Per)
+		}
+	}
+	if len(ps) == 0 {
+		return []catalog.Period{catalog.Minute}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// blockLog remembers, per (corp, API), the last block after a 45009.
+type blockLog struct {
+	mu   sync.Mutex
+	last map[string]lastBlock
+}
+
+type lastBlock struct {
+	level int // index in the API's periods
+	end   time.Time
+}
+
+// block returns how long an API is left alone after a 45009 at now. WeCom
+// blocks an API for the window that was exceeded, but does not say which:
+// the first 45009 is taken for the shortest window's (a minute), and one that
+// comes within that long after the block ended, for the next longer
+// window's (an hour, then the rest of the CST day), as the shorter block
+// was not enough. Limits.BlockFor, when set, is the block whatever comes.
+func (c *Client) block(path string, el *endpointLimits, now time.Time) time.Duration {
 	if el.blockFor > 0 {
 		return el.blockFor
 	}
-	per := catalog.Period(0)
-	for _, r := range el.rules {
-		if r.IsRate() && r.Scope == catalog.ScopeAPI && (per == 0 || r.Per < per) {
-			per = r.Per
+	ps := el.periods()
+	key := c.apiKey(path)
+	c.blocks.mu.Lock()
+	defer c.blocks.mu.Unlock()
+	level := 0
+	if prev, ok := c.blocks.last[key]; ok {
+		switch {
+		case now.Before(prev.end): // one incident: a call sent before the block began
+			level = prev.level
+		case now.Before(prev.end.Add(ps[0].Duration())):
+			level = min(prev.level+1, len(ps)-1)
 		}
 	}
-	if per == 0 {
-		per = catalog.Minute
+	d := ps[level].BlockAt(now).Sub(now)
+	if c.blocks.last == nil {
+		c.blocks.last = make(map[string]lastBlock)
 	}
-	return per.BlockAt(now).Sub(now)
+	c.blocks.last[key] = lastBlock{level: level, end: now.Add(d)}
+	return d
 }
 
 // override is what the limit options asked for one path, kept until New

@@ -295,6 +295,40 @@ func TestDayCountEndsAtCSTMidnight(t *testing.T) {
 	}
 }
 
+// TestBlockEscalates: a 45009 blocks the API for its shortest window; one
+// that comes soon after that block ended, for the next longer window (an
+// hour, then the rest of the CST day); one during a block, or long after,
+// starts again from the shortest.
+func TestBlockEscalates(t *testing.T) {
+	t.Parallel()
+	path := catalog.TagList.Path()
+	c := newTestClient(t, WithLimits(path, Limits{PerDay: 1000}))
+	el := c.limitsFor(path)
+	t0 := time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC) // 12:00 CST
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want time.Duration
+	}{
+		{"first", t0, time.Minute},
+		{"during the block", t0.Add(30 * time.Second), time.Minute},
+		{"just after it", t0.Add(90*time.Second + 10*time.Second), time.Hour},
+		{"just after the hour", t0.Add(100*time.Second + time.Hour + 5*time.Second), 12*time.Hour - 105*time.Second - time.Hour},
+		{"still the day after it", t0.Add(12*time.Hour + 30*time.Second), 24*time.Hour - 30*time.Second},
+		{"long after", t0.Add(72 * time.Hour), time.Minute},
+	} {
+		if got := c.block(path, el, tc.at); got != tc.want {
+			t.Errorf("%s: block %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	fixed := newTestClient(t, WithLimits(path, Limits{BlockFor: 7 * time.Minute}))
+	for range 3 {
+		if got := fixed.block(path, fixed.limitsFor(path), t0); got != 7*time.Minute {
+			t.Errorf("BlockFor: %s", got)
+		}
+	}
+}
+
 // TestWeightedRule: a call counts its weight against a weighted rule (a
 // message to N members counts N against the app's daily quota) and one
 // against the others.
