@@ -252,9 +252,7 @@ func TestGetReadsEveryFollower(t *testing.T) {
 // cursor, members without a license, and a cursor answered twice.
 func TestCustomerWire(t *testing.T) {
 	t.Parallel()
-	mt := httpmock.NewMockTransport()
-	mt.RegisterResponder(http.MethodGet, testBase+"/cgi-bin/gettoken",
-		httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN","expires_in":7200}`))
+	mt := tokenTransport()
 	mt.RegisterResponder(http.MethodGet, testBase+"/cgi-bin/externalcontact/get", func(r *http.Request) (*http.Response, error) {
 		q := r.URL.Query()
 		if q.Get("access_token") != "TOKEN" || q.Get("external_userid") != "wmA" {

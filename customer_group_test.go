@@ -201,9 +201,7 @@ func TestGroupChatRequests(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			mt := httpmock.NewMockTransport()
-			mt.RegisterResponder(http.MethodGet, testBase+catalog.GetToken.Path(),
-				httpmock.NewStringResponder(http.StatusOK, `{"errcode":0,"errmsg":"ok","access_token":"tok","expires_in":7200}`))
+			mt := tokenTransport()
 			var s sent
 			mt.RegisterResponder(http.MethodPost, testBase+tc.path, s.responder(tc.answers...))
 			got, err := tc.call(transportClient(t, mt, fastRetries()))

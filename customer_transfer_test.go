@@ -85,9 +85,7 @@ func (k transferKind) prepare(e *transferEnv, exts ...string) {
 // TestTransferWire: what each endpoint sends and how its answer reads.
 func TestTransferWire(t *testing.T) {
 	t.Parallel()
-	mt := httpmock.NewMockTransport()
-	mt.RegisterResponder(http.MethodGet, testBase+"/cgi-bin/gettoken",
-		httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN","expires_in":7200}`))
+	mt := tokenTransport()
 	var mu sync.Mutex
 	bodies := map[string][]string{}
 	record := func(r *http.Request) string {
@@ -208,9 +206,7 @@ func (e *transferEcho) respond(r *http.Request) (*http.Response, error) {
 // echoClient is a client whose transfer calls e answers.
 func echoClient(t *testing.T, e *transferEcho) *wecom.Client {
 	t.Helper()
-	mt := httpmock.NewMockTransport()
-	mt.RegisterResponder(http.MethodGet, testBase+"/cgi-bin/gettoken",
-		httpmock.NewStringResponder(200, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN","expires_in":7200}`))
+	mt := tokenTransport()
 	for _, id := range []catalog.ID{catalog.TransferCustomer, catalog.ResignedTransferCustomer} {
 		mt.RegisterResponder(http.MethodPost, testBase+id.Path(), e.respond)
 	}

@@ -21,7 +21,10 @@
 // Each call takes a
 // lease from a throttle.Backend before it is sent and gives it back when the
 // answer arrives, so that every goroutine, and with a shared backend every
-// process, stays under the limits together.
+// process, stays under the limits together. When WeCom gives the corp fewer
+// calls in flight than configured (another system shares the budget), the
+// first 45033s lower the limit for every process, and quiet minutes raise it
+// back (WithAdaptiveLimits).
 //
 // A call sent is in flight at WeCom until WeCom answers, whatever the caller
 // does: a caller whose context ends returns at once, while the attempt goes on
@@ -37,6 +40,17 @@
 //	c, err := wecom.New(corpID, secret, wecom.WithAgentID(1000002))
 //	id, err := c.Tags.Create(ctx, wecom.TagCreateRequest{Name: "VIP"})
 //	err = c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmXXX", AddTags: []string{"etXXX"}})
+//
+// Customers are found and read with Customers: ByMembers walks every
+// (member, customer) pair of any number of members as an iter.Seq2, page
+// after page as the loop asks, never losing or repeating a page; Get reads a
+// customer with every follower; GroupChats walks the customer group chats;
+// Transfer hands customers over with an outcome per customer:
+//
+//	for mc, err := range c.Customers.ByMembers(ctx, userIDs) {
+//		if err != nil { ... }
+//		err = c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: mc.Follow.UserID, ExternalUserID: mc.Contact.ExternalUserID, AddTags: tags})
+//	}
 //
 // APIs the SDK does not wrap yet go through Client.Do, with the same limits,
 // token handling, retries and errors.

@@ -9,6 +9,7 @@ import (
 	"github.com/jarcoal/httpmock"
 
 	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
 )
 
@@ -44,6 +45,15 @@ func mockClient(t *testing.T, cfg mock.Config, opts ...wecom.Option) (*wecom.Cli
 	mt := httpmock.NewMockTransport()
 	srv.Register(mt, testBase)
 	return transportClient(t, mt, opts...), srv
+}
+
+// tokenTransport returns an httpmock transport whose gettoken at testBase
+// answers the token "TOKEN", for tests that answer the API themselves.
+func tokenTransport() *httpmock.MockTransport {
+	mt := httpmock.NewMockTransport()
+	mt.RegisterResponder(http.MethodGet, testBase+catalog.GetToken.Path(),
+		httpmock.NewStringResponder(http.StatusOK, `{"errcode":0,"errmsg":"ok","access_token":"TOKEN","expires_in":7200}`))
+	return mt
 }
 
 // fastRetries makes retries wait a millisecond or two.
