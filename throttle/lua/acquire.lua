@@ -8,20 +8,23 @@
 --           find it missing, expiring with the windows; with no rate window,
 --           neither read nor made
 -- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
--- ARGV[1]   lease id
--- ARGV[2]   concurrency (0: no concurrency limit, no slot taken)
--- ARGV[3]   lease TTL (ms)
--- ARGV[4]   take (1) or only check (0)
--- ARGV[5]   process id, queued on KEYS[3] when refused a slot ('' : do not queue)
--- ARGV[6]   a lease of this process to release first ('' : none): a hand-over.
---           Its slot goes to this acquisition, unless another process has
---           waited longer: then this one yields, queued if it was not, and
---           the slot is granted to that process directly (see grant below).
--- ARGV[7]   wake-up channel prefix: a process listens on prefix .. its id
--- ARGV[8]   the throttle key, the wake-up message
--- ARGV[9]   granted, the process (ARGV[5]) leaves the waiting queue (0) or,
---           more of its waiters waiting, goes to its back (1)
--- ARGV[10]  the epoch the process knows for this key ('' : none)
+-- ARGV[1]   lease_id: the lease id
+-- ARGV[2]   conc: concurrency (0: no concurrency limit, no slot taken)
+-- ARGV[3]   ttl: lease TTL (ms)
+-- ARGV[4]   taking: take (1) or only check (0)
+-- ARGV[5]   proc: process id, queued on KEYS[3] when refused a slot ('' : do
+--           not queue)
+-- ARGV[6]   release_id: a lease of this process to release first ('' :
+--           none): a hand-over. Its slot goes to this acquisition, unless
+--           another process has waited longer: then this one yields, queued
+--           if it was not, and the slot is granted to that process directly
+--           (see grant below).
+-- ARGV[7]   wake_prefix: wake-up channel prefix: a process listens on
+--           prefix .. its id
+-- ARGV[8]   throttle_key: the throttle key, the wake-up message
+-- ARGV[9]   requeue: granted, the process (ARGV[5]) leaves the waiting queue
+--           (0) or, more of its waiters waiting, goes to its back (1)
+-- ARGV[10]  known_epoch: the epoch the process knows for this key ('' : none)
 -- ARGV[11]  weight: the units the acquisition counts in every window
 -- ARGV[12..] per window, in KEYS order: limit, period (ms)
 --
@@ -35,21 +38,30 @@
 -- held: 1 if the released lease (ARGV[6]) still held its slot.
 -- When the epoch is not ARGV[10], it follows as a sixth element.
 -- All times are unix milliseconds from TIME: every client agrees on them.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local buckets = 100
+--
+-- now (unix ms, the server's clock) and buckets (per rate window) come from
+-- the prelude (prelude.lua).
+local lease_id = ARGV[1]
+local conc = tonumber(ARGV[2])
+local ttl = tonumber(ARGV[3])
+local taking = ARGV[4] == '1'
+local proc = ARGV[5]
+local release_id = ARGV[6]
+local wake_prefix = ARGV[7]
+local throttle_key = ARGV[8]
+local requeue = ARGV[9] == '1'
+local known_epoch = ARGV[10]
+local weight = tonumber(ARGV[11])
 
 -- wake the process that has waited longest for a slot
 local function wake()
   local w = redis.call('ZPOPMIN', KEYS[3])
   if #w > 0 then
-    redis.call('PUBLISH', ARGV[7] .. w[1], ARGV[8])
+    redis.call('PUBLISH', wake_prefix .. w[1], throttle_key)
   end
 end
 
 local held = 0
-local conc = tonumber(ARGV[2])
-local weight = tonumber(ARGV[11])
 local nw = #KEYS - 4
 
 -- The epoch: a process that knew another one has grants that Redis lost
@@ -66,14 +78,14 @@ end
 if nw > 0 then
   local ep = redis.call('GET', KEYS[4])
   if not ep then
-    ep = now .. ':' .. ARGV[1]
+    ep = now .. ':' .. lease_id
     redis.call('SET', KEYS[4], ep, 'PX', etl)
   end
-  if ep ~= ARGV[10] then
+  if ep ~= known_epoch then
     tell = ep
-    if ARGV[10] ~= '' then
-      if ARGV[6] ~= '' then
-        held = redis.call('ZREM', KEYS[1], ARGV[6])
+    if known_epoch ~= '' then
+      if release_id ~= '' then
+        held = redis.call('ZREM', KEYS[1], release_id)
       end
       return {0, 5, 0, now, held, ep}
     end
@@ -84,16 +96,16 @@ local function reply(r)
   return r
 end
 local swept = false -- expired leases already dropped from KEYS[1]
-local handover = ARGV[6] ~= ''
+local handover = release_id ~= ''
 -- yield: another process has waited longer for the slot a hand-over frees
 local yield = false
 if handover then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   swept = true
-  held = redis.call('ZREM', KEYS[1], ARGV[6]) -- 1 only if not expired
+  held = redis.call('ZREM', KEYS[1], release_id) -- 1 only if not expired
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-  if #first > 0 and first[1] ~= ARGV[5] and conc > 0 then
-    if ARGV[4] ~= '1' then -- only a check: the other process asks itself
+  if #first > 0 and first[1] ~= proc and conc > 0 then
+    if not taking then -- only a check: the other process asks itself
       wake()
       return reply({0, 4, 0, now, held})
     end
@@ -112,12 +124,13 @@ if cd > now then
   return refuse(3, cd)
 end
 
--- A window HASH holds one field per bucket of floor(period/100) ms (bucket
--- index -> acquisitions; 100 buckets for a period of whole tenths of a second,
--- up to 199 otherwise), and 'lo', the oldest bucket still counted, and 't', the
--- total of the buckets from 'lo' on. Buckets that leave the window are dropped
--- as the window slides, at most once per bucket width, so a call usually
--- costs one read of 'lo' and 't' and two increments.
+-- A window HASH holds one field per bucket of floor(period/buckets) ms
+-- (bucket index -> acquisitions; buckets (100) of them for a period of whole
+-- tenths of a second, up to 2 * buckets - 1 (199) otherwise), and 'lo', the
+-- oldest bucket still counted, and 't', the total of the buckets from 'lo'
+-- on. Buckets that leave the window are dropped as the window slides, at
+-- most once per bucket width, so a call usually costs one read of 'lo' and
+-- 't' and two increments.
 --
 -- The HASH's expiry is renewed whenever 'lo' moves, which a take on an
 -- active window does at least once per bucket width: every take since the
@@ -216,16 +229,16 @@ if conc > 0 then
   end
   if redis.call('ZCARD', KEYS[1]) >= conc then
     local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    if ARGV[5] ~= '' then
+    if proc ~= '' then
       -- queue the process (keeping its first arrival) for a release to wake
-      redis.call('ZADD', KEYS[3], 'NX', now, ARGV[5])
-      redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[3]) + 10000)
+      redis.call('ZADD', KEYS[3], 'NX', now, proc)
+      redis.call('PEXPIRE', KEYS[3], ttl + 10000)
     end
     return refuse(1, tonumber(first[2]))
   end
 end
 
-if ARGV[4] ~= '1' then
+if not taking then
   return reply({1, now, 0, 0, held})
 end
 
@@ -250,7 +263,7 @@ end
 
 local expires = 0
 if conc > 0 then
-  expires = now + tonumber(ARGV[3])
+  expires = now + ttl
 end
 
 -- A yielding hand-over grants the slot to the process that has waited
@@ -263,35 +276,36 @@ end
 -- back, being busy on the key; this one stays queued for its waiter.
 if yield then
   local limits = {}
+  -- concurrency, TTL, weight and the windows, as the caller sent them
   for i = 2, 3 do limits[#limits + 1] = ARGV[i] end
   for i = 11, #ARGV do limits[#limits + 1] = ARGV[i] end
-  local msg = table.concat({ARGV[8], ARGV[1], now, expires, table.concat(limits, '\n')}, '\n')
+  local msg = table.concat({throttle_key, lease_id, now, expires, table.concat(limits, '\n')}, '\n')
   while true do
     local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-    if #first == 0 or first[1] == ARGV[5] then
+    if #first == 0 or first[1] == proc then
       break -- nobody else listens: this process takes the slot itself
     end
     redis.call('ZREM', KEYS[3], first[1])
-    if redis.call('PUBLISH', ARGV[7] .. first[1], msg) > 0 then
-      take(ARGV[1], expires)
+    if redis.call('PUBLISH', wake_prefix .. first[1], msg) > 0 then
+      take(lease_id, expires)
       redis.call('ZADD', KEYS[3], now, first[1])
-      if ARGV[5] ~= '' then
-        redis.call('ZADD', KEYS[3], 'NX', now, ARGV[5])
+      if proc ~= '' then
+        redis.call('ZADD', KEYS[3], 'NX', now, proc)
       end
-      redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[3]) + 10000)
+      redis.call('PEXPIRE', KEYS[3], ttl + 10000)
       return reply({0, 4, 0, now, held})
     end
   end
 end
 
-take(ARGV[1], expires)
-if ARGV[5] ~= '' then
-  if ARGV[9] == '1' then
+take(lease_id, expires)
+if proc ~= '' then
+  if requeue then
     -- served, with more waiters: the process queues again, at the back
-    redis.call('ZADD', KEYS[3], now, ARGV[5])
-    redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[3]) + 10000)
+    redis.call('ZADD', KEYS[3], now, proc)
+    redis.call('PEXPIRE', KEYS[3], ttl + 10000)
   else
-    redis.call('ZREM', KEYS[3], ARGV[5])
+    redis.call('ZREM', KEYS[3], proc)
   end
 end
 return reply({1, now, expires, 0, held})

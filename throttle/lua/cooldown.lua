@@ -8,8 +8,8 @@
 -- ARGV[3] the throttle key, published on the channel
 --
 -- Returns the end of the cooldown in force (unix ms).
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+--
+-- now (unix ms, the server's clock) comes from the prelude (prelude.lua).
 local untl = now + tonumber(ARGV[1])
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 if cur >= untl then

@@ -15,10 +15,9 @@
 --
 -- Returns the epoch in force. Nothing is written when it is ARGV[1]: then
 -- nothing was lost, or this process has written back already.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local buckets = 100
-
+--
+-- now (unix ms, the server's clock) and buckets (per rate window) come from
+-- the prelude (prelude.lua).
 local ep = redis.call('GET', KEYS[1])
 if ep == ARGV[1] then
   return ep

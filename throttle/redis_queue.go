@@ -1,0 +1,160 @@
+// The local waiter queue of the Redis backend: per throttle key (rkey), the
+// waiters of this process (rwaiter) in arrival order, the head's last refusal,
+// and how a waiter is chosen for a slot and leaves the queue.
+
+package throttle
+
+import (
+	"container/list"
+	"context"
+	"time"
+)
+
+// rkey is the local state of one key: its queue of waiters and the signal
+// that wakes the head.
+type rkey struct {
+	queue list.List // of *rwaiter
+	wake  chan struct{}
+	// targeted: the last wake-up was this process's turn for a slot (not a
+	// cooldown broadcast), so a head that cannot use it passes it on.
+	targeted bool
+	// refused is the head's last refusal, which a waiter arriving behind it
+	// uses to fail at once as the head would (a cooldown it does not wait out,
+	// a wait past its deadline).
+	refused *refusal
+	// full: a hand-over found every slot held and queued this process again
+	// for its other waiters, so the next head waits without asking first.
+	full bool
+}
+
+// refusal is a head's refusal: the verdict, the server's time then, and the
+// local time it was seen.
+type refusal struct {
+	v         verdict
+	now, seen time.Time
+}
+
+// failsAtOnce returns the error a waiter arriving behind a head refused for
+// f gets at once, as the head would: a cooldown it does not wait out, or a
+// known wait past its deadline. Nil means it queues.
+func (f *refusal) failsAtOnce(ctx context.Context, r Request) error {
+	if f == nil || f.v.reason == ReasonConcurrency {
+		return nil
+	}
+	left := f.v.at.Sub(f.now) - time.Since(f.seen)
+	if left <= 0 {
+		return nil
+	}
+	if f.v.reason == ReasonCooldown && !r.WaitCooldown || deadlineBefore(ctx, time.Now().Add(left)) {
+		return &LimitError{Key: r.Key, Reason: f.v.reason, RetryAfter: left}
+	}
+	return nil
+}
+
+type rwaiter struct {
+	req  Request
+	turn chan struct{} // closed when the waiter reaches the head, or fails
+	err  error         // set before turn closes, when the head failed this waiter
+	// slot receives a lease a Release of this process handed over, or, after
+	// a claim, a zero Lease when the hand-over got none. It holds at most one.
+	slot chan Lease
+
+	// Guarded by Redis.mu:
+	busy    bool // the head is in a round trip of its own
+	claimed bool // a Release is getting a slot for it; one message on slot follows
+	gone    bool // it left the queue
+	// yielded: its hand-over granted the slot to another process and queued
+	// this one, so it waits for its turn without asking first.
+	yielded bool
+}
+
+// available reports whether w may be handed a slot now: it is free and not
+// asking Redis itself. The caller holds Redis.mu.
+func (w *rwaiter) available() bool { return !w.busy && w.free() }
+
+// free reports whether a lease may be sent to w: nothing is claimed for it or
+// waits in its slot, and it has not left. The caller holds Redis.mu.
+func (w *rwaiter) free() bool { return !w.claimed && !w.gone && len(w.slot) == 0 }
+
+// waiterFor returns the first waiter of k in arrival order that a lease
+// granted under r's limits may be sent to: one that is available, else, with
+// busyToo, one that is free though asking Redis itself. Nil if none.
+// Limits are compared as capped makes them (by the learned limits). The
+// caller holds Redis.mu.
+func (k *rkey) waiterFor(r Request, busyToo bool, capped func(Request) Request) *rwaiter {
+	var asking *rwaiter
+	for e := k.queue.Front(); e != nil; e = e.Next() {
+		w := e.Value.(*rwaiter)
+		switch {
+		case !w.free() || !sameLimits(capped(w.req), capped(r)):
+		case !w.busy:
+			return w
+		case busyToo && asking == nil:
+			asking = w
+		}
+	}
+	return asking
+}
+
+// sameLimits reports whether a lease granted for a may serve b: the same
+// concurrency, lease TTL and windows, as the Redis backend counts them (in
+// whole milliseconds, so that a grant parsed from Redis compares too).
+func sameLimits(a, b Request) bool {
+	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
+	if a.Concurrency != b.Concurrency || ms(a.LeaseTTL()) != ms(b.LeaseTTL()) || len(a.Windows) != len(b.Windows) || a.units() != b.units() {
+		return false
+	}
+	for i, w := range a.Windows {
+		if w.Limit != b.Windows[i].Limit || ms(w.Period) != ms(b.Windows[i].Period) {
+			return false
+		}
+	}
+	return true
+}
+
+// failNonWaiting fails the waiters queued behind head that do not wait out
+// cooldowns, the key being in one.
+func (b *Redis) failNonWaiting(k *rkey, head *list.Element, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for e := head.Next(); e != nil; {
+		next := e.Next()
+		if w := e.Value.(*rwaiter); !w.req.WaitCooldown {
+			w.err = err
+			k.queue.Remove(e)
+			close(w.turn)
+		}
+		e = next
+	}
+}
+
+// leave takes a waiter out of its key's queue and hands the turn on. A lease
+// handed over to it that it did not take goes to another waiter. The last
+// waiter of a key to leave without a lease passes on any wake-up it may have
+// taken, so that a freed slot does not wait for a timer.
+func (b *Redis) leave(key string, k *rkey, e *list.Element, w *rwaiter, served *bool) {
+	b.mu.Lock()
+	w.gone = true
+	var orphan Lease
+	select {
+	case orphan = <-w.slot:
+	default:
+	}
+	wasHead := k.queue.Front() == e
+	k.queue.Remove(e) // a no-op if the head already failed it
+	empty := k.queue.Len() == 0
+	if empty {
+		if b.keys[key] == k { // a waiter failed earlier may leave after a new entry
+			delete(b.keys, key)
+		}
+	} else if wasHead {
+		close(k.queue.Front().Value.(*rwaiter).turn)
+	}
+	b.mu.Unlock()
+	if orphan.ID != "" {
+		b.handOn(key, orphan, w.req)
+	}
+	if empty && wasHead && !*served {
+		b.passOn(key)
+	}
+}

@@ -1,0 +1,143 @@
+// Release, Extend and Cooldown on the Redis backend.
+
+package throttle
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Release implements Backend. When a waiter of this process waits for the
+// key and no other process has waited longer, the slot is handed straight
+// over to it, in the same round trip.
+func (b *Redis) Release(ctx context.Context, l Lease) error {
+	if strings.HasPrefix(l.ID, localLease) {
+		l.ID = strings.TrimPrefix(l.ID, localLease)
+		return b.local.Release(ctx, l)
+	}
+	if !l.HoldsSlot() {
+		return nil
+	}
+	if down, err := b.ready(ctx); err != nil {
+		return err
+	} else if down {
+		b.orphan(l)
+		return b.errDown()
+	}
+	if next, more := b.claimNext(l.Key); next != nil {
+		return b.handOver(ctx, l, next, more)
+	}
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	k := b.names(l.Key, nil)
+	n, err := b.release.Run(octx, b.rdb, []string{k.holders, k.waiting}, l.ID, b.wakePrefix, l.Key, 0).Int64()
+	switch {
+	case err != nil:
+		outage, err := b.failed("release", err)
+		if outage {
+			b.orphan(l)
+		}
+		return err
+	case n == 0:
+		return ErrLeaseNotHeld
+	}
+	return nil
+}
+
+// claimNext claims, for the slot a Release of this process frees, the first
+// waiter of key in arrival order that is available (nil if none), and
+// reports whether more than one waiter queues on the key.
+func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
+	b.mu.Lock()
+	if k := b.keys[key]; k != nil {
+		for e := k.queue.Front(); e != nil; e = e.Next() {
+			if w := e.Value.(*rwaiter); w.available() {
+				next, w.claimed = w, true
+				break
+			}
+		}
+		more = k.queue.Len() > 1
+	}
+	b.mu.Unlock()
+	return next, more
+}
+
+// handOver releases l and hands its slot to next, the waiter claimed for it.
+func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool) error {
+	// Hand the slot over in one round trip, unless another process has
+	// waited longer for it; this process stays queued if more wait.
+	got, v, _, held, err := b.attempt(ctx, next.req, true, true, l.ID, more)
+	b.settle(l.Key, next, got, more, err == nil && v.reason == reasonYielded)
+	switch {
+	case err != nil:
+		outage, err := b.failed("release", err)
+		if outage {
+			b.orphan(l)
+		}
+		return err
+	case !held:
+		return ErrLeaseNotHeld
+	}
+	return nil
+}
+
+// Extend implements Backend.
+func (b *Redis) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	if ttl < time.Millisecond {
+		return l, invalidf("key %q: TTL %s under a millisecond", l.Key, ttl)
+	}
+	if strings.HasPrefix(l.ID, localLease) {
+		l.ID = strings.TrimPrefix(l.ID, localLease)
+		return fromLocal(b.local.Extend(ctx, l, ttl))
+	}
+	if down, err := b.ready(ctx); err != nil {
+		return l, err
+	} else if down {
+		return l, b.errDown()
+	}
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	exp, err := b.extend.Run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, l.ID, ttl.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		_, err = b.failed("extend", err)
+		return l, err
+	case exp == 0:
+		return l, ErrLeaseNotHeld
+	}
+	l.Expires = time.UnixMilli(exp)
+	return l, nil
+}
+
+// Cooldown implements Backend.
+func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error {
+	if key == "" {
+		return invalidf("empty key")
+	}
+	if d <= 0 {
+		return nil
+	}
+	if down, err := b.ready(ctx); err != nil {
+		return err
+	} else if down {
+		// Keep this process off the API at least, and Redis once it answers.
+		_ = b.local.Cooldown(ctx, key, d)
+		b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
+		return b.errDown()
+	}
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	end, err := b.cooldown.Run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key).Int64()
+	if err == nil {
+		b.ledger.cooldown(key, end)
+	}
+	if err != nil {
+		// Keep this process off the API at least, and Redis once it answers.
+		_ = b.local.Cooldown(ctx, key, d)
+		b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
+		_, err = b.failed("cooldown", err)
+		return err
+	}
+	return nil
+}
