@@ -12,18 +12,29 @@ import (
 	"time"
 )
 
-// TryAcquire implements Backend.
-func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
+// precheck refuses a malformed r or an ended ctx and, while Redis is down,
+// serves r as the fallback says (try: without waiting); done reports that
+// it answered.
+func (b *Redis) precheck(ctx context.Context, r Request, try bool) (l Lease, done bool, err error) {
 	if err := b.validate(r); err != nil {
-		return Lease{}, err
+		return Lease{}, true, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Lease{}, err
+		return Lease{}, true, err
 	}
 	if down, err := b.ready(ctx); err != nil {
-		return Lease{}, err
+		return Lease{}, true, err
 	} else if down {
-		return b.instead(ctx, r, true, nil)
+		l, err := b.instead(ctx, r, try, nil)
+		return l, true, err
+	}
+	return Lease{}, false, nil
+}
+
+// TryAcquire implements Backend.
+func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
+	if l, done, err := b.precheck(ctx, r, true); done {
+		return l, err
 	}
 	b.mu.Lock()
 	queued := b.keys[r.Key] != nil && b.keys[r.Key].queue.Len() > 0
@@ -47,16 +58,8 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 
 // Acquire implements Backend.
 func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
-	if err := b.validate(r); err != nil {
-		return Lease{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Lease{}, err
-	}
-	if down, err := b.ready(ctx); err != nil {
-		return Lease{}, err
-	} else if down {
-		return b.instead(ctx, r, false, nil)
+	if l, done, err := b.precheck(ctx, r, false); done {
+		return l, err
 	}
 	// Queue locally; only the head of a key's queue talks to Redis, and a
 	// Release of this process may hand its slot to any waiter.
