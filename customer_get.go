@@ -177,6 +177,7 @@ type UnlicensedError struct {
 	UserIDs []string
 }
 
+// Error names the members.
 func (e *UnlicensedError) Error() string {
 	return fmt.Sprintf("wecom: the customers of %d members without a license were not listed: %s",
 		len(e.UserIDs), strings.Join(e.UserIDs, ", "))
