@@ -14,7 +14,7 @@ import (
 // call was granted under, for every client sharing the limiter backend, and
 // raises it by one after each quiet period without a refusal, never above
 // the configured limit (throttle.Learner: additive increase, multiplicative
-// decrease). The observer sees each change (Attempt.LimitChange).
+// decrease). The observer sees each change (Attempt.LimitChanges).
 
 // adaptive is what the learning options asked for, until New applies it.
 type adaptive struct {
@@ -76,7 +76,7 @@ func (c *Client) adapt(ctx context.Context, cl *call, reqs []leaseRequest) {
 		cl.apiLimit, cl.apiConfigured = limit, reqs[i].Concurrency
 		reqs[i].Concurrency = limit
 		if ch != nil {
-			cl.limitChange = c.limitChange(ctx, cl, ch)
+			cl.limitChanges = append(cl.limitChanges, *c.limitChange(ctx, cl, ch))
 		}
 	}
 }

@@ -21,11 +21,9 @@ type changeLog struct {
 }
 
 func (l *changeLog) observe(_ context.Context, a wecom.Attempt) {
-	if a.LimitChange != nil {
-		l.mu.Lock()
-		l.changes = append(l.changes, *a.LimitChange)
-		l.mu.Unlock()
-	}
+	l.mu.Lock()
+	l.changes = append(l.changes, a.LimitChanges...)
+	l.mu.Unlock()
 }
 
 func (l *changeLog) String() string {

@@ -158,10 +158,10 @@ type Attempt struct {
 	// they stay taken for the abandoned hold (WithAbandonedHold), capacity
 	// the other calls lose meanwhile.
 	Abandoned bool
-	// LimitChange, when not nil, is a change of the calls-in-flight limit
-	// of the API learned from WeCom (see WithAdaptiveLimits), noticed by
-	// this attempt: before it was sent, or from its 45033.
-	LimitChange *LimitChange
+	// LimitChanges are the changes of the calls-in-flight limit of the API
+	// learned from WeCom (see WithAdaptiveLimits) that this attempt noticed:
+	// before it was sent, and from its 45033, in order.
+	LimitChanges []LimitChange
 }
 
 // Observer is called after every attempt of every call, gettoken included, in
@@ -478,7 +478,7 @@ type call struct {
 	// API it was granted under and the configured one (0: none), and a
 	// change of the learned limit to report.
 	apiLimit, apiConfigured int
-	limitChange             *LimitChange
+	limitChanges            []LimitChange
 	// block is how long the API is left alone after the 45009 an attempt
 	// got.
 	block time.Duration
@@ -524,8 +524,13 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 // whether it is safe to repeat. Do refuses the wrapped endpoints whose limits
 // count per resource (mark_tag and remark lock the customer they edit): only
 // their typed methods name the resource, so a Do could edit a customer at
-// the same time as them and get 45033.
+// the same time as them and get 45033. It also refuses a path a slip or two
+// away from a wrapped one (another case, a doubled or trailing slash), which
+// would escape that endpoint's limits.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	if near := nearEndpoint(path); near != "" && near != path {
+		return invalid("path", "%q is not an endpoint the SDK wraps, and would escape its limits: did you mean %q?", path, near)
+	}
 	if e, ok := catalog.Lookup(path); ok {
 		switch {
 		case e.Method != method:
@@ -627,8 +632,8 @@ func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n in
 	waitStart := time.Now()
 	leases, err := c.acquire(ctx, cl, el)
 	c.granted(cl, leases)
-	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChange: cl.limitChange}
-	cl.limitChange = nil
+	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChanges: cl.limitChanges}
+	cl.limitChanges = nil
 	if err != nil {
 		a.Err = err
 		c.observe(ctx, a)
@@ -744,7 +749,7 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, le
 		a.ErrCode = ae.Code
 		if ae.Code == CodeConcurrencyLimited {
 			if ch := c.refused(context.WithoutCancel(ctx), cl); ch != nil {
-				a.LimitChange = ch
+				a.LimitChanges = append(a.LimitChanges, *ch)
 			}
 		}
 		if ae.Code == CodeFrequencyLimited {

@@ -586,6 +586,9 @@ func TestDoValidates(t *testing.T) {
 		{"a wrapped endpoint with the other method", "GET", catalog.CustomerBatch.Path(), nil, nil},
 		{"mark_tag, locked per customer", "POST", catalog.MarkTag.Path(), nil, map[string]string{"userid": "u", "external_userid": "wm"}},
 		{"remark, locked per customer", "POST", catalog.CustomerRemark.Path(), nil, map[string]string{"userid": "u", "external_userid": "wm"}},
+		{"mark_tag with a trailing slash", "POST", catalog.MarkTag.Path() + "/", nil, map[string]string{"userid": "u"}},
+		{"mark_tag with a doubled slash", "POST", "/cgi-bin/externalcontact//mark_tag", nil, map[string]string{"userid": "u"}},
+		{"mark_tag in another case", "POST", "/cgi-bin/ExternalContact/mark_tag", nil, map[string]string{"userid": "u"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -147,7 +147,9 @@ type lastBlock struct {
 // the first 45009 is taken for the shortest window's (a minute), and one that
 // comes within that long after the block ended, for the next longer
 // window's (an hour, then the rest of the CST day), as the shorter block
-// was not enough. Limits.BlockFor, when set, is the block whatever comes.
+// was not enough. After a block to the end of the day, a new day starts
+// again from the shortest. Limits.BlockFor, when set, is the block whatever
+// comes.
 func (c *Client) block(path string, el *endpointLimits, now time.Time) time.Duration {
 	if el.blockFor > 0 {
 		return el.blockFor
@@ -161,6 +163,7 @@ func (c *Client) block(path string, el *endpointLimits, now time.Time) time.Dura
 		switch {
 		case now.Before(prev.end): // one incident: a call sent before the block began
 			level = prev.level
+		case ps[prev.level] == catalog.Day: // a new CST day, whose counts start afresh
 		case now.Before(prev.end.Add(ps[0].Duration())):
 			level = min(prev.level+1, len(ps)-1)
 		}

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"time"
@@ -13,21 +14,24 @@ import (
 type Learned struct {
 	// Limit is the concurrency in force, at least 1.
 	Limit int
-	// Since is when it was last changed, by the clock of the process that
-	// changed it, to the millisecond.
+	// Since is when it was last changed, by the store's clock (the Redis
+	// server's, not a pod's), to the millisecond.
 	Since time.Time
 }
 
 // LimitStore keeps learned limits where every process sharing a backend
-// sees them. Memory and Redis implement it.
+// sees them, timed by the store's own clock. Memory and Redis implement it;
+// both cap every acquisition on a key by the limit learned on it.
 type LimitStore interface {
-	// LoadLimit returns the limit learned on key; ok is false when none is
-	// (the configured limit is in force).
-	LoadLimit(ctx context.Context, key string) (l Learned, ok bool, err error)
-	// SwapLimit stores next on key if what is stored is prev (the zero
-	// Learned: nothing), and reports whether it did. The zero next removes
-	// the learned limit.
-	SwapLimit(ctx context.Context, key string, prev, next Learned) (bool, error)
+	// LoadLimit returns the limit learned on key (ok false when none is:
+	// the configured limit is in force) and the store's clock now, which
+	// Learned.Since is to be compared with.
+	LoadLimit(ctx context.Context, key string) (l Learned, now time.Time, ok bool, err error)
+	// SwapLimit stores the limit next on key, changed now by the store's
+	// clock, if what is stored is prev (the zero Learned: nothing), and
+	// returns what it stored and whether it did. next 0 removes the learned
+	// limit.
+	SwapLimit(ctx context.Context, key string, prev Learned, next int) (stored Learned, ok bool, err error)
 }
 
 // AIMD says how a Learner adapts a limit: additive increase, multiplicative
@@ -55,28 +59,29 @@ func (a AIMD) withDefaults() AIMD {
 // lower returns the limit after the upstream refused a call granted under
 // under, when the limit in force (cur, or configured when none is learned)
 // is not already lower than that.
-func (a AIMD) lower(cur Learned, configured, under int, now time.Time) (Learned, bool) {
+func (a AIMD) lower(cur Learned, configured, under int) (int, bool) {
 	limit := configured
 	if cur.Limit > 0 {
 		limit = cur.Limit
 	}
 	next := max(1, min(under-1, int(math.Floor(float64(under)*a.Backoff))))
 	if next >= limit {
-		return cur, false // lowered already, by this refusal's like
+		return 0, false // lowered already, by this refusal's like
 	}
-	return Learned{Limit: next, Since: now.Truncate(time.Millisecond)}, true
+	return next, true
 }
 
-// raise returns the limit one quiet period after its last change: one more,
-// or nothing learned (the zero Learned) once that reaches configured.
-func (a AIMD) raise(cur Learned, configured int, now time.Time) (Learned, bool) {
+// raise returns the limit one quiet period after its last change, by the
+// store's clock now: one more, or 0 (nothing learned) once that reaches
+// configured.
+func (a AIMD) raise(cur Learned, configured int, now time.Time) (int, bool) {
 	if cur.Limit == 0 || now.Sub(cur.Since) < a.Quiet {
-		return cur, false
+		return 0, false
 	}
 	if cur.Limit+1 >= configured {
-		return Learned{}, true
+		return 0, true
 	}
-	return Learned{Limit: cur.Limit + 1, Since: now.Truncate(time.Millisecond)}, true
+	return cur.Limit + 1, true
 }
 
 // Change is a change of a key's concurrency that a Learner made or saw.
@@ -92,14 +97,16 @@ type Change struct {
 // shares what it learns through a LimitStore: a refusal of a call granted
 // under n slots lowers the key's limit below n for every process, and each
 // quiet period without one raises it by one, never above the configured
-// limit (AIMD). It reads the store at most once per refresh period per key,
-// so it costs a round trip a second or so, not one per call. It is safe for
+// limit (AIMD), all timed by the store's clock. It reads the store at most
+// once per refresh period per key, so it costs a round trip a second or so,
+// not one per call. When the store fails, it goes on with what it knows,
+// lowering and raising the limit in this process alone. It is safe for
 // concurrent use.
 type Learner struct {
 	store   LimitStore
 	aimd    AIMD
 	refresh time.Duration
-	now     func() time.Time
+	now     func() time.Time // this process's clock: refreshes, and raises while the store fails
 
 	mu   sync.Mutex
 	keys map[string]*learnedKey
@@ -109,7 +116,9 @@ type learnedKey struct {
 	cur     Learned // zero: none learned
 	read    time.Time
 	reading bool
-	told    int // the limit last reported; 0 before the first
+	told    int       // the limit last reported
+	version uint64    // bumped by every change of cur, so a slower read cannot undo one
+	changed time.Time // when cur last changed, by this process's clock
 }
 
 // NewLearner returns a Learner keeping its limits in store, reading them
@@ -122,35 +131,48 @@ func NewLearner(store LimitStore, a AIMD, refresh time.Duration) *Learner {
 }
 
 // Limit returns the concurrency in force on key, configured at most, and
-// the change from what it last returned for key, if any. When the store
-// cannot be read it goes on with what it knew.
+// the change from what it last returned for key, if any.
 func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *Change) {
 	now := l.now()
 	l.mu.Lock()
 	k := l.key(key, configured)
 	due := !k.reading && now.Sub(k.read) >= l.refresh
+	version := k.version
 	if due {
 		k.reading = true
 	}
 	l.mu.Unlock()
 	if due {
-		cur, ok, err := l.store.LoadLimit(ctx, key)
-		if err == nil && !ok {
-			cur = Learned{}
-		}
-		if next, raise := l.aimd.raise(cur, configured, now); err == nil && raise {
-			if swapped, serr := l.store.SwapLimit(ctx, key, cur, next); serr == nil && swapped {
-				cur = next
-			}
-		}
+		cur, err := l.read(ctx, key, configured)
 		l.mu.Lock()
 		k.reading, k.read = false, now
-		if err == nil {
-			k.cur = cur
+		switch {
+		case err != nil:
+			l.raiseHere(k, configured, now)
+		case k.version == version: // nothing changed it meanwhile
+			l.change(k, cur, now)
 		}
 		l.mu.Unlock()
 	}
 	return l.tell(key, configured)
+}
+
+// read loads key's limit, raised if a quiet period has passed since its
+// last change by the store's clock.
+func (l *Learner) read(ctx context.Context, key string, configured int) (Learned, error) {
+	cur, now, ok, err := l.store.LoadLimit(ctx, key)
+	if err != nil {
+		return Learned{}, err
+	}
+	if !ok {
+		cur = Learned{}
+	}
+	if next, raise := l.aimd.raise(cur, configured, now); raise {
+		if stored, swapped, err := l.store.SwapLimit(ctx, key, cur, next); err == nil && swapped {
+			cur = stored
+		}
+	}
+	return cur, nil
 }
 
 // Refused lowers key's limit after the upstream refused a call granted
@@ -158,34 +180,35 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 // already. It returns the change, if any, and an error when the store could
 // not be changed (the limit is then lowered in this process only).
 func (l *Learner) Refused(ctx context.Context, key string, configured, under int) (*Change, error) {
-	var err error
+	err := errors.New("throttle: the learned limit kept changing under this process")
 	for range 3 { // another process may change it meanwhile
 		var cur Learned
-		var ok bool
-		if cur, ok, err = l.store.LoadLimit(ctx, key); err != nil {
+		var ok, swapped bool
+		if cur, _, ok, err = l.store.LoadLimit(ctx, key); err != nil {
 			break
 		}
 		if !ok {
 			cur = Learned{}
 		}
-		next, lower := l.aimd.lower(cur, configured, under, l.now())
+		next, lower := l.aimd.lower(cur, configured, under)
 		if !lower {
+			l.set(key, configured, cur)
+			err = nil
+			break
+		}
+		if cur, swapped, err = l.store.SwapLimit(ctx, key, cur, next); err != nil {
+			break
+		} else if swapped {
 			l.set(key, configured, cur)
 			break
 		}
-		var swapped bool
-		if swapped, err = l.store.SwapLimit(ctx, key, cur, next); err != nil {
-			break
-		} else if swapped {
-			l.set(key, configured, next)
-			break
-		}
+		err = errors.New("throttle: the learned limit kept changing under this process")
 	}
 	if err != nil {
 		l.mu.Lock()
 		k := l.key(key, configured)
-		if next, lower := l.aimd.lower(k.cur, configured, under, l.now()); lower {
-			k.cur = next
+		if next, lower := l.aimd.lower(k.cur, configured, under); lower {
+			l.change(k, Learned{Limit: next}, l.now())
 		}
 		l.mu.Unlock()
 	}
@@ -201,7 +224,34 @@ func (l *Learner) set(key string, configured int, cur Learned) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := l.key(key, configured)
-	k.cur, k.read = cur, l.now()
+	k.read = l.now()
+	l.change(k, cur, k.read)
+}
+
+// change makes cur key k's limit at now, by this process's clock. l.mu is
+// held.
+func (l *Learner) change(k *learnedKey, cur Learned, now time.Time) {
+	if cur != k.cur {
+		k.version++
+		if cur.Limit != k.cur.Limit {
+			k.changed = now
+		}
+		k.cur = cur
+	}
+}
+
+// raiseHere raises k's limit by this process's clock while the store
+// cannot be read, so that a limit lowered during an outage comes back.
+// l.mu is held.
+func (l *Learner) raiseHere(k *learnedKey, configured int, now time.Time) {
+	if k.cur.Limit == 0 || now.Sub(k.changed) < l.aimd.Quiet {
+		return
+	}
+	next := Learned{}
+	if k.cur.Limit+1 < configured {
+		next = Learned{Limit: k.cur.Limit + 1, Since: k.cur.Since}
+	}
+	l.change(k, next, now)
 }
 
 // tell returns the limit in force on key and its change since last told.

@@ -1,14 +1,21 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
+	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
 
-//go:embed lua/swap_limit.lua
-var swapLimitLua string
+var (
+	//go:embed lua/swap_limit.lua
+	swapLimitLua string
+	//go:embed lua/load_limit.lua
+	loadLimitLua string
+)
 
 // learnedKeep is how long Redis keeps a learned limit nobody changes: a
 // fleet that stopped for longer starts again from the configured limits.
@@ -49,83 +56,88 @@ func (b *Redis) remember(key string, limit int) {
 }
 
 // LoadLimit implements LimitStore.
-func (m *Memory) LoadLimit(_ context.Context, key string) (Learned, bool, error) {
+func (m *Memory) LoadLimit(_ context.Context, key string) (Learned, time.Time, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, ok := m.learned[key]
-	return l, ok, nil
+	return l, time.Now(), ok, nil
 }
 
 // SwapLimit implements LimitStore.
-func (m *Memory) SwapLimit(_ context.Context, key string, prev, next Learned) (bool, error) {
+func (m *Memory) SwapLimit(_ context.Context, key string, prev Learned, next int) (Learned, bool, error) {
 	if err := validLearned(key, next); err != nil {
-		return false, err
+		return Learned{}, false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cur := m.learned[key]; cur.Limit != prev.Limit || !cur.Since.Equal(prev.Since) {
-		return false, nil
+		return Learned{}, false, nil
 	}
-	if next.Limit == 0 {
+	if next == 0 {
 		delete(m.learned, key)
-	} else {
-		m.learned[key] = Learned{Limit: next.Limit, Since: next.Since.Truncate(time.Millisecond)}
+		return Learned{}, true, nil
 	}
-	return true, nil
+	l := Learned{Limit: next, Since: time.UnixMilli(time.Now().UnixMilli())}
+	m.learned[key] = l
+	return l, true, nil
 }
 
-// LoadLimit implements LimitStore. While Redis is down it fails at once
-// with ErrUnavailable.
-func (b *Redis) LoadLimit(ctx context.Context, key string) (Learned, bool, error) {
+// LoadLimit implements LimitStore, on the Redis server's clock. While Redis
+// is down it fails at once with ErrUnavailable.
+func (b *Redis) LoadLimit(ctx context.Context, key string) (Learned, time.Time, bool, error) {
 	if err := b.learnedReady(ctx, key); err != nil {
-		return Learned{}, false, err
+		return Learned{}, time.Time{}, false, err
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	v, err := b.rdb.HMGet(octx, b.names(key, nil).learned, "limit", "since").Result()
-	if err != nil {
-		_, err = b.failed("load limit", err)
-		return Learned{}, false, err
+	v, err := b.loadLimit.Run(octx, b.rdb, []string{b.names(key, nil).learned}).StringSlice()
+	if err != nil || len(v) != 3 {
+		_, err = b.failed("load limit", cmp.Or(err, errors.New("malformed answer")))
+		return Learned{}, time.Time{}, false, err
 	}
-	limit, _ := v[0].(string)
-	since, _ := v[1].(string)
-	n, err1 := strconv.Atoi(limit)
-	ms, err2 := strconv.ParseInt(since, 10, 64)
-	if limit == "" || err1 != nil || err2 != nil || n <= 0 {
+	now, err := strconv.ParseInt(v[2], 10, 64)
+	if err != nil {
+		return Learned{}, time.Time{}, false, fmt.Errorf("throttle: load limit: server time %q", v[2])
+	}
+	n, err1 := strconv.Atoi(v[0])
+	ms, err2 := strconv.ParseInt(v[1], 10, 64)
+	if err1 != nil || err2 != nil || n <= 0 {
 		b.remember(key, 0)
-		return Learned{}, false, nil // none, or not ours: the configured limit holds
+		return Learned{}, time.UnixMilli(now), false, nil // none, or not ours: the configured limit holds
 	}
 	b.remember(key, n)
-	return Learned{Limit: n, Since: time.UnixMilli(ms)}, true, nil
+	return Learned{Limit: n, Since: time.UnixMilli(ms)}, time.UnixMilli(now), true, nil
 }
 
-// SwapLimit implements LimitStore. While Redis is down it fails at once
-// with ErrUnavailable.
-func (b *Redis) SwapLimit(ctx context.Context, key string, prev, next Learned) (bool, error) {
+// SwapLimit implements LimitStore, stamping the change with the Redis
+// server's clock. While Redis is down it fails at once with ErrUnavailable.
+func (b *Redis) SwapLimit(ctx context.Context, key string, prev Learned, next int) (Learned, bool, error) {
 	if err := validLearned(key, next); err != nil {
-		return false, err
+		return Learned{}, false, err
 	}
 	if err := b.learnedReady(ctx, key); err != nil {
-		return false, err
+		return Learned{}, false, err
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	ms := func(l Learned) int64 {
-		if l.Limit == 0 {
-			return 0
-		}
-		return l.Since.UnixMilli()
+	since := int64(0)
+	if prev.Limit > 0 {
+		since = prev.Since.UnixMilli()
 	}
-	n, err := b.swapLimit.Run(octx, b.rdb, []string{b.names(key, nil).learned},
-		prev.Limit, ms(prev), next.Limit, ms(next), learnedKeep.Milliseconds()).Int()
-	if err != nil {
-		_, err = b.failed("swap limit", err)
-		return false, err
+	v, err := b.swapLimit.Run(octx, b.rdb, []string{b.names(key, nil).learned},
+		prev.Limit, since, next, learnedKeep.Milliseconds()).Int64Slice()
+	if err != nil || len(v) == 0 {
+		_, err = b.failed("swap limit", cmp.Or(err, errors.New("malformed answer")))
+		return Learned{}, false, err
 	}
-	if n == 1 {
-		b.remember(key, next.Limit)
+	if v[0] != 1 || len(v) < 2 {
+		return Learned{}, false, nil
 	}
-	return n == 1, nil
+	b.remember(key, next)
+	if next == 0 {
+		return Learned{}, true, nil
+	}
+	return Learned{Limit: next, Since: time.UnixMilli(v[1])}, true, nil
 }
 
 // learnedReady fails at once while Redis is down, as every operation does.
@@ -143,12 +155,12 @@ func (b *Redis) learnedReady(ctx context.Context, key string) error {
 	return nil
 }
 
-func validLearned(key string, l Learned) error {
+func validLearned(key string, next int) error {
 	switch {
 	case key == "":
 		return invalidf("empty key")
-	case l.Limit < 0:
-		return invalidf("key %q: negative learned limit %d", key, l.Limit)
+	case next < 0:
+		return invalidf("key %q: negative learned limit %d", key, next)
 	}
 	return nil
 }

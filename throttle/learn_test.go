@@ -24,9 +24,9 @@ func TestAIMD(t *testing.T) {
 		{"never below 1", Learned{Limit: 1, Since: now}, 5, 1, 0},
 		{"from 2 to 1", Learned{Limit: 2, Since: now}, 5, 2, 1},
 	} {
-		next, changed := a.lower(tc.cur, tc.configured, tc.under, now)
-		if changed != (tc.want > 0) || (changed && next.Limit != tc.want) {
-			t.Errorf("%s: lower = %+v, %t; want %d", tc.name, next, changed, tc.want)
+		next, changed := a.lower(tc.cur, tc.configured, tc.under)
+		if changed != (tc.want > 0) || (changed && next != tc.want) {
+			t.Errorf("%s: lower = %d, %t; want %d", tc.name, next, changed, tc.want)
 		}
 	}
 	for _, tc := range []struct {
@@ -42,13 +42,13 @@ func TestAIMD(t *testing.T) {
 		{"back to the configured limit", Learned{Limit: 4, Since: now}, a.Quiet, 5, 0},
 	} {
 		next, changed := a.raise(tc.cur, tc.configured, now.Add(tc.after))
-		if changed != (tc.want >= 0) || (changed && next.Limit != tc.want) {
-			t.Errorf("%s: raise = %+v, %t; want %d", tc.name, next, changed, tc.want)
+		if changed != (tc.want >= 0) || (changed && next != tc.want) {
+			t.Errorf("%s: raise = %d, %t; want %d", tc.name, next, changed, tc.want)
 		}
 	}
 }
 
-// fakeNow is a clock for Learners under test.
+// fakeNow is a settable clock.
 type fakeNow struct {
 	mu sync.Mutex
 	t  time.Time
@@ -66,16 +66,49 @@ func (f *fakeNow) add(d time.Duration) {
 	f.mu.Unlock()
 }
 
+// clockStore is a LimitStore on a clock of its own, as Redis's TIME is.
+type clockStore struct {
+	clock *fakeNow
+	mu    sync.Mutex
+	m     map[string]Learned
+}
+
+func newClockStore(clock *fakeNow) *clockStore {
+	return &clockStore{clock: clock, m: make(map[string]Learned)}
+}
+
+func (s *clockStore) LoadLimit(_ context.Context, key string) (Learned, time.Time, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.m[key]
+	return l, s.clock.now(), ok, nil
+}
+
+func (s *clockStore) SwapLimit(_ context.Context, key string, prev Learned, next int) (Learned, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[key] != prev {
+		return Learned{}, false, nil
+	}
+	if next == 0 {
+		delete(s.m, key)
+		return Learned{}, true, nil
+	}
+	l := Learned{Limit: next, Since: s.clock.now()}
+	s.m[key] = l
+	return l, true, nil
+}
+
 // TestLearnerSharesWhatItLearns: two processes' Learners on one store: a
 // refusal in one lowers the limit in both (the other sees it at its next
 // refresh), racing refusals of calls granted under one limit lower it once,
-// and quiet periods raise it back one step at a time to the configured
-// limit, never above; every change is reported once.
+// and quiet periods by the store's clock raise it back one step at a time
+// to the configured limit, never above; every change is reported once.
 func TestLearnerSharesWhatItLearns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := NewMemory()
 	clock := &fakeNow{t: time.UnixMilli(1_790_000_000_000)}
+	store := newClockStore(clock)
 	a, b := NewLearner(store, AIMD{Quiet: time.Minute}, time.Second), NewLearner(store, AIMD{Quiet: time.Minute}, time.Second)
 	a.now, b.now = clock.now, clock.now
 	limit := func(l *Learner, want int, wantChange bool) {
@@ -123,33 +156,115 @@ func TestLearnerSharesWhatItLearns(t *testing.T) {
 	clock.add(time.Second)
 	limit(a, 3, true)
 
-	for _, want := range []int{4, 5, 5} {
+	for _, want := range []int{4, 5} {
 		clock.add(time.Minute)
-		limit(a, want, want != 5 || a.keys["k"].told != 5)
+		limit(a, want, true)
 		clock.add(time.Second)
-		limit(b, want, b.keys["k"].told != want)
+		limit(b, want, true)
 	}
-	if _, ok, _ := store.LoadLimit(ctx, "k"); ok {
+	clock.add(time.Minute)
+	limit(a, 5, false)
+	if _, _, ok, _ := store.LoadLimit(ctx, "k"); ok {
 		t.Error("a learned limit is left at the configured one")
 	}
+}
+
+// TestLearnerIgnoresPodClocks: a process whose clock is minutes behind or
+// ahead neither undoes another's lowering at once nor holds back the raise:
+// quiet periods are timed by the store's clock.
+func TestLearnerIgnoresPodClocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	storeClock := &fakeNow{t: time.UnixMilli(1_790_000_000_000)}
+	behind, ahead := &fakeNow{t: storeClock.t.Add(-2 * time.Minute)}, &fakeNow{t: storeClock.t.Add(10 * time.Minute)}
+	store := newClockStore(storeClock)
+	a, b := NewLearner(store, AIMD{}, time.Second), NewLearner(store, AIMD{}, time.Second)
+	a.now, b.now = behind.now, ahead.now
+	if ch, _ := a.Refused(ctx, "k", 5, 5); ch == nil || ch.To != 4 {
+		t.Fatalf("Refused = %+v", ch)
+	}
+	for _, c := range []*fakeNow{storeClock, behind, ahead} {
+		c.add(time.Second)
+	}
+	if got, _ := b.Limit(ctx, "k", 5); got != 4 {
+		t.Errorf("the pod ahead sees %d, want 4: it undid the lowering", got)
+	}
+	for _, c := range []*fakeNow{storeClock, behind, ahead} {
+		c.add(time.Minute)
+	}
+	if got, _ := a.Limit(ctx, "k", 5); got != 5 {
+		t.Errorf("after a quiet minute by the store's clock, the pod behind sees %d, want 5", got)
+	}
+}
+
+// TestLearnerReadDoesNotUndoRefusal: a refresh that read the store before a
+// refusal lowered the limit does not put the old limit back.
+func TestLearnerReadDoesNotUndoRefusal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &fakeNow{t: time.UnixMilli(1_790_000_000_000)}
+	inner := newClockStore(clock)
+	slow := &slowStore{clockStore: inner, loaded: make(chan struct{}), release: make(chan struct{})}
+	l := NewLearner(slow, AIMD{}, time.Second)
+	l.now = clock.now
+	done := make(chan int)
+	go func() {
+		got, _ := l.Limit(ctx, "k", 5) // reads 5, then waits
+		done <- got
+	}()
+	<-slow.loaded
+	slow.mu.Lock()
+	slow.pass = true
+	slow.mu.Unlock()
+	if ch, err := l.Refused(ctx, "k", 5, 5); err != nil || ch == nil || ch.To != 4 {
+		t.Fatalf("Refused = %+v, %v", ch, err)
+	}
+	close(slow.release)
+	<-done
+	if got, ch := l.Limit(ctx, "k", 5); got != 4 || ch != nil {
+		t.Errorf("after the slow read: %d, %+v; want 4 and no change", got, ch)
+	}
+}
+
+// slowStore holds its first load until released.
+type slowStore struct {
+	*clockStore
+	mu              sync.Mutex
+	pass            bool
+	loaded, release chan struct{}
+}
+
+func (s *slowStore) LoadLimit(ctx context.Context, key string) (Learned, time.Time, bool, error) {
+	l, now, ok, err := s.clockStore.LoadLimit(ctx, key)
+	s.mu.Lock()
+	first := !s.pass
+	s.mu.Unlock()
+	if first {
+		close(s.loaded)
+		<-s.release
+	}
+	return l, now, ok, err
 }
 
 // failingStore fails every call.
 type failingStore struct{}
 
-func (failingStore) LoadLimit(context.Context, string) (Learned, bool, error) {
+func (failingStore) LoadLimit(context.Context, string) (Learned, time.Time, bool, error) {
+	return Learned{}, time.Time{}, false, ErrUnavailable
+}
+
+func (failingStore) SwapLimit(context.Context, string, Learned, int) (Learned, bool, error) {
 	return Learned{}, false, ErrUnavailable
 }
 
-func (failingStore) SwapLimit(context.Context, string, Learned, Learned) (bool, error) {
-	return false, ErrUnavailable
-}
-
 // TestLearnerWithoutStore: when the store fails, a refusal still lowers the
-// limit in this process, and the error says the fleet was not told.
+// limit in this process, the error says the fleet was not told, and quiet
+// periods by this process's clock raise it back.
 func TestLearnerWithoutStore(t *testing.T) {
 	t.Parallel()
+	clock := &fakeNow{t: time.UnixMilli(1_790_000_000_000)}
 	l := NewLearner(failingStore{}, AIMD{}, time.Second)
+	l.now = clock.now
 	ctx := context.Background()
 	if got, ch := l.Limit(ctx, "k", 5); got != 5 || ch != nil {
 		t.Errorf("Limit = %d, %+v", got, ch)
@@ -158,7 +273,12 @@ func TestLearnerWithoutStore(t *testing.T) {
 	if err == nil || ch == nil || ch.To != 4 {
 		t.Errorf("Refused = %+v, %v; want 4 here and an error", ch, err)
 	}
+	clock.add(time.Second)
 	if got, _ := l.Limit(ctx, "k", 5); got != 4 {
 		t.Errorf("Limit after = %d, want 4", got)
+	}
+	clock.add(time.Minute)
+	if got, ch := l.Limit(ctx, "k", 5); got != 5 || ch == nil || ch.From != 4 {
+		t.Errorf("after a quiet minute without the store: %d, %+v; want 5", got, ch)
 	}
 }

@@ -201,6 +201,7 @@ type Redis struct {
 	pass       *redis.Script
 	restoreSc  *redis.Script
 	swapLimit  *redis.Script
+	loadLimit  *redis.Script
 	// learned are the learned limits this process last read or wrote
 	// (LoadLimit, SwapLimit), by key: they cap every acquisition on the key.
 	learnedMu sync.Mutex
@@ -265,7 +266,8 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		cooldown:   redis.NewScript(clockSource(cooldownLua)),
 		pass:       redis.NewScript(passLua),
 		restoreSc:  redis.NewScript(clockSource(restoreLua)),
-		swapLimit:  redis.NewScript(swapLimitLua),
+		swapLimit:  redis.NewScript(clockSource(swapLimitLua)),
+		loadLimit:  redis.NewScript(clockSource(loadLimitLua)),
 		learned:    make(map[string]int),
 		local:      NewMemory(),
 		keys:       make(map[string]*rkey),

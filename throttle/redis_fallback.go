@@ -53,10 +53,19 @@ func (b *Redis) instead(ctx context.Context, r Request, try bool, cause error) (
 		}
 		return Lease{}, cause
 	}
+	var l Lease
+	var err error
 	if try {
-		return fromLocal(b.local.TryAcquire(ctx, b.share(r)))
+		l, err = b.local.TryAcquire(ctx, b.share(r))
+	} else {
+		l, err = b.local.Acquire(ctx, b.share(r))
 	}
-	return fromLocal(b.local.Acquire(ctx, b.share(r)))
+	if l.HoldsSlot() {
+		// The fleet's cap, not this process's share of it: what a refusal
+		// of the call says about WeCom (see LimitStore) is about the fleet.
+		l.Concurrency = b.capped(r).Concurrency
+	}
+	return fromLocal(l, err)
 }
 
 // share cuts r's limits to the process's share, for the fallback.

@@ -19,31 +19,37 @@ func testLimitStore(t *testing.T, e *env) {
 		t.Skip("the backend keeps no learned limits")
 	}
 	ctx := context.Background()
-	at := time.UnixMilli(1_790_000_000_123)
-	load := func(want throttle.Learned, wantOK bool) {
+	load := func(wantLimit int, wantOK bool) throttle.Learned {
 		t.Helper()
-		got, ok, err := s.LoadLimit(ctx, "learn")
-		if err != nil || ok != wantOK || got.Limit != want.Limit || !got.Since.Equal(want.Since) {
-			t.Errorf("LoadLimit = %+v, %t, %v; want %+v, %t", got, ok, err, want, wantOK)
+		got, now, ok, err := s.LoadLimit(ctx, "learn")
+		if err != nil || ok != wantOK || got.Limit != wantLimit || now.IsZero() || (ok && now.Before(got.Since)) {
+			t.Errorf("LoadLimit = %+v, %v, %t, %v; want limit %d, %t, and a store time not before Since", got, now, ok, err, wantLimit, wantOK)
 		}
+		return got
 	}
-	swap := func(prev, next throttle.Learned, want bool) {
+	swap := func(prev throttle.Learned, next int, want bool) throttle.Learned {
 		t.Helper()
-		if got, err := s.SwapLimit(ctx, "learn", prev, next); err != nil || got != want {
-			t.Errorf("SwapLimit(%+v -> %+v) = %t, %v; want %t", prev, next, got, err, want)
+		stored, got, err := s.SwapLimit(ctx, "learn", prev, next)
+		if err != nil || got != want || (got && stored.Limit != next) {
+			t.Errorf("SwapLimit(%+v -> %d) = %+v, %t, %v; want %t", prev, next, stored, got, err, want)
 		}
+		return stored
 	}
-	three, two := throttle.Learned{Limit: 3, Since: at}, throttle.Learned{Limit: 2, Since: at.Add(time.Second)}
-	load(throttle.Learned{}, false)
-	swap(throttle.Learned{}, three, true)
-	swap(throttle.Learned{}, two, false) // not what is stored any more
-	load(three, true)
-	swap(throttle.Learned{Limit: 3, Since: at.Add(time.Millisecond)}, two, false)
-	swap(three, two, true)
-	load(two, true)
-	swap(two, throttle.Learned{}, true)
-	load(throttle.Learned{}, false)
-	if _, err := s.SwapLimit(ctx, "", throttle.Learned{}, three); err == nil {
+	load(0, false)
+	three := swap(throttle.Learned{}, 3, true)
+	if three.Since.IsZero() {
+		t.Error("a stored limit has no Since")
+	}
+	swap(throttle.Learned{}, 2, false) // not what is stored any more
+	if got := load(3, true); !got.Since.Equal(three.Since) {
+		t.Errorf("loaded Since %v, stored %v", got.Since, three.Since)
+	}
+	swap(throttle.Learned{Limit: 3, Since: three.Since.Add(time.Millisecond)}, 2, false)
+	two := swap(three, 2, true)
+	load(2, true)
+	swap(two, 0, true)
+	load(0, false)
+	if _, _, err := s.SwapLimit(ctx, "", throttle.Learned{}, 3); err == nil {
 		t.Error("SwapLimit on an empty key")
 	}
 
@@ -51,7 +57,7 @@ func testLimitStore(t *testing.T, e *env) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			ok, err := s.SwapLimit(ctx, "race", throttle.Learned{}, throttle.Learned{Limit: i + 1, Since: at})
+			_, ok, err := s.SwapLimit(ctx, "race", throttle.Learned{}, i+1)
 			if err != nil {
 				t.Error(err)
 			}
