@@ -51,6 +51,7 @@ type Client struct {
 	adaptive        adaptive
 	learner         *throttle.Learner
 	blocks          blockLog
+	near            nearCache
 	background      tracker
 
 	// Tags calls the contact tag (通讯录标签) APIs.
@@ -528,16 +529,15 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 // away from a wrapped one (another case, a doubled or trailing slash), which
 // would escape that endpoint's limits.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	if near := nearEndpoint(path); near != "" && near != path {
-		return invalid("path", "%q is not an endpoint the SDK wraps, and would escape its limits: did you mean %q?", path, near)
-	}
-	if e, ok := catalog.Lookup(path); ok {
+	if el, ok := c.endpoints[path]; ok && el.ep.Method != "" { // wrapped
 		switch {
-		case e.Method != method:
-			return invalid("method", "%s takes %s, not %s", path, e.Method, method)
-		case e.Resource != "":
-			return invalid("path", "%s limits calls per %s: call its typed method, which names it", path, e.Resource)
+		case el.ep.Method != method:
+			return invalid("method", "%s takes %s, not %s", path, el.ep.Method, method)
+		case el.ep.Resource != "":
+			return invalid("path", "%s limits calls per %s: call its typed method, which names it", path, el.ep.Resource)
 		}
+	} else if near := c.nearWrapped(path); near != "" {
+		return invalid("path", "%q is not an endpoint the SDK wraps, and would escape its limits: did you mean %q?", path, near)
 	}
 	switch {
 	case method != http.MethodGet && method != http.MethodPost:

@@ -303,6 +303,38 @@ func nearEndpoint(path string) string {
 	return ""
 }
 
+// nearCache remembers nearEndpoint's verdict per path Do was called with,
+// as Do is on the call path; at most nearCacheSize paths.
+type nearCache struct {
+	mu    sync.Mutex
+	paths map[string]string
+}
+
+const nearCacheSize = 1024
+
+// nearWrapped returns the wrapped endpoint path is a slip away from, or ""
+// (path itself wrapped, or near none).
+func (c *Client) nearWrapped(path string) string {
+	c.near.mu.Lock()
+	near, ok := c.near.paths[path]
+	c.near.mu.Unlock()
+	if ok {
+		return near
+	}
+	if near = nearEndpoint(path); near == path {
+		near = ""
+	}
+	c.near.mu.Lock()
+	defer c.near.mu.Unlock()
+	if c.near.paths == nil {
+		c.near.paths = make(map[string]string)
+	}
+	if len(c.near.paths) < nearCacheSize {
+		c.near.paths[path] = near
+	}
+	return near
+}
+
 // editDistance returns the number of letters changed, added, removed or
 // swapped with their neighbour that make a into b (optimal string alignment
 // distance), or more than most once it knows it exceeds most.

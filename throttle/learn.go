@@ -147,6 +147,7 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 		l.mu.Lock()
 		k.reading, k.read = false, now
 		switch {
+		case err != nil && ctx.Err() != nil: // the caller gave up: the store said nothing
 		case err != nil:
 			l.raiseHere(k, configured, now)
 		case k.version == version: // nothing changed it meanwhile

@@ -77,7 +77,10 @@ func newClockStore(clock *fakeNow) *clockStore {
 	return &clockStore{clock: clock, m: make(map[string]Learned)}
 }
 
-func (s *clockStore) LoadLimit(_ context.Context, key string) (Learned, time.Time, bool, error) {
+func (s *clockStore) LoadLimit(ctx context.Context, key string) (Learned, time.Time, bool, error) {
+	if err := ctx.Err(); err != nil { // as Redis's round trip would
+		return Learned{}, time.Time{}, false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.m[key]
@@ -280,5 +283,28 @@ func TestLearnerWithoutStore(t *testing.T) {
 	clock.add(time.Minute)
 	if got, ch := l.Limit(ctx, "k", 5); got != 5 || ch == nil || ch.From != 4 {
 		t.Errorf("after a quiet minute without the store: %d, %+v; want 5", got, ch)
+	}
+}
+
+// TestLearnerCallerGivesUp: a read cut short by the caller's context is no
+// store failure: the limit is not raised by this process's clock for it.
+func TestLearnerCallerGivesUp(t *testing.T) {
+	t.Parallel()
+	clock := &fakeNow{t: time.UnixMilli(1_790_000_000_000)}
+	store := newClockStore(clock)
+	l := NewLearner(store, AIMD{}, time.Second)
+	l.now = clock.now
+	ctx := context.Background()
+	if ch, err := l.Refused(ctx, "k", 5, 5); err != nil || ch == nil || ch.To != 4 {
+		t.Fatalf("Refused = %+v, %v", ch, err)
+	}
+	l.mu.Lock()
+	l.keys["k"].changed = clock.now().Add(-time.Hour) // as if lowered long ago here
+	l.mu.Unlock()
+	clock.add(time.Second)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if got, ch := l.Limit(gone, "k", 5); got != 4 || ch != nil {
+		t.Errorf("Limit with a cancelled context = %d, %+v; want 4 and no change", got, ch)
 	}
 }
