@@ -73,6 +73,36 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 	return reqs
 }
 
+// together folds the call's slot-only requests (a customer's lock, say)
+// into its API's request as With slots, so that the limiter takes them with
+// the API's slot in one step, all or nothing, and holds no API slot while a
+// lock is busy. What cannot be a With slot (a count, a day, a weight) stays
+// a request of its own.
+func together(reqs []leaseRequest) []leaseRequest {
+	p := slices.IndexFunc(reqs, func(q leaseRequest) bool { return q.order == scopeOrder(catalog.ScopeAPI) && !q.day })
+	if p < 0 {
+		return reqs
+	}
+	out := make([]leaseRequest, 0, len(reqs))
+	var with []throttle.Request
+	api := 0 // the API's request in out
+	for i, q := range reqs {
+		if i != p && !q.day && q.Concurrency > 0 && len(q.Windows) == 0 && q.Weight <= 1 && !q.WaitCooldown {
+			with = append(with, q.Request)
+			continue
+		}
+		if i == p {
+			api = len(out)
+		}
+		out = append(out, q)
+	}
+	if len(with) == 0 {
+		return reqs
+	}
+	out[api].With = with
+	return out
+}
+
 func scopeOrder(s catalog.Scope) int {
 	switch s {
 	case catalog.ScopeResource, catalog.ScopeShared:
@@ -160,7 +190,7 @@ func (c *Client) acquire(ctx context.Context, cl *call, el *endpointLimits) ([]t
 	for {
 		reqs := c.requests(cl, el, c.now())
 		c.adapt(ctx, cl, reqs)
-		leases, firstAt, err := c.acquireAll(ctx, cl, reqs)
+		leases, firstAt, err := c.acquireAll(ctx, cl, together(reqs))
 		var rl *RateLimitError
 		if errors.As(err, &rl) && rl.day && c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) {
 			if werr := sleep(ctx, rl.RetryAfter); werr != nil {

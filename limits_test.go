@@ -193,6 +193,44 @@ func TestOverrideUnwrappedPaths(t *testing.T) {
 	}
 }
 
+// TestTogether: a call's slot-only requests become With slots of its API's
+// request, taken in one step; counts, days and weights stay requests of
+// their own, and a call without an API request is left as it is.
+func TestTogether(t *testing.T) {
+	t.Parallel()
+	lock := func(key string) leaseRequest {
+		return leaseRequest{Request: throttle.Request{Key: key, Concurrency: 1}, order: scopeOrder(catalog.ScopeResource)}
+	}
+	api := leaseRequest{Request: throttle.Request{Key: "api", Concurrency: 5, Windows: []throttle.Window{{Limit: 10, Period: time.Minute}}}, order: scopeOrder(catalog.ScopeAPI)}
+	count := leaseRequest{Request: throttle.Request{Key: "count", Windows: []throttle.Window{{Limit: 10, Period: time.Minute}}}, order: scopeOrder(catalog.ScopeResource)}
+	day := leaseRequest{Request: throttle.Request{Key: "api~day", Windows: []throttle.Window{{Limit: 7, Period: dayWindow}}}, day: true, order: scopeOrder(catalog.ScopeAPI)}
+	ip := leaseRequest{Request: throttle.Request{Key: "ip", Windows: []throttle.Window{{Limit: 10, Period: time.Minute}}}, order: scopeOrder(catalog.ScopeIP)}
+	for _, tc := range []struct {
+		name string
+		in   []leaseRequest
+		want []string // keys, each with its With keys after a "+"
+	}{
+		{"a lock and the API", []leaseRequest{lock("c1"), api}, []string{"api+c1"}},
+		{"two locks, a count and a day", []leaseRequest{lock("c1"), count, lock("c2"), api, day, ip}, []string{"count", "api+c1+c2", "api~day", "ip"}},
+		{"no API request", []leaseRequest{lock("c1"), ip}, []string{"c1", "ip"}},
+		{"nothing to fold", []leaseRequest{count, api}, []string{"count", "api"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, r := range together(tc.in) {
+				k := r.Key
+				for _, w := range r.With {
+					k += "+" + w.Key
+				}
+				got = append(got, k)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("together = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestRequestsFromRules: the leases a call takes, per rule and scope.
 func TestRequestsFromRules(t *testing.T) {
 	t.Parallel()

@@ -173,7 +173,46 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 		m.forget(r.Key, ks, now)
 		return Lease{}, v.err(r.Key, now)
 	}
-	return m.take(r.Key, ks, r, now), nil
+	if key, v := m.withVerdict(r, now); !v.ok {
+		return Lease{}, v.err(key, now)
+	}
+	return m.takeAll(ks, r, now), nil
+}
+
+// withVerdict returns the refusal of the first of r's With slots that
+// cannot be taken now (held, or waiters on its key came first), or ok.
+func (m *Memory) withVerdict(r Request, now time.Time) (string, verdict) {
+	for _, s := range r.With {
+		ks := m.state(s.Key)
+		v := ks.check(m.capped(s), now, m.epoch)
+		if v.ok && ks.queue.Len() > 0 {
+			v = verdict{reason: ReasonConcurrency}
+		}
+		if !v.ok {
+			return s.Key, v
+		}
+	}
+	return "", verdict{ok: true}
+}
+
+// takeAll takes r and its With slots, which must all be free.
+func (m *Memory) takeAll(ks *keyState, r Request, now time.Time) Lease {
+	l := m.take(r.Key, ks, r, now)
+	for _, s := range r.With {
+		l.With = append(l.With, m.take(s.Key, m.state(s.Key), s, now))
+	}
+	return l
+}
+
+// untakeAll gives back all a lease of r took, its With slots too.
+func (m *Memory) untakeAll(ks *keyState, l Lease, r Request, now time.Time) {
+	ks.untake(l, r, m.epoch)
+	for _, s := range l.With {
+		if sk := m.keys[s.Key]; sk != nil {
+			delete(sk.holders, s.ID)
+			m.dispatch(s.Key, sk, now)
+		}
+	}
 }
 
 // Acquire implements Backend.
@@ -190,7 +229,11 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	ks := m.state(r.Key)
 	v := ks.check(m.capped(r), now, m.epoch)
 	if v.ok && ks.queue.Len() == 0 {
-		l := m.take(r.Key, ks, r, now)
+		if _, wv := m.withVerdict(r, now); !wv.ok {
+			m.mu.Unlock()
+			return acquireApart(ctx, m, r)
+		}
+		l := m.takeAll(ks, r, now)
 		m.mu.Unlock()
 		return l, nil
 	}
@@ -209,6 +252,9 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 
 	select {
 	case <-w.ready:
+		if w.err == errWithBusy {
+			return acquireApart(ctx, m, r)
+		}
 		return w.lease, w.err
 	case <-ctx.Done():
 	}
@@ -218,8 +264,9 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	case <-w.ready:
 		if w.err == nil && m.keys[r.Key] == ks {
 			// Granted while we gave up: the call never starts, so give back all.
-			ks.untake(w.lease, w.req, m.epoch)
-			m.dispatch(r.Key, ks, time.Now())
+			now := time.Now()
+			m.untakeAll(ks, w.lease, w.req, now)
+			m.dispatch(r.Key, ks, now)
 		}
 	default:
 		wasHead := ks.queue.Front() == w.elem
@@ -240,7 +287,11 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 		v := ks.check(m.capped(w.req), now, m.epoch)
 		switch {
 		case v.ok:
-			w.lease = m.take(key, ks, w.req, now)
+			if _, wv := m.withVerdict(w.req, now); !wv.ok {
+				w.err = errWithBusy // it takes its slots apart, holding nothing here
+			} else {
+				w.lease = m.takeAll(ks, w.req, now)
+			}
 		case v.reason == ReasonCooldown && !w.req.WaitCooldown,
 			v.reason != ReasonConcurrency && !w.deadline.IsZero() && w.deadline.Before(v.at):
 			w.err = v.err(key, now)
@@ -345,6 +396,22 @@ func (m *Memory) Release(ctx context.Context, l Lease) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
+	var first error
+	for _, s := range l.With {
+		if err := m.release(s, now); err != nil && first == nil {
+			first = err
+		}
+	}
+	if l.ownSlot() {
+		if err := m.release(l, now); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// release frees one lease's own slot. Called with m.mu held.
+func (m *Memory) release(l Lease, now time.Time) error {
 	ks := m.keys[l.Key]
 	if ks == nil {
 		return ErrLeaseNotHeld
@@ -368,6 +435,17 @@ func (m *Memory) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
+	l, err := extendWith(ctx, l, ttl, func(_ context.Context, s Lease, ttl time.Duration) (Lease, error) {
+		return m.extend(s, ttl, now)
+	})
+	if err != nil || !l.ownSlot() && len(l.With) > 0 {
+		return l, err
+	}
+	return m.extend(l, ttl, now)
+}
+
+// extend extends one lease's own slot. Called with m.mu held.
+func (m *Memory) extend(l Lease, ttl time.Duration, now time.Time) (Lease, error) {
 	ks := m.keys[l.Key]
 	if ks == nil {
 		return l, ErrLeaseNotHeld

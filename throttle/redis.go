@@ -30,6 +30,8 @@ import (
 var (
 	//go:embed lua/prelude.lua
 	preludeLua string
+	//go:embed lua/free.lua
+	freeLua string
 	//go:embed lua/acquire.lua
 	acquireLua string
 	//go:embed lua/release.lua
@@ -46,7 +48,8 @@ var (
 
 // clockSource returns the source of a script that reads the server's clock:
 // the prelude, which defines now (the server's time, unix ms), then buckets
-// (BucketsPerWindow, the buckets of a rate window), then body.
+// (BucketsPerWindow, the buckets of a rate window), then body. The scripts
+// that release leases start their body with free.lua.
 func clockSource(body string) string {
 	return preludeLua + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" + body
 }
@@ -260,8 +263,8 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",
 		wakePrefix: opt.Prefix + "wake:",
-		acquire:    redis.NewScript(clockSource(acquireLua)),
-		release:    redis.NewScript(clockSource(releaseLua)),
+		acquire:    redis.NewScript(clockSource(freeLua + acquireLua)),
+		release:    redis.NewScript(clockSource(freeLua + releaseLua)),
 		extend:     redis.NewScript(clockSource(extendLua)),
 		cooldown:   redis.NewScript(clockSource(cooldownLua)),
 		pass:       redis.NewScript(passLua),

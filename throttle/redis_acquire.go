@@ -8,6 +8,7 @@ package throttle
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -36,10 +37,13 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	if l, done, err := b.precheck(ctx, r, true); done {
 		return l, err
 	}
+	if len(r.With) > 0 && !b.together(r) {
+		return tryApart(ctx, b, r)
+	}
 	b.mu.Lock()
 	queued := b.keys[r.Key] != nil && b.keys[r.Key].queue.Len() > 0
 	b.mu.Unlock()
-	l, v, now, _, err := b.attempt(ctx, r, !queued, false, "", false)
+	res, err := b.attempt(ctx, acquireArgs{r: r, take: !queued})
 	if err != nil {
 		outage, err := b.failed("acquire", err)
 		if outage {
@@ -47,13 +51,17 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 		}
 		return Lease{}, err
 	}
-	if v.ok && queued {
+	v := res.v
+	switch {
+	case v.reason == reasonWithBusy:
+		return tryApart(ctx, b, r) // to name the busy slot and why
+	case v.ok && queued:
 		v = verdict{reason: ReasonConcurrency} // local waiters came first
 	}
 	if !v.ok {
-		return Lease{}, v.err(r.Key, now)
+		return Lease{}, v.err(r.Key, res.now)
 	}
-	return l, nil
+	return res.lease, nil
 }
 
 // Acquire implements Backend.
@@ -61,6 +69,20 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	if l, done, err := b.precheck(ctx, r, false); done {
 		return l, err
 	}
+	if len(r.With) > 0 && !b.together(r) {
+		return acquireApart(ctx, b, r)
+	}
+	l, err := b.wait(ctx, r)
+	if errors.Is(err, errWithBusy) {
+		return acquireApart(ctx, b, r)
+	}
+	return l, err
+}
+
+// wait is Acquire once the request is known to go to Redis: it queues
+// locally, waits for its turn and then leads. It fails with errWithBusy
+// when r could be granted but for a busy With slot; it then holds nothing.
+func (b *Redis) wait(ctx context.Context, r Request) (Lease, error) {
 	// Queue locally; only the head of a key's queue talks to Redis, and a
 	// Release of this process may hand its slot to any waiter.
 	b.mu.Lock()
@@ -84,17 +106,17 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	served := false
 	defer b.leave(r.Key, k, e, w, &served)
 
-	if l, ok, err := b.awaitTurn(ctx, r, w); err != nil || ok {
+	if l, ok, err := b.awaitTurn(ctx, w); err != nil || ok {
 		served = ok
 		return l, err
 	}
 	return b.lead(ctx, r, k, e, w, &served)
 }
 
-// awaitTurn waits until w, queued for r, reaches the head of its key's queue,
-// or fails. A lease a Release of this process hands over meanwhile serves it:
-// ok reports that l is one.
-func (b *Redis) awaitTurn(ctx context.Context, r Request, w *rwaiter) (l Lease, ok bool, err error) {
+// awaitTurn waits until w reaches the head of its key's queue, or fails. A
+// lease a Release of this process hands over meanwhile serves it: ok
+// reports that l is one.
+func (b *Redis) awaitTurn(ctx context.Context, w *rwaiter) (l Lease, ok bool, err error) {
 	for {
 		select {
 		case <-w.turn:
@@ -103,8 +125,8 @@ func (b *Redis) awaitTurn(ctx context.Context, r Request, w *rwaiter) (l Lease, 
 			}
 			return Lease{}, false, nil
 		case l := <-w.slot:
-			if l, ok := b.accept(ctx, l, r); ok {
-				return l, true, nil
+			if l, ok, err := b.accept(ctx, l, w); err != nil || ok {
+				return l, ok, err
 			}
 		case <-ctx.Done():
 			return Lease{}, false, ctx.Err()
@@ -131,7 +153,8 @@ func (b *Redis) lead(ctx context.Context, r Request, k *rkey, e *list.Element, w
 		// the script named, or for a resync.
 		d := time.Second
 		if !skip {
-			l, v, now, _, err := b.attempt(ctx, r, true, true, "", more)
+			res, err := b.attempt(ctx, acquireArgs{r: r, take: true, queue: true, requeue: more})
+			l, v, now := res.lease, res.v, res.now
 			b.noteAnswer(k, w, v, now, err, more)
 			if err != nil {
 				outage, err := b.failed("acquire", err)
@@ -139,6 +162,9 @@ func (b *Redis) lead(ctx context.Context, r Request, k *rkey, e *list.Element, w
 					return b.instead(ctx, r, false, err)
 				}
 				return Lease{}, err
+			}
+			if v.reason == reasonWithBusy {
+				return Lease{}, errWithBusy // the slot it leaves free goes to the next head
 			}
 			if v.ok {
 				if ctx.Err() != nil {
@@ -173,10 +199,10 @@ func (b *Redis) lead(ctx context.Context, r Request, k *rkey, e *list.Element, w
 			b.mu.Unlock()
 		case <-t.C:
 		case l := <-w.slot:
-			if l, ok := b.accept(ctx, l, r); ok {
+			if l, ok, err := b.accept(ctx, l, w); err != nil || ok {
 				t.Stop()
-				*served = true
-				return l, nil
+				*served = ok
+				return l, err
 			}
 		case <-ctx.Done():
 			t.Stop()
@@ -217,7 +243,7 @@ func (b *Redis) noteAnswer(k *rkey, w *rwaiter, v verdict, now time.Time, err er
 		if !more { // this process left the waiting queue
 			k.full = false
 		}
-	} else if err == nil {
+	} else if err == nil && v.reason != reasonWithBusy {
 		k.refused = &refusal{v: v, now: now, seen: time.Now()}
 	}
 	b.mu.Unlock()
@@ -230,120 +256,39 @@ const reasonYielded Reason = 4
 // errClosed is what a waiter gets when the backend is closed under it.
 func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 
-// accept takes what a Release handed over: a lease, or a zero Lease when it
-// got none. A lease the waiter can no longer use (ctx ended) is given back.
-func (b *Redis) accept(ctx context.Context, l Lease, r Request) (Lease, bool) {
+// accept takes what a Release or another process's grant handed w: a
+// lease, or a zero Lease when it got none (errWithBusy if it got none for a
+// busy With slot). ok: l serves w. A lease w can no longer use (ctx ended)
+// is given back. Another process's grant names no With slots: w takes its
+// own here, or, one busy, fails with errWithBusy and leaves the lease to
+// another waiter when it leaves the line.
+func (b *Redis) accept(ctx context.Context, l Lease, w *rwaiter) (_ Lease, ok bool, _ error) {
 	if l.ID == "" {
-		return Lease{}, false
+		b.mu.Lock()
+		apart := w.apart
+		b.mu.Unlock()
+		if apart {
+			return Lease{}, false, errWithBusy
+		}
+		return Lease{}, false, nil
 	}
 	if ctx.Err() != nil {
-		b.giveBack(l, r)
-		return Lease{}, false
+		b.giveBack(l, w.req)
+		return Lease{}, false, nil
 	}
-	return l, true
-}
-
-// attempt runs the acquire script once. A waiting head (queue) queues its
-// process for a wake-up when refused a slot; granted, the process leaves that
-// queue, or with requeue (more of its waiters wait) goes to its back. With a
-// lease to release first (a hand-over), held reports whether that lease still
-// held its slot.
-func (b *Redis) attempt(ctx context.Context, r Request, take, queue bool, release string, requeue bool) (l Lease, v verdict, now time.Time, held bool, err error) {
-	for range 2 {
-		var h bool
-		l, v, now, h, err = b.attemptOnce(ctx, r, take, queue, release, requeue)
-		held = held || h
-		if err != nil || v.reason != reasonLost {
-			break
+	if len(l.With) < len(w.req.With) {
+		with, err := b.takeWith(ctx, w.req)
+		if err != nil {
+			b.mu.Lock()
+			w.spare = l
+			b.mu.Unlock()
+			return Lease{}, false, errWithBusy
 		}
-		// Redis lost the key's state: write back what this process knows
-		// before it takes more, then ask again.
-		if err = b.restore(ctx, r.Key); err != nil {
-			break
-		}
+		l.With = with
 	}
-	if err == nil && v.reason == reasonLost {
-		v = verdict{reason: ReasonConcurrency} // lost again at once: wait, and ask again
-	}
-	return l, v, now, held, err
+	return l, true, nil
 }
 
 // reasonLost is the acquire script's answer to a process that knew another
 // epoch of the key: Redis lost the key's state.
 const reasonLost Reason = 5
-
-// attemptOnce runs the acquire script once (see attempt).
-func (b *Redis) attemptOnce(ctx context.Context, r Request, take, queue bool, release string, requeue bool) (l Lease, v verdict, now time.Time, held bool, err error) {
-	k := b.names(r.Key, r.Windows)
-	keys := append([]string{k.holders, k.cooldown, k.waiting, k.epoch}, k.windows...)
-	id := newLeaseID()
-	epoch := ""
-	if len(r.Windows) > 0 {
-		epoch = b.ledger.epoch(r.Key)
-	}
-	conc := b.capped(r).Concurrency
-	args := []any{id, conc, r.LeaseTTL().Milliseconds(), 0, "", release, b.wakePrefix, r.Key, 0, epoch, r.units()}
-	if take {
-		args[3] = 1
-	}
-	if requeue {
-		args[8] = 1
-	}
-	if queue {
-		args[4] = b.proc
-	}
-	for _, w := range r.Windows {
-		args = append(args, w.Limit, w.Period.Milliseconds())
-	}
-	octx, cancel := b.opCtx(ctx)
-	defer cancel()
-	raw, err := b.acquire.Run(octx, b.rdb, keys, args...).Slice()
-	if err != nil {
-		return Lease{}, verdict{}, time.Time{}, false, err
-	}
-	res, told, err := parseAnswer(raw)
-	if err != nil {
-		return Lease{}, verdict{}, time.Time{}, false, err
-	}
-	if told != "" && Reason(res[1]) != reasonLost {
-		b.ledger.learn(r.Key, told)
-	}
-	held = res[4] == 1
-	if res[0] == 1 {
-		l := Lease{Key: r.Key, ID: id, Granted: time.UnixMilli(res[1])}
-		if res[2] > 0 {
-			l.Expires, l.Concurrency = time.UnixMilli(res[2]), conc
-		}
-		b.ledger.add(r.Key, r.Windows, res[1], r.units())
-		return l, verdict{ok: true}, l.Granted, held, nil
-	}
-	v = verdict{reason: Reason(res[1])}
-	if res[2] > 0 {
-		v.at = time.UnixMilli(res[2])
-		if v.reason == ReasonCooldown {
-			b.ledger.cooldown(r.Key, res[2])
-		}
-	}
-	return Lease{}, v, time.UnixMilli(res[3]), held, nil
-}
-
-// parseAnswer reads the acquire script's answer: five integers, and the
-// key's epoch when the process did not know it.
-func parseAnswer(raw []any) (res [5]int64, epoch string, err error) {
-	if len(raw) != 5 && len(raw) != 6 {
-		return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
-	}
-	for i := range res {
-		n, ok := raw[i].(int64)
-		if !ok {
-			return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
-		}
-		res[i] = n
-	}
-	if len(raw) == 6 {
-		if epoch, _ = raw[5].(string); epoch == "" {
-			return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
-		}
-	}
-	return res, epoch, nil
-}

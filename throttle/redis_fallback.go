@@ -60,7 +60,7 @@ func (b *Redis) instead(ctx context.Context, r Request, try bool, cause error) (
 	} else {
 		l, err = b.local.Acquire(ctx, b.share(r))
 	}
-	if l.HoldsSlot() {
+	if l.ownSlot() {
 		// The fleet's cap, not this process's share of it: what a refusal
 		// of the call says about WeCom (see LimitStore) is about the fleet.
 		l.Concurrency = b.capped(r).Concurrency
@@ -79,13 +79,41 @@ func (b *Redis) share(r Request) Request {
 		ws[i] = Window{Limit: cut(w.Limit), Period: w.Period}
 	}
 	r.Windows = ws
+	if len(r.With) > 0 {
+		with := make([]Request, len(r.With))
+		for i, s := range r.With {
+			with[i] = b.share(s)
+		}
+		r.With = with
+	}
 	return r
 }
 
 // localLease marks leases of the fallback, so that Release routes them there.
 const localLease = "local:"
 
+// fromLocal marks a lease of the fallback, its With leases too.
 func fromLocal(l Lease, err error) (Lease, error) {
 	l.ID = localLease + l.ID
+	if len(l.With) > 0 {
+		with := make([]Lease, len(l.With))
+		for i, s := range l.With {
+			with[i], _ = fromLocal(s, nil)
+		}
+		l.With = with
+	}
 	return l, err
+}
+
+// toLocal undoes fromLocal.
+func toLocal(l Lease) Lease {
+	l.ID = strings.TrimPrefix(l.ID, localLease)
+	if len(l.With) > 0 {
+		with := make([]Lease, len(l.With))
+		for i, s := range l.With {
+			with[i] = toLocal(s)
+		}
+		l.With = with
+	}
+	return l
 }

@@ -156,10 +156,11 @@ func (b *Redis) passOn(key string) {
 // or, if w left meanwhile, hands the lease on. requeued: the hand-over
 // granted a slot and queued this process again for its other waiters.
 // yielded: it granted the slot to another process and queued this one.
-func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) {
+// apart: a With slot of w's was busy, and w takes its slots apart.
+func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded, apart bool) {
 	b.mu.Lock()
 	w.claimed = false
-	w.yielded = yielded
+	w.yielded, w.apart = yielded, apart
 	if k := b.keys[key]; k != nil && requeued && l.ID != "" {
 		k.full = true
 	}
@@ -175,8 +176,10 @@ func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) 
 }
 
 // handOn gives a lease granted for r, which its waiter cannot use, to another
-// waiter of the key with the same limits, or back to Redis.
+// waiter of the key with the same limits, or back to Redis. Its With slots,
+// which were the waiter's own, go back.
 func (b *Redis) handOn(key string, l Lease, r Request) {
+	l = b.dropWith(l)
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil {
 		if w := k.waiterFor(r, false, b.capped); w != nil {
@@ -189,23 +192,22 @@ func (b *Redis) handOn(key string, l Lease, r Request) {
 	b.giveBack(l, r)
 }
 
-// giveBack releases a lease and refunds its window counts.
+// giveBack releases a lease, its With leases too, and refunds its window
+// counts.
 func (b *Redis) giveBack(l Lease, r Request) {
-	k := b.names(r.Key, r.Windows)
-	keys := append([]string{k.holders, k.waiting}, k.windows...)
-	args := []any{l.ID, b.wakePrefix, r.Key, l.Granted.UnixMilli(), r.units()}
-	for _, w := range r.Windows {
-		args = append(args, w.Period.Milliseconds())
-	}
 	if b.isDown() {
 		if l.HoldsSlot() {
 			b.orphan(l) // released, without a refund, when Redis answers
 		}
 		return
 	}
-	octx, cancel := b.opCtx(context.Background())
+	ctx := context.Background()
+	together, apart := b.splitWith(l)
+	_ = releaseEach(ctx, b, apart) // on failure the TTL frees the slot
+	l.With = together
+	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	if b.release.Run(octx, b.rdb, keys, args...).Err() == nil { // on failure the TTL frees the slot
+	if _, err := b.releaseScript(octx, l, r.Windows, r.units()); err == nil { // on failure the TTL frees the slot
 		b.ledger.remove(r.Key, r.Windows, l.Granted.UnixMilli(), r.units())
 	}
 }

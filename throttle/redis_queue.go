@@ -66,6 +66,12 @@ type rwaiter struct {
 	// yielded: its hand-over granted the slot to another process and queued
 	// this one, so it waits for its turn without asking first.
 	yielded bool
+	// apart: its hand-over found a With slot busy; it leaves the line to
+	// take its slots apart.
+	apart bool
+	// spare: another process's grant it could not use for a busy With
+	// slot, handed on when it leaves.
+	spare Lease
 }
 
 // available reports whether w may be handed a slot now: it is free and not
@@ -140,6 +146,7 @@ func (b *Redis) leave(key string, k *rkey, e *list.Element, w *rwaiter, served *
 	case orphan = <-w.slot:
 	default:
 	}
+	spare := w.spare
 	wasHead := k.queue.Front() == e
 	k.queue.Remove(e) // a no-op if the head already failed it
 	empty := k.queue.Len() == 0
@@ -151,8 +158,10 @@ func (b *Redis) leave(key string, k *rkey, e *list.Element, w *rwaiter, served *
 		close(k.queue.Front().Value.(*rwaiter).turn)
 	}
 	b.mu.Unlock()
-	if orphan.ID != "" {
-		b.handOn(key, orphan, w.req)
+	for _, l := range []Lease{orphan, spare} {
+		if l.ID != "" {
+			b.handOn(key, l, w.req)
+		}
 	}
 	if empty && wasHead && !*served {
 		b.passOn(key)

@@ -10,11 +10,26 @@ import (
 
 // Release implements Backend. When a waiter of this process waits for the
 // key and no other process has waited longer, the slot is handed straight
-// over to it, in the same round trip.
+// over to it, in the same round trip. The lease's With leases are released
+// in that round trip too when they share its hash tag.
 func (b *Redis) Release(ctx context.Context, l Lease) error {
+	if !l.HoldsSlot() {
+		return nil
+	}
+	together, apart := b.splitWith(l)
+	first := releaseEach(ctx, b, apart)
+	l.With = together
+	if err := b.releaseOwn(ctx, l); err != nil {
+		return err
+	}
+	return first
+}
+
+// releaseOwn releases l's own slot and its With leases, which share its
+// hash tag.
+func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	if strings.HasPrefix(l.ID, localLease) {
-		l.ID = strings.TrimPrefix(l.ID, localLease)
-		return b.local.Release(ctx, l)
+		return b.local.Release(ctx, toLocal(l))
 	}
 	if !l.HoldsSlot() {
 		return nil
@@ -25,13 +40,14 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 		b.orphan(l)
 		return b.errDown()
 	}
-	if next, more := b.claimNext(l.Key); next != nil {
-		return b.handOver(ctx, l, next, more)
+	if l.ownSlot() {
+		if next, more := b.claimNext(l.Key); next != nil {
+			return b.handOver(ctx, l, next, more)
+		}
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	k := b.names(l.Key, nil)
-	n, err := b.release.Run(octx, b.rdb, []string{k.holders, k.waiting}, l.ID, b.wakePrefix, l.Key, 0).Int64()
+	held, err := b.releaseScript(octx, l, nil, 0)
 	switch {
 	case err != nil:
 		outage, err := b.failed("release", err)
@@ -39,7 +55,7 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 			b.orphan(l)
 		}
 		return err
-	case n == 0:
+	case !held:
 		return ErrLeaseNotHeld
 	}
 	return nil
@@ -67,8 +83,13 @@ func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool) error {
 	// Hand the slot over in one round trip, unless another process has
 	// waited longer for it; this process stays queued if more wait.
-	got, v, _, held, err := b.attempt(ctx, next.req, true, true, l.ID, more)
-	b.settle(l.Key, next, got, more, err == nil && v.reason == reasonYielded)
+	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, queue: true, release: l, requeue: more})
+	apart := err == nil && res.v.reason == reasonWithBusy
+	b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded, apart)
+	if apart {
+		b.nudge(l.Key) // the slot is free: the head of the line asks for it
+	}
+	held := res.held
 	switch {
 	case err != nil:
 		outage, err := b.failed("release", err)
@@ -87,9 +108,26 @@ func (b *Redis) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, 
 	if ttl < time.Millisecond {
 		return l, invalidf("key %q: TTL %s under a millisecond", l.Key, ttl)
 	}
+	l, err := extendWith(ctx, l, ttl, b.extendOwn)
+	if err != nil || !l.ownSlot() && len(l.With) > 0 {
+		return l, err
+	}
+	return b.extendOwn(ctx, l, ttl)
+}
+
+// extendOwn extends l's own slot, its With leases aside.
+func (b *Redis) extendOwn(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	with := l.With
+	l.With = nil
+	l, err := b.extendOne(ctx, l, ttl)
+	l.With = with
+	return l, err
+}
+
+// extendOne extends the slot of l, which has no With leases.
+func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	if strings.HasPrefix(l.ID, localLease) {
-		l.ID = strings.TrimPrefix(l.ID, localLease)
-		return fromLocal(b.local.Extend(ctx, l, ttl))
+		return fromLocal(b.local.Extend(ctx, toLocal(l), ttl))
 	}
 	if down, err := b.ready(ctx); err != nil {
 		return l, err

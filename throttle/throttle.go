@@ -80,6 +80,17 @@ type Request struct {
 	// Zero means 1. It does not change the slots: a lease holds one. A
 	// weighted waiter keeps its place in line until its weight fits.
 	Weight int
+	// With are concurrency slots on other keys taken together with this
+	// request, all or nothing: a per-customer lock beside an API's slot,
+	// say. Each is a slot alone (Concurrency > 0; no Windows, Weight,
+	// WaitCooldown or With of its own) on a key of its own. The request
+	// waits in its own key's line; when it could be granted but a With
+	// slot is held, it leaves that line holding nothing, takes the busy
+	// slots first (waiting for them as an Acquire of each would), then
+	// queues again for the rest: a lock that is contended never keeps
+	// this key's capacity idle. The Redis backend takes the request and
+	// its With slots in one round trip when they share a hash tag.
+	With []Request
 }
 
 // units returns what the acquisition counts in its windows.
@@ -97,6 +108,9 @@ func (r Request) Validate() error {
 	case r.Weight < 0:
 		return invalidf("key %q: negative weight %d", r.Key, r.Weight)
 	}
+	if err := r.validateWith(); err != nil {
+		return err
+	}
 	for _, w := range r.Windows {
 		if w.Limit <= 0 || w.Period < BucketsPerWindow {
 			return invalidf("key %q: window %s: limit must be positive and period at least %dns", r.Key, w, BucketsPerWindow)
@@ -106,6 +120,32 @@ func (r Request) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validateWith checks r's With slots.
+func (r Request) validateWith() error {
+	for i, s := range r.With {
+		switch {
+		case s.Key == "" || s.Key == r.Key:
+			return invalidf("key %q: with slot %d: key %q must be another key", r.Key, i, s.Key)
+		case s.Concurrency <= 0 || s.TTL < 0:
+			return invalidf("key %q: with slot %q: concurrency %d and TTL %s: a with slot is a concurrency slot", r.Key, s.Key, s.Concurrency, s.TTL)
+		case len(s.Windows) > 0 || s.Weight < 0 || s.Weight > 1 || s.WaitCooldown || len(s.With) > 0:
+			return invalidf("key %q: with slot %q: only a concurrency slot, without windows, weight, WaitCooldown or with slots", r.Key, s.Key)
+		}
+		for _, t := range r.With[:i] {
+			if t.Key == s.Key {
+				return invalidf("key %q: with slot %q named twice", r.Key, s.Key)
+			}
+		}
+	}
+	return nil
+}
+
+// withless returns r without its With slots.
+func (r Request) withless() Request {
+	r.With = nil
+	return r
 }
 
 // LeaseTTL returns the TTL the lease of r gets: r.TTL, or DefaultTTL when zero.
@@ -133,11 +173,18 @@ type Lease struct {
 	// a lower limit learned on the key (see LimitStore); zero if the lease
 	// holds no slot.
 	Concurrency int
+	// With are the leases of the request's With slots, in its order.
+	// Release and Extend of the lease act on them too.
+	With []Lease
 }
 
-// HoldsSlot reports whether the lease holds a concurrency slot that must be
-// released.
-func (l Lease) HoldsSlot() bool { return !l.Expires.IsZero() }
+// HoldsSlot reports whether the lease holds a concurrency slot, its own or
+// a With lease's, that must be released.
+func (l Lease) HoldsSlot() bool { return !l.Expires.IsZero() || len(l.With) > 0 }
+
+// ownSlot reports whether the lease itself, its With leases aside, holds a
+// slot.
+func (l Lease) ownSlot() bool { return !l.Expires.IsZero() }
 
 // Backend is a limiter store. Implementations are safe for concurrent use.
 type Backend interface {
@@ -149,12 +196,15 @@ type Backend interface {
 	// rate window or a cooldown), it fails at once with a *LimitError. When ctx
 	// ends first it returns ctx.Err() and holds nothing.
 	Acquire(ctx context.Context, r Request) (Lease, error)
-	// Release frees the lease's concurrency slot at once and hands it to the next
-	// waiter. It returns ErrLeaseNotHeld when the lease had already expired or
-	// been released. Releasing a lease that holds no slot does nothing.
+	// Release frees the lease's concurrency slot, and those of its With
+	// leases, at once and hands them to the next waiters. It returns
+	// ErrLeaseNotHeld when one had already expired or been released (the
+	// others are released all the same). Releasing a lease that holds no
+	// slot does nothing.
 	Release(ctx context.Context, l Lease) error
-	// Extend moves the lease's expiry to ttl from now and returns the updated
-	// lease, or ErrLeaseNotHeld when it has already expired or been released.
+	// Extend moves the expiry of the lease and of its With leases to ttl
+	// from now and returns the updated lease, or ErrLeaseNotHeld when one
+	// has already expired or been released.
 	Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 	// Cooldown refuses every acquisition on key for d from now (a later end
 	// already in force is kept). Waiters that do not wait out cooldowns fail.

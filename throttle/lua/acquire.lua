@@ -8,6 +8,9 @@
 --           find it missing, expiring with the windows; with no rate window,
 --           neither read nor made
 -- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
+-- then      per With slot: its holders ZSET and its cooldown STRING
+-- then      per With lease released (a hand-over's): its holders ZSET and
+--           its waiting processes ZSET
 -- ARGV[1]   lease_id: the lease id
 -- ARGV[2]   conc: concurrency (0: no concurrency limit, no slot taken)
 -- ARGV[3]   ttl: lease TTL (ms)
@@ -26,7 +29,12 @@
 --           (0) or, more of its waiters waiting, goes to its back (1)
 -- ARGV[10]  known_epoch: the epoch the process knows for this key ('' : none)
 -- ARGV[11]  weight: the units the acquisition counts in every window
--- ARGV[12..] per window, in KEYS order: limit, period (ms)
+-- ARGV[12]  nwith: the number of With slots, taken with the request, all or
+--           nothing; slot i's lease id is lease_id .. '.' .. i
+-- ARGV[13]  nrel: the number of With leases to release (a hand-over's)
+-- ARGV[14..] per window, in KEYS order: limit, period (ms)
+-- then      per With slot: concurrency, TTL (ms)
+-- then      per With lease released: its id, its throttle key
 --
 -- Returns {1, now, expires, 0, held}   granted (expires 0 without a slot)
 --      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
@@ -34,13 +42,17 @@
 --                                      (granted the slot, or woken), 5 the
 --                                      epoch is not the one the process
 --                                      knew: Redis lost the key's state;
+--                                      6 With slot number at is held or
+--                                      cooling down (the Go side takes the
+--                                      slots apart);
 --                                      at: when that limit frees up (0 unknown)
--- held: 1 if the released lease (ARGV[6]) still held its slot.
+-- held: 1 if the released lease (ARGV[6]) and the With leases released
+-- still held their slots.
 -- When the epoch is not ARGV[10], it follows as a sixth element.
 -- All times are unix milliseconds from TIME: every client agrees on them.
 --
 -- now (unix ms, the server's clock) and buckets (per rate window) come from
--- the prelude (prelude.lua).
+-- the prelude (prelude.lua), free from free.lua.
 local lease_id = ARGV[1]
 local conc = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
@@ -52,6 +64,20 @@ local throttle_key = ARGV[8]
 local requeue = ARGV[9] == '1'
 local known_epoch = ARGV[10]
 local weight = tonumber(ARGV[11])
+local nwith = tonumber(ARGV[12])
+local nrel = tonumber(ARGV[13])
+local nw = #KEYS - 4 - 2 * nwith - 2 * nrel
+local wk = 4 + nw -- KEYS[wk + 2i - 1], KEYS[wk + 2i]: With slot i's holders, cooldown
+local rk = wk + 2 * nwith -- KEYS[rk + 2i - 1], KEYS[rk + 2i]: released lease i's holders, waiting
+local wa = 13 + 2 * nw -- ARGV[wa + 2i - 1], ARGV[wa + 2i]: With slot i's concurrency, TTL
+local ra = wa + 2 * nwith -- ARGV[ra + 2i - 1], ARGV[ra + 2i]: released lease i's id, key
+
+-- A hand-over's With leases go first, whatever this script answers.
+local rel_held = 1
+for i = 1, nrel do
+  local n = free(KEYS[rk + 2 * i - 1], KEYS[rk + 2 * i], ARGV[ra + 2 * i - 1], wake_prefix, ARGV[ra + 2 * i])
+  rel_held = math.min(rel_held, n)
+end
 
 -- wake the process that has waited longest for a slot
 local function wake()
@@ -62,7 +88,6 @@ local function wake()
 end
 
 local held = 0
-local nw = #KEYS - 4
 
 -- The epoch: a process that knew another one has grants that Redis lost
 -- (restarted empty, flushed): it writes them back (restore.lua) before it
@@ -72,7 +97,7 @@ local nw = #KEYS - 4
 local tell = nil
 local etl = 0
 for i = 1, nw do
-  local period = tonumber(ARGV[11 + 2 * i])
+  local period = tonumber(ARGV[13 + 2 * i])
   etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
 end
 if nw > 0 then
@@ -87,11 +112,12 @@ if nw > 0 then
       if release_id ~= '' then
         held = redis.call('ZREM', KEYS[1], release_id)
       end
-      return {0, 5, 0, now, held, ep}
+      return {0, 5, 0, now, math.min(held, rel_held), ep}
     end
   end
 end
 local function reply(r)
+  r[5] = math.min(r[5], rel_held)
   if tell then r[#r + 1] = tell end
   return r
 end
@@ -113,9 +139,10 @@ if handover then
   end
 end
 
--- refuse: a hand-over that cannot use the freed slot passes it on
+-- refuse: a hand-over that cannot use the freed slot passes it on (except
+-- for a busy With slot: another waiter of this process may use it)
 local function refuse(reason, at)
-  if handover then wake() end
+  if handover and reason ~= 6 then wake() end
   return reply({0, reason, at, now, held})
 end
 
@@ -208,8 +235,8 @@ end
 local worst = 0
 local wins = {}
 for i = 1, nw do
-  local limit = tonumber(ARGV[10 + 2 * i])
-  local period = tonumber(ARGV[11 + 2 * i])
+  local limit = tonumber(ARGV[12 + 2 * i])
+  local period = tonumber(ARGV[13 + 2 * i])
   local width, lo, total, fresh, rend, restored = slide(KEYS[4 + i], period)
   wins[i] = {width, lo, fresh}
   local reserve = 0
@@ -238,19 +265,42 @@ if conc > 0 then
   end
 end
 
+-- with_busy returns the number of the first With slot that is held or
+-- cooling down, or 0
+local function with_busy()
+  for i = 1, nwith do
+    local h, c = KEYS[wk + 2 * i - 1], KEYS[wk + 2 * i]
+    if tonumber(redis.call('GET', c) or '0') > now then
+      return i
+    end
+    redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
+    if redis.call('ZCARD', h) >= tonumber(ARGV[wa + 2 * i - 1]) then
+      return i
+    end
+  end
+  return 0
+end
+if not yield then
+  local busy = with_busy()
+  if busy > 0 then
+    return refuse(6, busy)
+  end
+end
+
 if not taking then
   return reply({1, now, 0, 0, held})
 end
 
--- take counts the acquisition in every window and gives lease id the slot
-local function take(id, expires)
+-- take counts the acquisition in every window and gives lease id the slot,
+-- and its With slots (with)
+local function take(id, expires, with)
   for i = 1, nw do
     local key, width, lo, fresh = KEYS[4 + i], wins[i][1], wins[i][2], wins[i][3]
     redis.call('HINCRBY', key, math.floor(now / width), weight)
     redis.call('HINCRBY', key, 't', weight)
     if fresh then
       redis.call('HSET', key, 'lo', lo)
-      redis.call('PEXPIRE', key, tonumber(ARGV[11 + 2 * i]) + 2 * width + 1000)
+      redis.call('PEXPIRE', key, tonumber(ARGV[13 + 2 * i]) + 2 * width + 1000)
       redis.call('PEXPIRE', KEYS[4], etl)
     end
   end
@@ -258,6 +308,12 @@ local function take(id, expires)
     redis.call('ZADD', KEYS[1], expires, id)
     local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
     redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
+  end
+  for i = 1, with and nwith or 0 do
+    local h = KEYS[wk + 2 * i - 1]
+    redis.call('ZADD', h, now + tonumber(ARGV[wa + 2 * i]), id .. '.' .. i)
+    local last = redis.call('ZRANGE', h, -1, -1, 'WITHSCORES')
+    redis.call('PEXPIREAT', h, tonumber(last[2]) + 1000)
   end
 end
 
@@ -277,8 +333,8 @@ end
 if yield then
   local limits = {}
   -- concurrency, TTL, weight and the windows, as the caller sent them
-  for i = 2, 3 do limits[#limits + 1] = ARGV[i] end
-  for i = 11, #ARGV do limits[#limits + 1] = ARGV[i] end
+  for _, i in ipairs({2, 3, 11}) do limits[#limits + 1] = ARGV[i] end
+  for i = 14, 13 + 2 * nw do limits[#limits + 1] = ARGV[i] end
   local msg = table.concat({throttle_key, lease_id, now, expires, table.concat(limits, '\n')}, '\n')
   while true do
     local first = redis.call('ZRANGE', KEYS[3], 0, 0)
@@ -287,7 +343,7 @@ if yield then
     end
     redis.call('ZREM', KEYS[3], first[1])
     if redis.call('PUBLISH', wake_prefix .. first[1], msg) > 0 then
-      take(lease_id, expires)
+      take(lease_id, expires, false)
       redis.call('ZADD', KEYS[3], now, first[1])
       if proc ~= '' then
         redis.call('ZADD', KEYS[3], 'NX', now, proc)
@@ -298,7 +354,7 @@ if yield then
   end
 end
 
-take(lease_id, expires)
+take(lease_id, expires, true)
 if proc ~= '' then
   if requeue then
     -- served, with more waiters: the process queues again, at the back

@@ -87,6 +87,14 @@ func Run(t *testing.T, h Harness) {
 		{"WeightsNeverExceedWindow", testWeightsNeverExceed},
 		{"CancelledWeightedGrantsRefund", func(t *testing.T, e *env) { cancelRefunds(t, e, 3) }},
 		{"LimitStore", testLimitStore},
+		{"WithInvalid", testWithInvalid},
+		{"WithAllOrNothing", testWithAllOrNothing},
+		{"WithReleaseFreesAll", testWithReleaseFreesAll},
+		{"WithExtend", testWithExtend},
+		{"WithWaitsApart", testWithWaitsApart},
+		{"WithMutualExclusion", testWithMutualExclusion},
+		{"WithCancelHoldsNothing", testWithCancelHoldsNothing},
+		{"WithOppositeOrders", testWithOppositeOrders},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {

@@ -1,0 +1,186 @@
+// The acquire script of the Redis backend behind a typed call: what one run
+// is asked (acquireArgs), how that becomes KEYS and ARGV, and what it
+// answered (acquireResult).
+
+package throttle
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// acquireArgs is one run of the acquire script.
+type acquireArgs struct {
+	r Request // what to take, its With slots included
+	// take: take what r asks for if it is free; false only checks.
+	take bool
+	// queue: the head of a local line asks; refused a slot, this process
+	// queues in Redis for a wake-up.
+	queue bool
+	// release: a hand-over: this process's lease to release first, and its
+	// With leases (only those that share its hash tag and that no local
+	// waiter wants). Zero: none.
+	release Lease
+	// requeue: granted, this process stays queued, at the back, for its
+	// other waiters.
+	requeue bool
+}
+
+// acquireResult is what one run of the acquire script answered.
+type acquireResult struct {
+	lease Lease   // granted, when v.ok
+	v     verdict // the grant, or the refusal and when it may end
+	now   time.Time
+	// held: the lease released (acquireArgs.release) and its With leases
+	// still held their slots.
+	held bool
+}
+
+// reasonWithBusy is the acquire script's answer to a request that could be
+// granted but for a With slot held or cooling down.
+const reasonWithBusy Reason = 6
+
+// attempt runs the acquire script, and after Redis lost the key's state
+// writes back what this process knows and runs it again.
+func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
+	var (
+		res  acquireResult
+		held bool
+		err  error
+	)
+	for range 2 {
+		res, err = b.attemptOnce(ctx, a)
+		held = held || res.held
+		if err != nil || res.v.reason != reasonLost {
+			break
+		}
+		// Redis lost the key's state: write back what this process knows
+		// before it takes more, then ask again.
+		if err = b.restore(ctx, a.r.Key); err != nil {
+			break
+		}
+	}
+	res.held = held
+	if err == nil && res.v.reason == reasonLost {
+		res.v = verdict{reason: ReasonConcurrency} // lost again at once: wait, and ask again
+	}
+	return res, err
+}
+
+// script returns the acquire script's KEYS and ARGV for a, the lease to be
+// granted being id, and r's concurrency as capped by the learned limit.
+func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, conc int) {
+	r := a.r
+	k := b.names(r.Key, r.Windows)
+	keys = append(make([]string, 0, 4+len(k.windows)+2*len(r.With)+2*len(a.release.With)), k.holders, k.cooldown, k.waiting, k.epoch)
+	keys = append(keys, k.windows...)
+	epoch, proc := "", ""
+	if len(r.Windows) > 0 {
+		epoch = b.ledger.epoch(r.Key)
+	}
+	if a.queue {
+		proc = b.proc
+	}
+	conc = b.capped(r).Concurrency
+	args = []any{id, conc, r.LeaseTTL().Milliseconds(), flag(a.take), proc, a.release.ID, b.wakePrefix, r.Key,
+		flag(a.requeue), epoch, r.units(), len(r.With), len(a.release.With)}
+	for _, w := range r.Windows {
+		args = append(args, w.Limit, w.Period.Milliseconds())
+	}
+	for _, s := range r.With {
+		sk := b.names(s.Key, nil)
+		keys = append(keys, sk.holders, sk.cooldown)
+		args = append(args, b.capped(s).Concurrency, s.LeaseTTL().Milliseconds())
+	}
+	for _, s := range a.release.With {
+		sk := b.names(s.Key, nil)
+		keys = append(keys, sk.holders, sk.waiting)
+		args = append(args, s.ID, s.Key)
+	}
+	return keys, args, conc
+}
+
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// attemptOnce runs the acquire script once (see attempt).
+func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, error) {
+	r := a.r
+	id := newLeaseID()
+	keys, args, conc := b.script(a, id)
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	raw, err := b.acquire.Run(octx, b.rdb, keys, args...).Slice()
+	if err != nil {
+		return acquireResult{}, err
+	}
+	res, told, err := parseAnswer(raw)
+	if err != nil {
+		return acquireResult{}, err
+	}
+	if told != "" && Reason(res[1]) != reasonLost {
+		b.ledger.learn(r.Key, told)
+	}
+	out := acquireResult{held: res[4] == 1}
+	if res[0] == 1 {
+		l := Lease{Key: r.Key, ID: id, Granted: time.UnixMilli(res[1])}
+		if res[2] > 0 {
+			l.Expires, l.Concurrency = time.UnixMilli(res[2]), conc
+		}
+		l.With = b.withLeases(r, id, res[1])
+		b.ledger.add(r.Key, r.Windows, res[1], r.units())
+		out.lease, out.v, out.now = l, verdict{ok: true}, l.Granted
+		return out, nil
+	}
+	out.v, out.now = verdict{reason: Reason(res[1])}, time.UnixMilli(res[3])
+	if res[2] > 0 && out.v.reason != reasonWithBusy {
+		out.v.at = time.UnixMilli(res[2])
+		if out.v.reason == ReasonCooldown {
+			b.ledger.cooldown(r.Key, res[2])
+		}
+	}
+	return out, nil
+}
+
+// withLeases returns the leases of r's With slots as the acquire script
+// grants them with lease id at now (unix ms).
+func (b *Redis) withLeases(r Request, id string, now int64) []Lease {
+	if len(r.With) == 0 {
+		return nil
+	}
+	with := make([]Lease, len(r.With))
+	for i, s := range r.With {
+		with[i] = Lease{
+			Key: s.Key, ID: id + "." + strconv.Itoa(i+1), Granted: time.UnixMilli(now),
+			Expires: time.UnixMilli(now + s.LeaseTTL().Milliseconds()), Concurrency: b.capped(s).Concurrency,
+		}
+	}
+	return with
+}
+
+// parseAnswer reads the acquire script's answer: five integers, and the
+// key's epoch when the process did not know it.
+func parseAnswer(raw []any) (res [5]int64, epoch string, err error) {
+	if len(raw) != 5 && len(raw) != 6 {
+		return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+	}
+	for i := range res {
+		n, ok := raw[i].(int64)
+		if !ok {
+			return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+		}
+		res[i] = n
+	}
+	if len(raw) == 6 {
+		if epoch, _ = raw[5].(string); epoch == "" {
+			return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+		}
+	}
+	return res, epoch, nil
+}

@@ -1,0 +1,142 @@
+// With slots, as both backends share them: the way apart that a request
+// takes when one of its With slots is busy, and the releases and renewals
+// of a lease's With leases one at a time.
+
+package throttle
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// errWithBusy is what a backend's grant path tells its Acquire when the
+// request could be granted but a With slot is held: the request leaves its
+// line holding nothing and is taken apart (acquireApart).
+var errWithBusy = errors.New("throttle: a with slot is busy")
+
+// acquireApart takes r's With slots one at a time, each waiting as an
+// Acquire of it alone, then r without them, and returns r's lease with the
+// With leases attached. A With lease's TTL runs while r waits: after a long
+// wait they are renewed, and one that expired meanwhile (another call may
+// hold its slot now) makes it start over. On a failure it releases what it
+// took.
+func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
+	for {
+		// In the order of their keys, so that two requests naming the
+		// same slots in another order never wait on each other.
+		with := make([]Lease, len(r.With))
+		for _, i := range byKey(r.With) {
+			l, err := b.Acquire(ctx, r.With[i])
+			if err != nil {
+				_ = releaseEach(ctx, b, with)
+				return Lease{}, err
+			}
+			with[i] = l
+		}
+		start := time.Now()
+		l, err := b.Acquire(ctx, r.withless())
+		if err != nil {
+			_ = releaseEach(ctx, b, with)
+			return Lease{}, err
+		}
+		l.With = with
+		if time.Since(start) < shortestTTL(r.With)/4 {
+			return l, nil
+		}
+		renewed, err := extendWith(ctx, l, 0, func(ctx context.Context, s Lease, _ time.Duration) (Lease, error) {
+			return b.Extend(ctx, s, withTTL(r, s.Key))
+		})
+		if err == nil {
+			return renewed, nil
+		}
+		_ = b.Release(context.WithoutCancel(ctx), l)
+		if !errors.Is(err, ErrLeaseNotHeld) {
+			return Lease{}, err
+		}
+	}
+}
+
+// byKey returns the indexes of rs in the order of their keys.
+func byKey(rs []Request) []int {
+	idx := make([]int, len(rs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(rs[a].Key, rs[b].Key) })
+	return idx
+}
+
+// shortestTTL returns the shortest lease TTL of rs.
+func shortestTTL(rs []Request) time.Duration {
+	d := time.Duration(0)
+	for _, r := range rs {
+		if t := r.LeaseTTL(); d == 0 || t < d {
+			d = t
+		}
+	}
+	return d
+}
+
+// withTTL returns the lease TTL of r's With slot on key.
+func withTTL(r Request, key string) time.Duration {
+	for _, s := range r.With {
+		if s.Key == key {
+			return s.LeaseTTL()
+		}
+	}
+	return DefaultTTL
+}
+
+// tryApart is acquireApart without waiting: each slot is tried once.
+func tryApart(ctx context.Context, b Backend, r Request) (Lease, error) {
+	with := make([]Lease, 0, len(r.With))
+	for _, s := range r.With {
+		l, err := b.TryAcquire(ctx, s)
+		if err != nil {
+			_ = releaseEach(ctx, b, with)
+			return Lease{}, err
+		}
+		with = append(with, l)
+	}
+	l, err := b.TryAcquire(ctx, r.withless())
+	if err != nil {
+		_ = releaseEach(ctx, b, with)
+		return Lease{}, err
+	}
+	l.With = with
+	return l, nil
+}
+
+// releaseEach releases leases one at a time, even when ctx has ended, and
+// returns the first error.
+func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
+	ctx = context.WithoutCancel(ctx)
+	var first error
+	for _, l := range leases {
+		if err := b.Release(ctx, l); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// extendWith extends l's With leases one at a time with extend, and
+// returns l with them updated.
+func extendWith(ctx context.Context, l Lease, ttl time.Duration, extend func(context.Context, Lease, time.Duration) (Lease, error)) (Lease, error) {
+	if len(l.With) == 0 {
+		return l, nil
+	}
+	with := make([]Lease, len(l.With))
+	for i, s := range l.With {
+		n, err := extend(ctx, s, ttl)
+		if err != nil {
+			return l, err
+		}
+		with[i] = n
+	}
+	l.With = with
+	return l, nil
+}
