@@ -435,13 +435,9 @@ func (m *Memory) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
-	l, err := extendWith(ctx, l, ttl, func(_ context.Context, s Lease, ttl time.Duration) (Lease, error) {
+	return extendAll(ctx, l, ttl, func(_ context.Context, s Lease, ttl time.Duration) (Lease, error) {
 		return m.extend(s, ttl, now)
 	})
-	if err != nil || !l.ownSlot() && len(l.With) > 0 {
-		return l, err
-	}
-	return m.extend(l, ttl, now)
 }
 
 // extend extends one lease's own slot. Called with m.mu held.

@@ -233,11 +233,13 @@ func (b *Redis) startRound(k *rkey, w *rwaiter, first, woken bool) (skip, more b
 }
 
 // noteAnswer records what Redis answered the head w of k, its round trip
-// done: w is no longer busy, and the refusal that waiters arriving behind it
-// fail at once for (see failsAtOnce) is the new one, or none after a grant.
+// done: w is no longer busy unless it leaves the line (granted, or to take
+// its With slots apart), so that no Release hands it a slot on its way out;
+// and the refusal that waiters arriving behind it fail at once for (see
+// failsAtOnce) is the new one, or none after a grant.
 func (b *Redis) noteAnswer(k *rkey, w *rwaiter, v verdict, now time.Time, err error, more bool) {
 	b.mu.Lock()
-	w.busy = false
+	w.busy = err == nil && (v.ok || v.reason == reasonWithBusy)
 	if err == nil && v.ok {
 		k.refused = nil
 		if !more { // this process left the waiting queue

@@ -84,12 +84,21 @@ func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool)
 	// Hand the slot over in one round trip, unless another process has
 	// waited longer for it; this process stays queued if more wait.
 	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, queue: true, release: l, requeue: more})
-	apart := err == nil && res.v.reason == reasonWithBusy
-	b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded, apart)
-	if apart {
-		b.nudge(l.Key) // the slot is free: the head of the line asks for it
-	}
 	held := res.held
+	// A waiter whose With slot is busy takes its slots apart; the slot it
+	// leaves free goes to the next waiter that is free to take it, else the
+	// head of the line asks for it.
+	for err == nil && res.v.reason == reasonWithBusy {
+		b.settle(l.Key, next, Lease{}, false, false, true)
+		if next, more = b.claimNext(l.Key); next == nil {
+			b.nudge(l.Key)
+			break
+		}
+		res, err = b.attempt(ctx, acquireArgs{r: next.req, take: true, queue: true, requeue: more})
+	}
+	if next != nil {
+		b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded, false)
+	}
 	switch {
 	case err != nil:
 		outage, err := b.failed("release", err)
@@ -108,20 +117,7 @@ func (b *Redis) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, 
 	if ttl < time.Millisecond {
 		return l, invalidf("key %q: TTL %s under a millisecond", l.Key, ttl)
 	}
-	l, err := extendWith(ctx, l, ttl, b.extendOwn)
-	if err != nil || !l.ownSlot() && len(l.With) > 0 {
-		return l, err
-	}
-	return b.extendOwn(ctx, l, ttl)
-}
-
-// extendOwn extends l's own slot, its With leases aside.
-func (b *Redis) extendOwn(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	with := l.With
-	l.With = nil
-	l, err := b.extendOne(ctx, l, ttl)
-	l.With = with
-	return l, err
+	return extendAll(ctx, l, ttl, b.extendOne)
 }
 
 // extendOne extends the slot of l, which has no With leases.

@@ -145,7 +145,8 @@ func mustTake(t *testing.T, b Backend, r Request) Lease {
 // TestRedisWithBusyAtHandOver: a release hands the API's slot to the first
 // waiter of the process, whose customer is locked by another call; that
 // waiter leaves the line holding nothing, and the slot goes to the next
-// waiter at once, not when the lock frees. The first gets its lease once
+// waiter (in the same Release, or by its own ask when it heads the line
+// by then), not when the lock frees. The first gets its lease once
 // the lock is released.
 func TestRedisWithBusyAtHandOver(t *testing.T) {
 	b, _ := withBackend(t, redistest.Single(t))
@@ -168,6 +169,7 @@ func TestRedisWithBusyAtHandOver(t *testing.T) {
 		}()
 		queued(t, b, markRequest("", 1).Key, i+1)
 	}
+	headRefused(t, b, markRequest("", 1).Key)
 	if err := b.Release(ctx, api); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
 // With slots, as both backends share them: the way apart that a request
-// takes when one of its With slots is busy, and the releases and renewals
-// of a lease's With leases one at a time.
+// takes when one of its With slots is busy, releases one lease at a time,
+// and the renewal of a lease with its With leases.
 
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -46,11 +47,12 @@ func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 		if time.Since(start) < shortestTTL(r.With)/4 {
 			return l, nil
 		}
-		renewed, err := extendWith(ctx, l, 0, func(ctx context.Context, s Lease, _ time.Duration) (Lease, error) {
+		renewed, err := extendAll(ctx, Lease{Key: l.Key, With: l.With}, 0, func(ctx context.Context, s Lease, _ time.Duration) (Lease, error) {
 			return b.Extend(ctx, s, withTTL(r, s.Key))
 		})
 		if err == nil {
-			return renewed, nil
+			l.With = renewed.With
+			return l, nil
 		}
 		_ = b.Release(context.WithoutCancel(ctx), l)
 		if !errors.Is(err, ErrLeaseNotHeld) {
@@ -123,20 +125,32 @@ func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
 	return first
 }
 
-// extendWith extends l's With leases one at a time with extend, and
-// returns l with them updated.
-func extendWith(ctx context.Context, l Lease, ttl time.Duration, extend func(context.Context, Lease, time.Duration) (Lease, error)) (Lease, error) {
-	if len(l.With) == 0 {
-		return l, nil
-	}
-	with := make([]Lease, len(l.With))
-	for i, s := range l.With {
-		n, err := extend(ctx, s, ttl)
-		if err != nil {
-			return l, err
+// extendAll extends l's own slot (a lease without With leases is
+// extended even without one, to be told it is not held) and each of its
+// With leases with one, going on past a failure so that one lost lease
+// does not cost the others theirs. It returns l updated and the first
+// error.
+func extendAll(ctx context.Context, l Lease, ttl time.Duration, one func(context.Context, Lease, time.Duration) (Lease, error)) (Lease, error) {
+	var first error
+	with := l.With
+	l.With = nil
+	if l.ownSlot() || len(with) == 0 {
+		if n, err := one(ctx, l, ttl); err != nil {
+			first = err
+		} else {
+			l = n
 		}
-		with[i] = n
 	}
-	l.With = with
-	return l, nil
+	if len(with) > 0 {
+		l.With = make([]Lease, len(with))
+		for i, s := range with {
+			n, err := one(ctx, s, ttl)
+			if err != nil {
+				first = cmp.Or(first, err)
+				n = s
+			}
+			l.With[i] = n
+		}
+	}
+	return l, first
 }

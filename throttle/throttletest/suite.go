@@ -95,6 +95,7 @@ func Run(t *testing.T, h Harness) {
 		{"WithMutualExclusion", testWithMutualExclusion},
 		{"WithCancelHoldsNothing", testWithCancelHoldsNothing},
 		{"WithOppositeOrders", testWithOppositeOrders},
+		{"WithExtendPastALostLease", testWithExtendPastALostLease},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {

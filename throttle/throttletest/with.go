@@ -395,3 +395,30 @@ func testWithOppositeOrders(t *testing.T, e *env) {
 		}
 	}
 }
+
+// testWithExtendPastALostLease: Extend of a lease one of whose With leases
+// was lost reports ErrLeaseNotHeld but still extends the others, so that a
+// call kept past its TTL (one WeCom has not answered) keeps every slot it
+// still holds.
+func testWithExtendPastALostLease(t *testing.T, e *env) {
+	ctx := context.Background()
+	ttl := 25 * e.u
+	r := throttle.Request{Key: "wlost", Concurrency: 1, TTL: ttl, With: []throttle.Request{
+		{Key: "wlost-a", Concurrency: 1, TTL: ttl}, {Key: "wlost-b", Concurrency: 1, TTL: ttl},
+	}}
+	l := mustAcquire(t, ctx, e.b, r)
+	mustRelease(t, e.b, l.With[0]) // lost
+	ext, err := e.b.Extend(ctx, l, 50*e.u)
+	if !errors.Is(err, throttle.ErrLeaseNotHeld) {
+		t.Fatalf("Extend with a lost With lease: %v, want ErrLeaseNotHeld", err)
+	}
+	if !ext.Expires.After(l.Expires) || !ext.With[1].Expires.After(l.With[1].Expires) {
+		t.Fatalf("Extend stopped at the lost lease: own expiry %v -> %v, other With %v -> %v",
+			l.Expires, ext.Expires, l.With[1].Expires, ext.With[1].Expires)
+	}
+	time.Sleep(ttl + 2*e.u) // past the first expiry
+	mustBeHeld(t, e, "wlost")
+	mustBeHeld(t, e, "wlost-b")
+	ext.With = ext.With[1:]
+	mustRelease(t, e.b, ext)
+}
