@@ -30,14 +30,6 @@ func NewMemory() *Memory {
 	return &Memory{keys: make(map[string]*keyState), learned: make(map[string]Learned), epoch: time.Now()}
 }
 
-type keyState struct {
-	holders  map[string]time.Time // lease id -> expiry
-	windows  map[time.Duration]*history
-	cooldown time.Time
-	queue    list.List // of *waiter
-	timer    *time.Timer
-}
-
 type waiter struct {
 	req      Request
 	deadline time.Time // zero: none
@@ -47,13 +39,6 @@ type waiter struct {
 	err      error
 }
 
-// verdict is the answer of check.
-type verdict struct {
-	ok     bool
-	reason Reason
-	at     time.Time // when the refusing limit frees up; zero if unknown
-}
-
 func (m *Memory) state(key string) *keyState {
 	ks := m.keys[key]
 	if ks == nil {
@@ -61,56 +46,6 @@ func (m *Memory) state(key string) *keyState {
 		m.keys[key] = ks
 	}
 	return ks
-}
-
-// check decides whether r can be granted at now, without taking anything.
-func (ks *keyState) check(r Request, now time.Time, epoch time.Time) verdict {
-	if now.Before(ks.cooldown) {
-		return verdict{reason: ReasonCooldown, at: ks.cooldown}
-	}
-	var v verdict
-	ns := int64(now.Sub(epoch))
-	for _, w := range r.Windows {
-		h := ks.windows[w.Period]
-		if h == nil {
-			continue
-		}
-		h.prune(ns)
-		if ok, at := h.admit(w.Limit, r.units()); !ok {
-			t := epoch.Add(time.Duration(at))
-			if v.reason == 0 || t.After(v.at) {
-				v = verdict{reason: ReasonRate, at: t}
-			}
-		}
-	}
-	if v.reason != 0 {
-		return v
-	}
-	if r.Concurrency > 0 {
-		ks.purge(now)
-		if len(ks.holders) >= r.Concurrency {
-			return verdict{reason: ReasonConcurrency, at: ks.nextExpiry()}
-		}
-	}
-	return verdict{ok: true}
-}
-
-func (ks *keyState) purge(now time.Time) {
-	for id, exp := range ks.holders {
-		if !now.Before(exp) {
-			delete(ks.holders, id)
-		}
-	}
-}
-
-func (ks *keyState) nextExpiry() time.Time {
-	var first time.Time
-	for _, exp := range ks.holders {
-		if first.IsZero() || exp.Before(first) {
-			first = exp
-		}
-	}
-	return first
 }
 
 func (m *Memory) take(key string, ks *keyState, r Request, now time.Time) Lease {
@@ -130,25 +65,6 @@ func (m *Memory) take(key string, ks *keyState, r Request, now time.Time) Lease 
 		ks.holders[l.ID] = l.Expires
 	}
 	return l
-}
-
-// untake gives back everything a lease took: its slot and its window counts. Used
-// when a grant raced with its waiter's cancellation, so the grant never started.
-func (ks *keyState) untake(l Lease, r Request, epoch time.Time) {
-	delete(ks.holders, l.ID)
-	for _, w := range r.Windows {
-		if h := ks.windows[w.Period]; h != nil {
-			h.remove(int64(l.Granted.Sub(epoch)), r.units())
-		}
-	}
-}
-
-func (v verdict) err(key string, now time.Time) *LimitError {
-	e := &LimitError{Key: key, Reason: v.reason}
-	if v.reason != ReasonConcurrency && v.at.After(now) {
-		e.RetryAfter = v.at.Sub(now)
-	}
-	return e
 }
 
 // TryAcquire implements Backend.
@@ -311,20 +227,6 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	m.forget(key, ks, now)
 }
 
-// failNonWaiting fails every queued waiter that does not wait out cooldowns,
-// the key being in one.
-func (ks *keyState) failNonWaiting(key string, v verdict, now time.Time) {
-	for e := ks.queue.Front(); e != nil; {
-		next := e.Next()
-		if w := e.Value.(*waiter); !w.req.WaitCooldown {
-			w.err = v.err(key, now)
-			ks.queue.Remove(e)
-			close(w.ready)
-		}
-		e = next
-	}
-}
-
 // arm sets the key's timer to run dispatch at `at` (zero: no known time).
 func (m *Memory) arm(key string, ks *keyState, at, now time.Time) {
 	if at.IsZero() {
@@ -347,25 +249,6 @@ func (m *Memory) wake(key string, ks *keyState) {
 	if m.keys[key] == ks {
 		m.dispatch(key, ks, time.Now())
 	}
-}
-
-// idle reports whether the key's state is all in its default, so it can go.
-func (ks *keyState) idle(now, epoch time.Time) bool {
-	if ks.queue.Len() > 0 || now.Before(ks.cooldown) {
-		return false
-	}
-	ks.purge(now)
-	if len(ks.holders) > 0 {
-		return false
-	}
-	ns := int64(now.Sub(epoch))
-	for _, h := range ks.windows {
-		h.prune(ns)
-		if len(h.buckets) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func (m *Memory) forget(key string, ks *keyState, now time.Time) {

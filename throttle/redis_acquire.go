@@ -149,70 +149,85 @@ func (b *Redis) lead(ctx context.Context, r Request, k *rkey, e *list.Element, w
 			return b.instead(ctx, r, false, nil)
 		}
 		skip, more := b.startRound(k, w, first, woken)
-		// Wait for a hand-over, a release or cooldown notice, for the time
-		// the script named, or for a resync.
-		d := time.Second
+		wait := time.Second
 		if !skip {
-			res, err := b.attempt(ctx, acquireArgs{r: r, take: true, queue: true, requeue: more})
-			l, v, now := res.lease, res.v, res.now
-			b.noteAnswer(k, w, v, now, err, more)
-			if err != nil {
-				outage, err := b.failed("acquire", err)
-				if outage {
-					return b.instead(ctx, r, false, err)
-				}
-				return Lease{}, err
-			}
-			if v.reason == reasonWithBusy {
-				return Lease{}, errWithBusy // the slot it leaves free goes to the next head
-			}
-			if v.ok {
-				if ctx.Err() != nil {
-					// Granted as the caller gave up: the call never starts.
-					b.giveBack(l, r)
-					return Lease{}, ctx.Err()
-				}
-				*served = true
-				return l, nil
-			}
-			if v.reason == ReasonCooldown {
-				b.failNonWaiting(k, e, v.err(r.Key, now))
-			}
-			if woken && v.reason != ReasonConcurrency {
-				// Woken for a slot this head cannot use now: the next process can.
-				b.passOn(r.Key)
-			}
-			woken = false
-			if v.reason == ReasonCooldown && !r.WaitCooldown ||
-				v.reason != ReasonConcurrency && deadlineBefore(ctx, time.Now().Add(v.at.Sub(now))) {
-				return Lease{}, v.err(r.Key, now)
-			}
-			if !v.at.IsZero() {
-				d = min(d, v.at.Sub(now)+time.Millisecond)
-			}
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-k.wake:
-			b.mu.Lock()
-			woken, k.targeted = k.targeted, false
-			b.mu.Unlock()
-		case <-t.C:
-		case l := <-w.slot:
-			if l, ok, err := b.accept(ctx, l, w); err != nil || ok {
-				t.Stop()
-				*served = ok
+			l, d, done, err := b.ask(ctx, r, k, e, w, woken, more, served)
+			if done {
 				return l, err
 			}
-		case <-ctx.Done():
-			t.Stop()
-			return Lease{}, ctx.Err()
-		case <-b.done:
-			t.Stop()
-			return Lease{}, errClosed()
+			wait, woken = d, false
 		}
-		t.Stop()
+		l, ok, err := b.await(ctx, k, w, wait, &woken)
+		if err != nil || ok {
+			*served = ok
+			return l, err
+		}
 	}
+}
+
+// ask is one round trip of the head w of k (its element e; woken: the
+// last wake-up was this process's turn; more: other waiters queue). done
+// reports that it ended the acquisition, with l (*served set when it is a
+// lease of Redis) or err; otherwise the head waits at most d before asking
+// again.
+func (b *Redis) ask(ctx context.Context, r Request, k *rkey, e *list.Element, w *rwaiter, woken, more bool, served *bool) (l Lease, d time.Duration, done bool, err error) {
+	res, err := b.attempt(ctx, acquireArgs{r: r, take: true, queue: true, requeue: more})
+	v, now := res.v, res.now
+	b.noteAnswer(k, w, v, now, err, more)
+	switch {
+	case err != nil:
+		outage, err := b.failed("acquire", err)
+		if outage {
+			l, err := b.instead(ctx, r, false, err)
+			return l, 0, true, err
+		}
+		return Lease{}, 0, true, err
+	case v.reason == reasonWithBusy:
+		return Lease{}, 0, true, errWithBusy // the slot it leaves free goes to the next head
+	case v.ok && ctx.Err() != nil:
+		b.giveBack(res.lease, r) // granted as the caller gave up: the call never starts
+		return Lease{}, 0, true, ctx.Err()
+	case v.ok:
+		*served = true
+		return res.lease, 0, true, nil
+	}
+	if v.reason == ReasonCooldown {
+		b.failNonWaiting(k, e, v.err(r.Key, now))
+	}
+	if woken && v.reason != ReasonConcurrency {
+		b.passOn(r.Key) // woken for a slot this head cannot use now: the next process can
+	}
+	if v.reason == ReasonCooldown && !r.WaitCooldown ||
+		v.reason != ReasonConcurrency && deadlineBefore(ctx, time.Now().Add(v.at.Sub(now))) {
+		return Lease{}, 0, true, v.err(r.Key, now)
+	}
+	d = time.Second
+	if !v.at.IsZero() {
+		d = min(d, v.at.Sub(now)+time.Millisecond)
+	}
+	return Lease{}, d, false, nil
+}
+
+// await waits, for at most d, for a hand-over to w, a wake-up of k's head
+// (which sets *woken to whether it was this process's turn), ctx or Close.
+// ok reports that l, a hand-over, serves w.
+func (b *Redis) await(ctx context.Context, k *rkey, w *rwaiter, d time.Duration, woken *bool) (l Lease, ok bool, err error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-k.wake:
+		b.mu.Lock()
+		*woken, k.targeted = k.targeted, false
+		b.mu.Unlock()
+	case <-t.C:
+	case l := <-w.slot:
+		return b.accept(ctx, l, w)
+	case <-ctx.Done():
+		return Lease{}, false, ctx.Err()
+	case <-b.done:
+		return Lease{}, false, errClosed()
+	}
+	return Lease{}, false, nil
 }
 
 // startRound starts a round of the head w of k (first: its first; woken: the

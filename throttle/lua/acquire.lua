@@ -173,16 +173,18 @@ end
 -- width) it counts as taken: the reserve.
 --
 -- slide returns the bucket width, the oldest bucket counted, the total,
--- whether the HASH is new (a take then writes 'lo' and sets the expiry), and
--- the end of the reserve and r (nil without a reserve in force).
+-- whether the HASH is new (a take then writes 'lo' and sets the expiry), the
+-- count of the current bucket, and the end of the reserve and r (nil
+-- without a reserve in force). The one HMGET reads all a take needs, so
+-- that the take is one HSET.
 local function slide(key, period)
   local width = math.floor(period / buckets)
   local lo = -1
   if now >= period then
     lo = math.floor((now - period) / width)
   end
-  local v = redis.call('HMGET', key, 'lo', 't', 'b', 'r')
-  local klo, total = tonumber(v[1]), tonumber(v[2] or '0')
+  local v = redis.call('HMGET', key, 'lo', 't', 'b', 'r', math.floor(now / width))
+  local klo, total, curn = tonumber(v[1]), tonumber(v[2] or '0'), tonumber(v[5] or '0')
   local rend, restored = nil, nil
   if v[3] then
     rend = tonumber(v[3]) + period + width
@@ -193,14 +195,14 @@ local function slide(key, period)
     end
   end
   if klo == nil then
-    return width, lo, 0, true, rend, restored
+    return width, lo, 0, true, curn, rend, restored
   end
   if klo >= lo then
-    return width, klo, total, false, rend, restored
+    return width, klo, total, false, curn, rend, restored
   end
   if lo - klo > math.floor(period / width) + 1 and not rend then
     redis.call('DEL', key) -- every bucket written since klo has left the window
-    return width, lo, 0, true
+    return width, lo, 0, true, 0
   end
   for idx = klo, lo - 1 do
     local n = tonumber(redis.call('HGET', key, idx) or '0')
@@ -212,7 +214,7 @@ local function slide(key, period)
   redis.call('HSET', key, 'lo', lo, 't', total)
   redis.call('PEXPIRE', key, period + 2 * width + 1000)
   redis.call('PEXPIRE', KEYS[4], etl)
-  return width, lo, total, false, rend, restored
+  return width, lo, total, false, curn, rend, restored
 end
 
 -- opening returns when a refused window admits the weight: when enough of its
@@ -237,8 +239,8 @@ local wins = {}
 for i = 1, nw do
   local limit = tonumber(ARGV[12 + 2 * i])
   local period = tonumber(ARGV[13 + 2 * i])
-  local width, lo, total, fresh, rend, restored = slide(KEYS[4 + i], period)
-  wins[i] = {width, lo, fresh}
+  local width, lo, total, fresh, curn, rend, restored = slide(KEYS[4 + i], period)
+  wins[i] = {width, lo, fresh, total, curn}
   local reserve = 0
   if rend then reserve = math.max(0, limit - restored) end
   if total + reserve + weight > limit then
@@ -266,15 +268,17 @@ if conc > 0 then
 end
 
 -- with_busy returns the number of the first With slot that is held or
--- cooling down, or 0
+-- cooling down, or 0; it notes in with_held how many live leases each
+-- holds (expired ones are left for the key's own expiry, or a release)
+local with_held = {}
 local function with_busy()
   for i = 1, nwith do
     local h, c = KEYS[wk + 2 * i - 1], KEYS[wk + 2 * i]
     if tonumber(redis.call('GET', c) or '0') > now then
       return i
     end
-    redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
-    if redis.call('ZCARD', h) >= tonumber(ARGV[wa + 2 * i - 1]) then
+    with_held[i] = redis.call('ZCOUNT', h, '(' .. now, '+inf')
+    if with_held[i] >= tonumber(ARGV[wa + 2 * i - 1]) then
       return i
     end
   end
@@ -295,11 +299,13 @@ end
 -- and its With slots (with)
 local function take(id, expires, with)
   for i = 1, nw do
-    local key, width, lo, fresh = KEYS[4 + i], wins[i][1], wins[i][2], wins[i][3]
-    redis.call('HINCRBY', key, math.floor(now / width), weight)
-    redis.call('HINCRBY', key, 't', weight)
-    if fresh then
-      redis.call('HSET', key, 'lo', lo)
+    local key = KEYS[4 + i]
+    local width, lo, fresh, total, curn = unpack(wins[i])
+    local idx = math.floor(now / width)
+    if not fresh then
+      redis.call('HSET', key, idx, curn + weight, 't', total + weight)
+    else
+      redis.call('HSET', key, idx, curn + weight, 't', total + weight, 'lo', lo)
       redis.call('PEXPIRE', key, tonumber(ARGV[13 + 2 * i]) + 2 * width + 1000)
       redis.call('PEXPIRE', KEYS[4], etl)
     end
@@ -310,10 +316,12 @@ local function take(id, expires, with)
     redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
   end
   for i = 1, with and nwith or 0 do
-    local h = KEYS[wk + 2 * i - 1]
-    redis.call('ZADD', h, now + tonumber(ARGV[wa + 2 * i]), id .. '.' .. i)
-    local last = redis.call('ZRANGE', h, -1, -1, 'WITHSCORES')
-    redis.call('PEXPIREAT', h, tonumber(last[2]) + 1000)
+    local h, exp = KEYS[wk + 2 * i - 1], now + tonumber(ARGV[wa + 2 * i])
+    redis.call('ZADD', h, exp, id .. '.' .. i)
+    if with_held[i] > 0 then -- another lease may outlive this one
+      exp = tonumber(redis.call('ZRANGE', h, -1, -1, 'WITHSCORES')[2])
+    end
+    redis.call('PEXPIREAT', h, exp + 1000)
   end
 end
 
