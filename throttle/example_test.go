@@ -51,3 +51,25 @@ func ExampleNewRedis() {
 	}
 	defer func() { _ = lim.Release(ctx, l) }()
 }
+
+// A call that edits one customer takes the API's slot and the customer's
+// lock in one step: while the customer is locked by another call, it waits
+// without holding one of the API's 5 slots.
+func ExampleRequest_with() {
+	lim := throttle.NewMemory()
+	ctx := context.Background()
+	l, err := lim.Acquire(ctx, throttle.Request{
+		Key:         "{corp}/cgi-bin/externalcontact/mark_tag",
+		Concurrency: 5,
+		With:        []throttle.Request{{Key: "{corp}@customer-edit|zhangsan|wmXXXX", Concurrency: 1}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(l.With), l.With[0].HoldsSlot())
+	// Release frees both.
+	if err := lim.Release(ctx, l); err != nil {
+		log.Fatal(err)
+	}
+	// Output: 1 true
+}

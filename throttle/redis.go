@@ -96,9 +96,14 @@ type RedisOptions struct {
 // Redis and prefix: a fleet of processes stays under one set of limits.
 //
 // Each acquisition is one Lua script that checks and takes the concurrency
-// slot, every rate window and the cooldown together, timed by the Redis
-// server's clock, so that processes with skewed clocks agree. Release is one
-// script too. Leases expire on the server, so a process that dies frees its
+// slot, every rate window, the cooldown and the request's With slots
+// together, timed by the Redis server's clock, so that processes with
+// skewed clocks agree. Release is one script too, With leases included.
+// With slots go in the same script when their keys share the request's
+// hash tag and no waiter of this process waits for one of them; otherwise
+// they are taken apart, as Request.With says. A slot another process's
+// hand-over grants names no With slots: the waiter it serves takes its
+// own with one script each before its call starts. Leases expire on the server, so a process that dies frees its
 // slots when their TTL ends.
 //
 // Waiting: within a process, the waiters of a key queue locally in arrival

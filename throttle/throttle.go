@@ -3,7 +3,8 @@
 // across processes.
 //
 // It knows three kinds of limit, all checked and taken together, all-or-nothing,
-// by one [Backend.Acquire]:
+// by one [Backend.Acquire], with the concurrency slots of other keys a
+// request names in [Request.With] (a customer's lock beside an API's slot):
 //
 //   - concurrency: at most [Request.Concurrency] leases on a key at once. A lease
 //     is released explicitly with [Backend.Release]; a lease that is never released
