@@ -124,6 +124,35 @@ func TestLearnerSharesWhatItLearns(t *testing.T) {
 	limit(a, 5, false)
 	limit(b, 5, false)
 
+	refuseAtOnceLowersOnce(ctx, t, a)
+	limit(a, 4, false)
+	limit(b, 5, false) // not refreshed yet
+	clock.add(time.Second)
+	limit(b, 4, true)
+	if ch, _ := b.Refused(ctx, "k", 5, 4); ch == nil || ch.To != 3 {
+		t.Errorf("refusal under 4: %+v", ch)
+	}
+	clock.add(time.Second)
+	limit(a, 3, true)
+
+	for _, want := range []int{4, 5} {
+		clock.add(time.Minute)
+		limit(a, want, true)
+		clock.add(time.Second)
+		limit(b, want, true)
+	}
+	clock.add(time.Minute)
+	limit(a, 5, false)
+	if _, _, ok, _ := store.LoadLimit(ctx, "k"); ok {
+		t.Error("a learned limit is left at the configured one")
+	}
+}
+
+// refuseAtOnceLowersOnce has ten calls granted under a's limit of 5 refused
+// at once, and checks that the limit is lowered once, to 4, and the change
+// reported once.
+func refuseAtOnceLowersOnce(ctx context.Context, t *testing.T, a *Learner) {
+	t.Helper()
 	var wg sync.WaitGroup
 	changes := make(chan *Change, 10)
 	for range 10 { // ten calls granted under 5 refused at once
@@ -148,27 +177,6 @@ func TestLearnerSharesWhatItLearns(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d changes reported for one lowering", n)
-	}
-	limit(a, 4, false)
-	limit(b, 5, false) // not refreshed yet
-	clock.add(time.Second)
-	limit(b, 4, true)
-	if ch, _ := b.Refused(ctx, "k", 5, 4); ch == nil || ch.To != 3 {
-		t.Errorf("refusal under 4: %+v", ch)
-	}
-	clock.add(time.Second)
-	limit(a, 3, true)
-
-	for _, want := range []int{4, 5} {
-		clock.add(time.Minute)
-		limit(a, want, true)
-		clock.add(time.Second)
-		limit(b, want, true)
-	}
-	clock.add(time.Minute)
-	limit(a, 5, false)
-	if _, _, ok, _ := store.LoadLimit(ctx, "k"); ok {
-		t.Error("a learned limit is left at the configured one")
 	}
 }
 

@@ -136,18 +136,7 @@ func (h *cmdCounter) reset() {
 // outage is made when Redis answers again, so its slot does not wait for
 // its TTL.
 func TestRedisOutageFailsFastAndReleasesLater(t *testing.T) {
-	rdb := redistest.Single(t) // for the key cleanup
-	proxy := newCutProxy(t, os.Getenv(redistest.EnvAddr))
-	counter := &cmdCounter{names: make(map[string]int)}
-	via := redis.NewClient(&redis.Options{Addr: proxy.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	via.AddHook(counter)
-	t.Cleanup(func() { _ = via.Close() })
-	prefix := redistest.Prefix(t, rdb)
-	b, err := throttle.NewRedis(via, throttle.RedisOptions{Prefix: prefix, RetryRedisAfter: 20 * time.Millisecond, OpTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b, proxy, counter := outageBackend(t)
 	ctx := context.Background()
 	r := throttle.Request{Key: "{corp}/outage", Concurrency: 1, TTL: time.Hour}
 	held, err := b.Acquire(ctx, r)
@@ -163,27 +152,9 @@ func TestRedisOutageFailsFastAndReleasesLater(t *testing.T) {
 	// (the burst's length is a trigger, not an assertion) runs no script:
 	// only the probe's PINGs go out.
 	counter.reset()
-	var calls, wrong atomic.Int64
-	stop := time.Now().Add(300 * time.Millisecond)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for time.Now().Before(stop) {
-				_, err1 := b.Acquire(ctx, r)
-				_, err2 := b.TryAcquire(ctx, r)
-				_, err3 := b.Extend(ctx, held, time.Hour)
-				for _, err := range []error{err1, err2, err3} {
-					if !errors.Is(err, throttle.ErrUnavailable) {
-						wrong.Add(1)
-					}
-				}
-				calls.Add(3)
-			}
-		})
-	}
-	wg.Wait()
-	if n, pings := counter.scripts(), counter.count("ping"); n != 0 || wrong.Load() != 0 || pings == 0 {
-		t.Errorf("%d calls in the outage ran %d scripts, %d did not fail with ErrUnavailable, %d probe PINGs; want no script, every call failed, a probe", calls.Load(), n, wrong.Load(), pings)
+	calls, wrong := callsInOutage(ctx, b, r, held)
+	if n, pings := counter.scripts(), counter.count("ping"); n != 0 || wrong != 0 || pings == 0 {
+		t.Errorf("%d calls in the outage ran %d scripts, %d did not fail with ErrUnavailable, %d probe PINGs; want no script, every call failed, a probe", calls, n, wrong, pings)
 	}
 
 	proxy.setCut(false)
@@ -200,6 +171,52 @@ func TestRedisOutageFailsFastAndReleasesLater(t *testing.T) {
 	if !free {
 		t.Error("the slot released during the outage was still held after Redis came back")
 	}
+}
+
+// outageBackend returns a Redis backend whose client reaches Redis through
+// a proxy that can cut it off, under a fresh prefix, with the proxy and a
+// counter of the commands the client sends.
+func outageBackend(t *testing.T) (*throttle.Redis, *cutProxy, *cmdCounter) {
+	t.Helper()
+	rdb := redistest.Single(t) // for the key cleanup
+	proxy := newCutProxy(t, os.Getenv(redistest.EnvAddr))
+	counter := &cmdCounter{names: make(map[string]int)}
+	via := redis.NewClient(&redis.Options{Addr: proxy.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	via.AddHook(counter)
+	t.Cleanup(func() { _ = via.Close() })
+	prefix := redistest.Prefix(t, rdb)
+	b, err := throttle.NewRedis(via, throttle.RedisOptions{Prefix: prefix, RetryRedisAfter: 20 * time.Millisecond, OpTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b, proxy, counter
+}
+
+// callsInOutage makes a burst of calls from 8 goroutines for 300ms:
+// Acquire, TryAcquire and Extend of held. It returns how many calls it made
+// and how many did not fail with ErrUnavailable.
+func callsInOutage(ctx context.Context, b *throttle.Redis, r throttle.Request, held throttle.Lease) (calls, wrong int64) {
+	var nCalls, nWrong atomic.Int64
+	stop := time.Now().Add(300 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				_, err1 := b.Acquire(ctx, r)
+				_, err2 := b.TryAcquire(ctx, r)
+				_, err3 := b.Extend(ctx, held, time.Hour)
+				for _, err := range []error{err1, err2, err3} {
+					if !errors.Is(err, throttle.ErrUnavailable) {
+						nWrong.Add(1)
+					}
+				}
+				nCalls.Add(3)
+			}
+		})
+	}
+	wg.Wait()
+	return nCalls.Load(), nWrong.Load()
 }
 
 // dialCounter is a redis.Options.Dialer that counts dials and the most in

@@ -82,7 +82,31 @@ func TestRedisRestartEmptyKeepsWindows(t *testing.T) {
 		}
 		return err
 	}
-	// Fill the window: the dead process 6, the live ones the rest.
+	fillRestartWindow(t, take, dead, alive)
+	if n := len(log.times); n != limit {
+		t.Fatalf("%d granted before the restart, want %d", n, limit)
+	}
+	_ = dead.Close() // it dies: what it took is known to nobody
+
+	restart()
+	// The live processes and, once they have answered, the late one ask
+	// for as long as two windows (a trigger: what is checked is counts).
+	takeAfterRestart(t, take, alive, late, time.Now().Add(2*period))
+
+	if most := log.worst(period); most > limit {
+		t.Errorf("%d grants in one sliding window of %s, limit %d", most, period, limit)
+	}
+	if n := len(log.times) - limit; n == 0 {
+		t.Error("nothing granted after the restart in two window periods")
+	} else {
+		t.Logf("%d granted after the restart; at most %d in a window", n, log.worst(period))
+	}
+}
+
+// fillRestartWindow fills the window with take: the dead process 6, the
+// live ones the rest, until refused.
+func fillRestartWindow(t *testing.T, take func(*throttle.Redis) error, dead *throttle.Redis, alive []*throttle.Redis) {
+	t.Helper()
 	for range 6 {
 		if err := take(dead); err != nil {
 			t.Fatal(err)
@@ -97,17 +121,14 @@ func TestRedisRestartEmptyKeepsWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(log.times); n != limit {
-		t.Fatalf("%d granted before the restart, want %d", n, limit)
-	}
-	_ = dead.Close() // it dies: what it took is known to nobody
+}
 
-	restart()
-	// The live processes and, once they have answered, the late one ask
-	// for as long as two windows (a trigger: what is checked is counts).
+// takeAfterRestart has the live processes and, once they have all answered,
+// the late one take until stop.
+func takeAfterRestart(t *testing.T, take func(*throttle.Redis) error, alive []*throttle.Redis, late *throttle.Redis, stop time.Time) {
+	t.Helper()
 	var wg sync.WaitGroup
 	answered := make(chan struct{}, len(alive))
-	stop := time.Now().Add(2 * period)
 	for _, b := range alive {
 		wg.Go(func() {
 			first := true
@@ -138,15 +159,6 @@ func TestRedisRestartEmptyKeepsWindows(t *testing.T) {
 		}
 	})
 	wg.Wait()
-
-	if most := log.worst(period); most > limit {
-		t.Errorf("%d grants in one sliding window of %s, limit %d", most, period, limit)
-	}
-	if n := len(log.times) - limit; n == 0 {
-		t.Error("nothing granted after the restart in two window periods")
-	} else {
-		t.Logf("%d granted after the restart; at most %d in a window", n, log.worst(period))
-	}
 }
 
 // A cooldown a process set survives a restart of Redis: the process writes

@@ -92,26 +92,7 @@ func TestRedisWithOneRoundTrip(t *testing.T) {
 				t.Fatal("the customer's lock was free while the lease held it")
 			}
 
-			got := make(chan Lease, 1)
-			go func() {
-				w, err := b.Acquire(ctx, markRequest("wm2", 1))
-				if err != nil {
-					t.Error(err)
-				}
-				got <- w
-			}()
-			headRefused(t, b, markRequest("wm2", 1).Key)
-			rec.runs()
-			if err := b.Release(ctx, l); err != nil {
-				t.Fatal(err)
-			}
-			w := <-got
-			if n := rec.runs(); n != 1 {
-				t.Errorf("the release handing over ran %d scripts, want 1", n)
-			}
-			if len(w.With) != 1 || w.With[0].Key != "{corp}@customer-edit|u1|wm2" {
-				t.Fatalf("handed-over lease %+v: want its own customer's lock", w)
-			}
+			w := handOverCounted(t, b, rec, l)
 			free, err := b.TryAcquire(ctx, Request{Key: l.With[0].Key, Concurrency: 1})
 			if err != nil {
 				t.Fatalf("the released lease's lock is still held: %v", err)
@@ -129,6 +110,35 @@ func TestRedisWithOneRoundTrip(t *testing.T) {
 			_ = b.Release(ctx, free)
 		})
 	}
+}
+
+// handOverCounted releases l while a waiter for another customer waits,
+// checks that the hand-over ran one script and gave the waiter its own
+// lock, and returns the waiter's lease.
+func handOverCounted(t *testing.T, b *Redis, rec *scriptCounter, l Lease) Lease {
+	t.Helper()
+	ctx := context.Background()
+	got := make(chan Lease, 1)
+	go func() {
+		w, err := b.Acquire(ctx, markRequest("wm2", 1))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- w
+	}()
+	headRefused(t, b, markRequest("wm2", 1).Key)
+	rec.runs()
+	if err := b.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	w := <-got
+	if n := rec.runs(); n != 1 {
+		t.Errorf("the release handing over ran %d scripts, want 1", n)
+	}
+	if len(w.With) != 1 || w.With[0].Key != "{corp}@customer-edit|u1|wm2" {
+		t.Fatalf("handed-over lease %+v: want its own customer's lock", w)
+	}
+	return w
 }
 
 func mustTake(t *testing.T, b Backend, r Request) Lease {
