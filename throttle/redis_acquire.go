@@ -171,7 +171,9 @@ func (b *Redis) lead(ctx context.Context, r Request, k *rkey, e *list.Element, w
 // lease of Redis) or err; otherwise the head waits at most d before asking
 // again.
 func (b *Redis) ask(ctx context.Context, r Request, k *rkey, e *list.Element, w *rwaiter, woken, more bool, served *bool) (l Lease, d time.Duration, done bool, err error) {
-	res, err := b.attempt(ctx, acquireArgs{r: r, take: true, queue: true, requeue: more})
+	batch, more := b.claimBatch(r.Key, w, r, more)
+	res, err := b.attempt(ctx, acquireArgs{r: r, take: true, batch: len(batch), queue: true, requeue: more})
+	b.deliver(r.Key, batch, res.extra)
 	v, now := res.v, res.now
 	b.noteAnswer(k, w, v, now, err, more)
 	switch {

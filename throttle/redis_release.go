@@ -83,7 +83,9 @@ func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool) error {
 	// Hand the slot over in one round trip, unless another process has
 	// waited longer for it; this process stays queued if more wait.
-	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, queue: true, release: l, requeue: more})
+	batch, more := b.claimBatch(l.Key, next, next.req, more)
+	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, batch: len(batch), queue: true, release: l, requeue: more})
+	b.deliver(l.Key, batch, res.extra)
 	held := res.held
 	// A waiter whose With slot is busy takes its slots apart; the slot it
 	// leaves free goes to the next waiter that is free to take it, else the

@@ -16,6 +16,10 @@ type acquireArgs struct {
 	r Request // what to take, its With slots included
 	// take: take what r asks for if it is free; false only checks.
 	take bool
+	// batch: with take, up to this many more leases on the same terms for
+	// other waiters of this process (no With slots, no hand-over), as many
+	// as the limits allow.
+	batch int
 	// queue: the head of a local line asks; refused a slot, this process
 	// queues in Redis for a wake-up.
 	queue bool
@@ -31,6 +35,7 @@ type acquireArgs struct {
 // acquireResult is what one run of the acquire script answered.
 type acquireResult struct {
 	lease Lease   // granted, when v.ok
+	extra []Lease // the batch's leases granted besides, up to acquireArgs.batch
 	v     verdict // the grant, or the refusal and when it may end
 	now   time.Time
 	// held: the lease released (acquireArgs.release) and its With leases
@@ -84,7 +89,11 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 		proc = b.proc
 	}
 	conc = b.capped(r).Concurrency
-	args = []any{id, conc, r.LeaseTTL().Milliseconds(), flag(a.take), proc, a.release.ID, b.wakePrefix, r.Key,
+	want := 0
+	if a.take {
+		want = 1 + a.batch
+	}
+	args = []any{id, conc, r.LeaseTTL().Milliseconds(), want, proc, a.release.ID, b.wakePrefix, r.Key,
 		flag(a.requeue), epoch, r.units(), len(r.With), len(a.release.With)}
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
@@ -102,6 +111,7 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	return keys, args, conc
 }
 
+// flag is a boolean as the scripts take it.
 func flag(b bool) int {
 	if b {
 		return 1
@@ -120,7 +130,7 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	if err != nil {
 		return acquireResult{}, err
 	}
-	res, told, err := parseAnswer(raw)
+	res, n, told, err := parseAnswer(raw)
 	if err != nil {
 		return acquireResult{}, err
 	}
@@ -133,8 +143,13 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		if res[2] > 0 {
 			l.Expires, l.Concurrency = time.UnixMilli(res[2]), conc
 		}
+		for j := 2; j <= n && j <= 1+a.batch; j++ {
+			e := l
+			e.ID = id + "+" + strconv.Itoa(j)
+			out.extra = append(out.extra, e)
+		}
 		l.With = b.withLeases(r, id, res[1])
-		b.ledger.add(r.Key, r.Windows, res[1], r.units())
+		b.ledger.add(r.Key, r.Windows, res[1], r.units()*n) // none for a check
 		out.lease, out.v, out.now = l, verdict{ok: true}, l.Granted
 		return out, nil
 	}
@@ -164,23 +179,43 @@ func (b *Redis) withLeases(r Request, id string, now int64) []Lease {
 	return with
 }
 
-// parseAnswer reads the acquire script's answer: five integers, and the
-// key's epoch when the process did not know it.
-func parseAnswer(raw []any) (res [5]int64, epoch string, err error) {
-	if len(raw) != 5 && len(raw) != 6 {
-		return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+// parseAnswer reads the acquire script's answer: five integers, then, for
+// a grant, how many leases it granted (n), and last the key's epoch when
+// the process did not know it.
+func parseAnswer(raw []any) (res [5]int64, n int, epoch string, err error) {
+	bad := func() ([5]int64, int, string, error) {
+		return res, 0, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+	}
+	if len(raw) < 5 || len(raw) > 7 {
+		return bad()
 	}
 	for i := range res {
-		n, ok := raw[i].(int64)
+		v, ok := raw[i].(int64)
 		if !ok {
-			return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+			return bad()
 		}
-		res[i] = n
+		res[i] = v
 	}
-	if len(raw) == 6 {
-		if epoch, _ = raw[5].(string); epoch == "" {
-			return res, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+	rest := raw[5:]
+	if res[0] == 1 {
+		v, ok := []any(nil), false
+		if len(rest) > 0 {
+			var c int64
+			c, ok = rest[0].(int64)
+			n, v = int(c), rest[1:]
+		}
+		if !ok || n < 0 {
+			return bad()
+		}
+		rest = v
+	}
+	switch {
+	case len(rest) > 1:
+		return bad()
+	case len(rest) == 1:
+		if epoch, _ = rest[0].(string); epoch == "" {
+			return bad()
 		}
 	}
-	return res, epoch, nil
+	return res, n, epoch, nil
 }

@@ -14,7 +14,11 @@
 -- ARGV[1]   lease_id: the lease id
 -- ARGV[2]   conc: concurrency (0: no concurrency limit, no slot taken)
 -- ARGV[3]   ttl: lease TTL (ms)
--- ARGV[4]   taking: take (1) or only check (0)
+-- ARGV[4]   want: how many leases to take, up to (0: only check). More than
+--           one (a batch for the waiters of a process, without With
+--           slots) grants as many as the limits allow, at least one:
+--           lease_id, then lease_id .. '+' .. j for j = 2, 3... A hand-over
+--           that yields grants one.
 -- ARGV[5]   proc: process id, queued on KEYS[3] when refused a slot ('' : do
 --           not queue)
 -- ARGV[6]   release_id: a lease of this process to release first ('' :
@@ -36,7 +40,8 @@
 -- then      per With slot: concurrency, TTL (ms)
 -- then      per With lease released: its id, its throttle key
 --
--- Returns {1, now, expires, 0, held}   granted (expires 0 without a slot)
+-- Returns {1, now, expires, 0, held, n} granted n leases (expires 0 without
+--                                      a slot; n 0 when only checking)
 --      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
 --                                      3 cooldown, 4 yielded to another process
 --                                      (granted the slot, or woken), 5 the
@@ -56,7 +61,8 @@
 local lease_id = ARGV[1]
 local conc = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
-local taking = ARGV[4] == '1'
+local want = tonumber(ARGV[4])
+local taking = want > 0
 local proc = ARGV[5]
 local release_id = ARGV[6]
 local wake_prefix = ARGV[7]
@@ -236,6 +242,7 @@ end
 
 local worst = 0
 local wins = {}
+local room = want -- the leases every limit admits, up to want
 for i = 1, nw do
   local limit = tonumber(ARGV[12 + 2 * i])
   local period = tonumber(ARGV[13 + 2 * i])
@@ -247,6 +254,7 @@ for i = 1, nw do
     local at = opening(KEYS[4 + i], period, width, lo, total, limit, reserve, rend)
     if at > worst then worst = at end
   end
+  room = math.min(room, math.floor((limit - total - reserve) / weight))
 end
 if worst > 0 then
   return refuse(2, worst)
@@ -256,7 +264,9 @@ if conc > 0 then
   if not swept then
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   end
-  if redis.call('ZCARD', KEYS[1]) >= conc then
+  local holding = redis.call('ZCARD', KEYS[1])
+  room = math.min(room, conc - holding)
+  if holding >= conc then
     local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
     if proc ~= '' then
       -- queue the process (keeping its first arrival) for a release to wake
@@ -292,26 +302,32 @@ if not yield then
 end
 
 if not taking then
-  return reply({1, now, 0, 0, held})
+  return reply({1, now, 0, 0, held, 0})
 end
 
--- take counts the acquisition in every window and gives lease id the slot,
--- and its With slots (with)
-local function take(id, expires, with)
+-- take counts n acquisitions in every window and gives lease id the slot,
+-- and its With slots (with); the leases after the first are named id .. '+'
+-- .. j
+local function take(id, expires, with, n)
   for i = 1, nw do
     local key = KEYS[4 + i]
     local width, lo, fresh, total, curn = unpack(wins[i])
-    local idx = math.floor(now / width)
+    local idx, units = math.floor(now / width), n * weight
     if not fresh then
-      redis.call('HSET', key, idx, curn + weight, 't', total + weight)
+      redis.call('HSET', key, idx, curn + units, 't', total + units)
     else
-      redis.call('HSET', key, idx, curn + weight, 't', total + weight, 'lo', lo)
+      redis.call('HSET', key, idx, curn + units, 't', total + units, 'lo', lo)
       redis.call('PEXPIRE', key, tonumber(ARGV[13 + 2 * i]) + 2 * width + 1000)
       redis.call('PEXPIRE', KEYS[4], etl)
     end
   end
   if conc > 0 then
-    redis.call('ZADD', KEYS[1], expires, id)
+    local add = {'ZADD', KEYS[1], expires, id}
+    for j = 2, n do
+      add[#add + 1] = expires
+      add[#add + 1] = id .. '+' .. j
+    end
+    redis.call(unpack(add))
     local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
     redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
   end
@@ -351,7 +367,7 @@ if yield then
     end
     redis.call('ZREM', KEYS[3], first[1])
     if redis.call('PUBLISH', wake_prefix .. first[1], msg) > 0 then
-      take(lease_id, expires, false)
+      take(lease_id, expires, false, 1)
       redis.call('ZADD', KEYS[3], now, first[1])
       if proc ~= '' then
         redis.call('ZADD', KEYS[3], 'NX', now, proc)
@@ -362,7 +378,11 @@ if yield then
   end
 end
 
-take(lease_id, expires, true)
+local n = 1
+if want > 1 and nwith == 0 then
+  n = math.max(1, room)
+end
+take(lease_id, expires, true, n)
 if proc ~= '' then
   if requeue then
     -- served, with more waiters: the process queues again, at the back
@@ -372,4 +392,4 @@ if proc ~= '' then
     redis.call('ZREM', KEYS[3], proc)
   end
 end
-return reply({1, now, expires, 0, held})
+return reply({1, now, expires, 0, held, n})
