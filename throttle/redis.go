@@ -110,7 +110,11 @@ type RedisOptions struct {
 // order and only the head asks Redis. A Release of the process hands its slot
 // straight to a local waiter in the same round trip (the release script also
 // grants the next acquisition), so a process busy on a key makes one round
-// trip per call in steady state. When another process has waited longer, that
+// trip per call in steady state. The head's ask and a hand-over take leases
+// for the waiters behind too (without With slots, with the same limits), as
+// many as the limits allow, so that slots freed together, or a key with room
+// to spare, serve a process's waiters in one round trip rather than one
+// each. When another process has waited longer, that
 // script grants the slot to that process instead and publishes the lease on
 // the channel each process subscribes to once, so that the other process
 // starts its call without asking; a grant no waiter there can use goes back.
