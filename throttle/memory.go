@@ -75,6 +75,7 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
 	}
+	r = r.merged()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
@@ -120,9 +121,12 @@ func (m *Memory) takeAll(ks *keyState, r Request, now time.Time) Lease {
 	return l
 }
 
-// untakeAll gives back all a lease of r took, its With slots too.
-func (m *Memory) untakeAll(ks *keyState, l Lease, r Request, now time.Time) {
-	ks.untake(l, r, m.epoch)
+// untakeAll gives back all a lease of r took: its With slots, and, with
+// own, what it took on ks.
+func (m *Memory) untakeAll(ks *keyState, l Lease, r Request, now time.Time, own bool) {
+	if own {
+		ks.untake(l, r, m.epoch)
+	}
 	for _, s := range l.With {
 		if sk := m.keys[s.Key]; sk != nil {
 			delete(sk.holders, s.ID)
@@ -139,6 +143,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
 	}
+	r = r.merged()
 	m.mu.Lock()
 	now := time.Now()
 	m.sweep(now)
@@ -178,11 +183,15 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	defer m.mu.Unlock()
 	select {
 	case <-w.ready:
-		if w.err == nil && m.keys[r.Key] == ks {
-			// Granted while we gave up: the call never starts, so give back all.
+		if w.err == nil {
+			// Granted while we gave up: the call never starts, so give back
+			// all. A key forgotten since held nothing of the lease's own,
+			// but its With slots are held still.
 			now := time.Now()
-			m.untakeAll(ks, w.lease, w.req, now)
-			m.dispatch(r.Key, ks, now)
+			m.untakeAll(ks, w.lease, w.req, now, m.keys[r.Key] == ks)
+			if m.keys[r.Key] == ks {
+				m.dispatch(r.Key, ks, now)
+			}
 		}
 	default:
 		wasHead := ks.queue.Front() == w.elem

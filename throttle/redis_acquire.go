@@ -34,6 +34,7 @@ func (b *Redis) precheck(ctx context.Context, r Request, try bool) (l Lease, don
 
 // TryAcquire implements Backend.
 func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
+	r = r.merged()
 	if l, done, err := b.precheck(ctx, r, true); done {
 		return l, err
 	}
@@ -66,6 +67,7 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 
 // Acquire implements Backend.
 func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
+	r = r.merged()
 	if l, done, err := b.precheck(ctx, r, false); done {
 		return l, err
 	}

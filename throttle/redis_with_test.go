@@ -254,3 +254,43 @@ func TestRedisWithGrantAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRedisWithYieldToNobody: a hand-over that would yield to another
+// process finds it gone (its PUBLISH reaches nobody) and serves this
+// process's waiter after all; that waiter's lock, held by another call,
+// is checked like any other: the script refuses it rather than take a
+// held lock (and, before the fix, failed halfway, leaking the API's slot).
+func TestRedisWithYieldToNobody(t *testing.T) {
+	rdb := redistest.Single(t)
+	b, _ := withBackend(t, rdb)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	key, lock := "{c}/api", "{c}@lock"
+	r := Request{Key: key, Concurrency: 1, TTL: time.Minute, With: []Request{{Key: lock, Concurrency: 1, TTL: time.Minute}}}
+	api := mustTake(t, b, r.withless())
+	held := mustTake(t, b, Request{Key: lock, Concurrency: 1, TTL: time.Minute}) // another call's lock
+	waiter := acquireAsync(ctx, b, r)
+	headRefused(t, b, key)
+	if err := rdb.ZAdd(ctx, b.names(key, nil).waiting, redis.Z{Score: 0, Member: "gone"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, api); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if n := holders(t, b, lock); n != 1 {
+		t.Fatalf("the lock has %d holders, want 1", n)
+	}
+	if err := b.Release(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	got := <-waiter
+	if got.err != nil || len(got.l.With) != 1 {
+		t.Fatalf("waiter: %+v, %v; want its lease once the lock is free", got.l, got.err)
+	}
+	if n := holders(t, b, key); n != 1 {
+		t.Fatalf("the API key has %d holders, want the waiter's only", n)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -38,6 +38,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -71,7 +72,8 @@ type Request struct {
 	// extended. Zero means DefaultTTL. Ignored when Concurrency is zero.
 	TTL time.Duration
 	// Windows are the rate windows the acquisition counts against, all of them.
-	// Windows with the same Period share one history.
+	// Windows of the same Period are one window: the smallest Limit
+	// applies, and an acquisition counts once.
 	Windows []Window
 	// WaitCooldown makes Acquire wait for a cooldown on Key to end (as it waits
 	// for a slot or a window) instead of failing at once with ReasonCooldown.
@@ -141,6 +143,28 @@ func (r Request) validateWith() error {
 		}
 	}
 	return nil
+}
+
+// merged returns r with its windows of one period made one, with the
+// smallest limit (see Request.Windows).
+func (r Request) merged() Request {
+	dup := false
+	for i, w := range r.Windows {
+		dup = dup || slices.ContainsFunc(r.Windows[:i], func(v Window) bool { return v.Period == w.Period })
+	}
+	if !dup {
+		return r
+	}
+	ws := make([]Window, 0, len(r.Windows))
+	for _, w := range r.Windows {
+		if i := slices.IndexFunc(ws, func(v Window) bool { return v.Period == w.Period }); i >= 0 {
+			ws[i].Limit = min(ws[i].Limit, w.Limit)
+		} else {
+			ws = append(ws, w)
+		}
+	}
+	r.Windows = ws
+	return r
 }
 
 // withless returns r without its With slots.

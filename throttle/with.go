@@ -27,7 +27,9 @@ var errWithBusy = errors.New("throttle: a with slot is busy")
 func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 	for {
 		// In the order of their keys, so that two requests naming the
-		// same slots in another order never wait on each other.
+		// same slots in another order never wait on each other. The first
+		// one's TTL runs from its grant.
+		start := time.Now()
 		with := make([]Lease, len(r.With))
 		for _, i := range byKey(r.With) {
 			l, err := b.Acquire(ctx, r.With[i])
@@ -37,7 +39,6 @@ func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 			}
 			with[i] = l
 		}
-		start := time.Now()
 		l, err := b.Acquire(ctx, r.withless())
 		if err != nil {
 			_ = releaseEach(ctx, b, with)

@@ -294,11 +294,11 @@ local function with_busy()
   end
   return 0
 end
-if not yield then
-  local busy = with_busy()
-  if busy > 0 then
-    return refuse(6, busy)
-  end
+-- (checked even when yielding: a yield that finds no process listening
+-- takes the slot for this waiter after all)
+local busy = with_busy()
+if busy > 0 and not yield then
+  return refuse(6, busy)
 end
 
 if not taking then
@@ -363,6 +363,9 @@ if yield then
   while true do
     local first = redis.call('ZRANGE', KEYS[3], 0, 0)
     if #first == 0 or first[1] == proc then
+      if busy > 0 then
+        return refuse(6, busy)
+      end
       break -- nobody else listens: this process takes the slot itself
     end
     redis.call('ZREM', KEYS[3], first[1])

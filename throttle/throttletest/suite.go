@@ -92,6 +92,8 @@ func Run(t *testing.T, h Harness) {
 		{"WithCancelHoldsNothing", testWithCancelHoldsNothing},
 		{"WithOppositeOrders", testWithOppositeOrders},
 		{"WithExtendPastALostLease", testWithExtendPastALostLease},
+		{"WithApartRenews", testWithApartRenews},
+		{"SamePeriodWindows", testSamePeriodWindows},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {

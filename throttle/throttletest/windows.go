@@ -13,8 +13,6 @@ import (
 	"github.com/wecomkit/wecom/throttle"
 )
 
-// testRateWindows: saturating callers never exceed any window, in any sliding
-// interval, and still get at least 98% of the binding window's rate.
 // testRateWindows: 200 saturating callers never exceed any window in any
 // sliding interval. It returns the sorted grant times.
 func testRateWindows(t *testing.T, e *env, windows []throttle.Window, span time.Duration) []time.Time {
@@ -262,4 +260,27 @@ func testWeightsNeverExceed(t *testing.T, e *env) {
 		t.Errorf("%d units in one window of %s, limit %d", worst, period, limit)
 	}
 	t.Logf("%d grants, at most %d units in a window of limit %d", len(grants), worst, limit)
+}
+
+// testSamePeriodWindows: two windows of one period are one window with the
+// smaller limit, each acquisition counted once, also when a cancelled grant
+// is given back.
+func testSamePeriodWindows(t *testing.T, e *env) {
+	ctx := context.Background()
+	r := throttle.Request{Key: "sameperiod", Windows: []throttle.Window{{Limit: 5, Period: 100 * e.u}, {Limit: 3, Period: 100 * e.u}}}
+	for i := range 3 {
+		if _, err := e.b.TryAcquire(ctx, r); err != nil {
+			t.Fatalf("acquisition %d of 3: %v", i+1, err)
+		}
+	}
+	_, err := e.b.TryAcquire(ctx, r)
+	limitError(t, err, throttle.ReasonRate)
+	// A waiter given up as the window opens gives back one count, not two.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := e.b.Acquire(cctx, r); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire with an ended context: %v", err)
+	}
+	_, err = e.b.TryAcquire(ctx, r)
+	limitError(t, err, throttle.ReasonRate)
 }

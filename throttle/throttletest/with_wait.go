@@ -231,3 +231,38 @@ func testWithOppositeOrders(t *testing.T, e *env) {
 		}
 	}
 }
+
+// testWithApartRenews: a request taking its With slots apart holds the
+// first while it waits for the second; if the first expired meanwhile and
+// another call took it, the request does not come back with the expired
+// lease: it starts over, and its lease holds every slot it names.
+func testWithApartRenews(t *testing.T, e *env) {
+	ctx, cancel := context.WithTimeout(context.Background(), 400*e.u)
+	defer cancel()
+	a := throttle.Request{Key: "wrenew-a", Concurrency: 1, TTL: 10 * e.u}
+	b := withSlot(e, "wrenew-b")
+	holder := mustAcquire(t, ctx, e.b, b)
+	r := throttle.Request{Key: "wrenew", Concurrency: 5, TTL: 1000 * e.u, With: []throttle.Request{a, b}}
+	got := make(chan throttle.Lease, 1)
+	go func() {
+		l, err := e.b.Acquire(ctx, r)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	time.Sleep(20 * e.u) // a's first lease has expired
+	other, err := e.b.TryAcquire(ctx, a)
+	if err != nil {
+		t.Fatalf("a's lock after its TTL: %v", err)
+	}
+	mustRelease(t, e.b, holder)
+	l := <-got
+	if len(l.With) != 2 {
+		t.Fatalf("lease %+v: want two With leases", l)
+	}
+	if err := e.b.Release(ctx, l); err != nil {
+		t.Errorf("Release of the returned lease: %v (one of its slots was not held)", err)
+	}
+	_ = e.b.Release(ctx, other)
+}
