@@ -298,7 +298,7 @@ func (b *Redis) accept(ctx context.Context, l Lease, w *rwaiter) (_ Lease, ok bo
 		return Lease{}, false, nil
 	}
 	if len(l.With) < len(w.req.With) {
-		with, err := b.takeWith(ctx, w.req)
+		with, err := tryEach(ctx, b, w.req.With) // another process's grant names none
 		if err != nil {
 			b.mu.Lock()
 			w.spare = l

@@ -48,6 +48,12 @@ func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
 	held, err := b.releaseScript(octx, l, nil, 0)
+	return b.released(l, held, err)
+}
+
+// released is what a release of l returns, from what its script answered:
+// a failure for want of Redis keeps l to be released when Redis answers.
+func (b *Redis) released(l Lease, held bool, err error) error {
 	switch {
 	case err != nil:
 		outage, err := b.failed("release", err)
@@ -86,32 +92,38 @@ func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool)
 	batch, more := b.claimBatch(l.Key, next, next.req, more)
 	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, batch: len(batch), queue: true, release: l, requeue: more})
 	b.deliver(l.Key, batch, res.extra)
-	held := res.held
-	// A waiter whose With slot is busy takes its slots apart; the slot it
-	// leaves free goes to the next waiter that is free to take it, else the
-	// head of the line asks for it.
-	for err == nil && res.v.reason == reasonWithBusy {
+	if err == nil && res.v.reason == reasonWithBusy {
 		b.settle(l.Key, next, Lease{}, false, false, true)
-		if next, more = b.claimNext(l.Key); next == nil {
-			b.nudge(l.Key)
-			break
-		}
-		res, err = b.attempt(ctx, acquireArgs{r: next.req, take: true, queue: true, requeue: more})
-	}
-	if next != nil {
+		b.offerFreed(ctx, l.Key)
+	} else {
 		b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded, false)
 	}
-	switch {
-	case err != nil:
-		outage, err := b.failed("release", err)
-		if outage {
-			b.orphan(l)
+	return b.released(l, res.held, err)
+}
+
+// offerFreed offers the slot a hand-over left free in Redis (its waiter's
+// With slot was busy, and that waiter takes its slots apart) to the next
+// free waiter of key, and so on while each finds a With slot busy; with
+// none free, it wakes the head of the line to ask.
+func (b *Redis) offerFreed(ctx context.Context, key string) {
+	for {
+		next, more := b.claimNext(key)
+		if next == nil {
+			b.nudge(key)
+			return
 		}
-		return err
-	case !held:
-		return ErrLeaseNotHeld
+		res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, queue: true, requeue: more})
+		if err != nil {
+			_, _ = b.failed("acquire", err) // the slot stays free; the line asks again
+			b.settle(key, next, Lease{}, false, false, false)
+			return
+		}
+		if res.v.reason != reasonWithBusy {
+			b.settle(key, next, res.lease, more, false, false)
+			return
+		}
+		b.settle(key, next, Lease{}, false, false, true)
 	}
-	return nil
 }
 
 // Extend implements Backend.

@@ -1,7 +1,6 @@
 // With slots on the Redis backend: when they are taken in their request's
-// own round trip (together) and when apart, the slots a grant of another
-// process lacks (takeWith), and the release of With leases (splitWith,
-// dropWith, the release script).
+// own round trip (together) and when apart, and the release of With leases
+// (splitWith, dropWith, the release script).
 
 package throttle
 
@@ -28,21 +27,6 @@ func (b *Redis) together(r Request) bool {
 		}
 	}
 	return true
-}
-
-// takeWith takes r's With slots, without waiting, for a waiter granted r's
-// own slot by another process. On a refusal it holds none of them.
-func (b *Redis) takeWith(ctx context.Context, r Request) ([]Lease, error) {
-	with := make([]Lease, 0, len(r.With))
-	for _, s := range r.With {
-		l, err := b.TryAcquire(ctx, s)
-		if err != nil {
-			_ = releaseEach(ctx, b, with)
-			return nil, err
-		}
-		with = append(with, l)
-	}
-	return with, nil
 }
 
 // splitWith sorts l's With leases into those the release script of l can

@@ -95,14 +95,9 @@ func withTTL(r Request, key string) time.Duration {
 
 // tryApart is acquireApart without waiting: each slot is tried once.
 func tryApart(ctx context.Context, b Backend, r Request) (Lease, error) {
-	with := make([]Lease, 0, len(r.With))
-	for _, s := range r.With {
-		l, err := b.TryAcquire(ctx, s)
-		if err != nil {
-			_ = releaseEach(ctx, b, with)
-			return Lease{}, err
-		}
-		with = append(with, l)
+	with, err := tryEach(ctx, b, r.With)
+	if err != nil {
+		return Lease{}, err
 	}
 	l, err := b.TryAcquire(ctx, r.withless())
 	if err != nil {
@@ -111,6 +106,21 @@ func tryApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 	}
 	l.With = with
 	return l, nil
+}
+
+// tryEach tries each of rs once, in order, and on a refusal gives back
+// what it took.
+func tryEach(ctx context.Context, b Backend, rs []Request) ([]Lease, error) {
+	got := make([]Lease, 0, len(rs))
+	for _, r := range rs {
+		l, err := b.TryAcquire(ctx, r)
+		if err != nil {
+			_ = releaseEach(ctx, b, got)
+			return nil, err
+		}
+		got = append(got, l)
+	}
+	return got, nil
 }
 
 // releaseEach releases leases one at a time, even when ctx has ended, and
