@@ -1,5 +1,6 @@
 -- acquire: check and take a concurrency slot, every rate window and the
--- cooldown of one throttle key, all or nothing, on the server's clock.
+-- cooldown of one throttle key, and the slots of its With keys, all or
+-- nothing, on the server's clock; for a batch, as many leases as fit.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
@@ -53,7 +54,7 @@
 --                                      at: when that limit frees up (0 unknown)
 -- held: 1 if the released lease (ARGV[6]) and the With leases released
 -- still held their slots.
--- When the epoch is not ARGV[10], it follows as a sixth element.
+-- When the epoch is not ARGV[10], it follows as the last element.
 -- All times are unix milliseconds from TIME: every client agrees on them.
 --
 -- now (unix ms, the server's clock) and buckets (per rate window) come from
