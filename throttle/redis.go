@@ -32,6 +32,8 @@ var (
 	preludeLua string
 	//go:embed lua/free.lua
 	freeLua string
+	//go:embed lua/window.lua
+	windowLua string
 	//go:embed lua/acquire.lua
 	acquireLua string
 	//go:embed lua/release.lua
@@ -53,6 +55,10 @@ var (
 func clockSource(body string) string {
 	return preludeLua + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" + body
 }
+
+// acquireSource returns the acquire script's source: the prelude, free.lua,
+// window.lua and acquire.lua.
+func acquireSource() string { return clockSource(freeLua + windowLua + acquireLua) }
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
 // Redis and has no fallback: nothing was acquired, and no call should start.
@@ -272,7 +278,7 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",
 		wakePrefix: opt.Prefix + "wake:",
-		acquire:    redis.NewScript(clockSource(freeLua + acquireLua)),
+		acquire:    redis.NewScript(acquireSource()),
 		release:    redis.NewScript(clockSource(freeLua + releaseLua)),
 		extend:     redis.NewScript(clockSource(extendLua)),
 		cooldown:   redis.NewScript(clockSource(cooldownLua)),

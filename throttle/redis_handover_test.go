@@ -43,7 +43,7 @@ func (g *acquireGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func (g *acquireGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if len(args) < 3 || args[1] != g.sha && args[1] != clockSource(freeLua+acquireLua) {
+		if len(args) < 3 || args[1] != g.sha && args[1] != acquireSource() {
 			return next(ctx, cmd)
 		}
 		// eval[sha] script numkeys KEYS... ARGV...: ARGV[6] is the lease to

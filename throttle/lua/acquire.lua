@@ -58,7 +58,8 @@
 -- All times are unix milliseconds from TIME: every client agrees on them.
 --
 -- now (unix ms, the server's clock) and buckets (per rate window) come from
--- the prelude (prelude.lua), free from free.lua.
+-- the prelude (prelude.lua), free from free.lua, slide and opening (the rate
+-- windows, described there) from window.lua.
 local lease_id = ARGV[1]
 local conc = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
@@ -158,101 +159,18 @@ if cd > now then
   return refuse(3, cd)
 end
 
--- A window HASH holds one field per bucket of floor(period/buckets) ms
--- (bucket index -> acquisitions; buckets (100) of them for a period of whole
--- tenths of a second, up to 2 * buckets - 1 (199) otherwise), and 'lo', the
--- oldest bucket still counted, and 't', the total of the buckets from 'lo'
--- on. Buckets that leave the window are dropped as the window slides, at
--- most once per bucket width, so a call usually costs one read of 'lo' and
--- 't' and two increments.
---
--- The HASH's expiry is renewed whenever 'lo' moves, which a take on an
--- active window does at least once per bucket width: every take since the
--- last renewal fell within one width of it, so that expiry still outlives
--- the buckets they wrote.
---
--- After Redis lost the key's state, the process that finds it out writes
--- back its own grants (restore.lua), and the HASH holds 'b', the epoch's
--- birth, and 'r', the grants written back that were in the window then. The
--- rest of that window (limit - r) is what this fleet cannot account for: a
--- process that died, or has not written back yet, may have taken it, as late
--- as the birth. So until the window has slid past the birth (b + period +
--- width) it counts as taken: the reserve.
---
--- slide returns the bucket width, the oldest bucket counted, the total,
--- whether the HASH is new (a take then writes 'lo' and sets the expiry), the
--- count of the current bucket, and the end of the reserve and r (nil
--- without a reserve in force). The one HMGET reads all a take needs, so
--- that the take is one HSET.
-local function slide(key, period)
-  local width = math.floor(period / buckets)
-  local lo = -1
-  if now >= period then
-    lo = math.floor((now - period) / width)
-  end
-  local v = redis.call('HMGET', key, 'lo', 't', 'b', 'r', math.floor(now / width))
-  local klo, total, curn = tonumber(v[1]), tonumber(v[2] or '0'), tonumber(v[5] or '0')
-  local rend, restored = nil, nil
-  if v[3] then
-    rend = tonumber(v[3]) + period + width
-    if now < rend then
-      restored = tonumber(v[4] or '0')
-    else
-      rend = nil
-    end
-  end
-  if klo == nil then
-    return width, lo, 0, true, curn, rend, restored
-  end
-  if klo >= lo then
-    return width, klo, total, false, curn, rend, restored
-  end
-  if lo - klo > math.floor(period / width) + 1 and not rend then
-    redis.call('DEL', key) -- every bucket written since klo has left the window
-    return width, lo, 0, true, 0
-  end
-  for idx = klo, lo - 1 do
-    local n = tonumber(redis.call('HGET', key, idx) or '0')
-    if n ~= 0 then
-      total = total - n
-      redis.call('HDEL', key, idx)
-    end
-  end
-  redis.call('HSET', key, 'lo', lo, 't', total)
-  redis.call('PEXPIRE', key, period + 2 * width + 1000)
-  redis.call('PEXPIRE', KEYS[4], etl)
-  return width, lo, total, false, curn, rend, restored
-end
-
--- opening returns when a refused window admits the weight: when enough of its
--- oldest buckets have left, the reserve counting until it ends.
-local function opening(key, period, width, lo, total, limit, reserve, rend)
-  local cur = math.floor(now / width)
-  for idx = lo, cur do
-    local leaves = (idx + 1) * width + period
-    if reserve > 0 and leaves > rend then
-      if total + weight <= limit then return rend end
-      reserve = 0
-    end
-    total = total - tonumber(redis.call('HGET', key, idx) or '0')
-    if total + reserve + weight <= limit then return leaves end
-  end
-  if reserve > 0 then return math.max(rend, (cur + 1) * width + period) end
-  return (cur + 1) * width + period -- at the latest, when all have left
-end
-
 local worst = 0
 local wins = {}
 local room = want -- the leases every limit admits, up to want
 for i = 1, nw do
   local limit = tonumber(ARGV[12 + 2 * i])
   local period = tonumber(ARGV[13 + 2 * i])
-  local width, lo, total, fresh, curn, rend, restored = slide(KEYS[4 + i], period)
+  local width, lo, total, fresh, curn, rend, restored = slide(KEYS[4 + i], period, KEYS[4], etl)
   wins[i] = {width, lo, fresh, total, curn}
   local reserve = 0
   if rend then reserve = math.max(0, limit - restored) end
   if total + reserve + weight > limit then
-    local at = opening(KEYS[4 + i], period, width, lo, total, limit, reserve, rend)
+    local at = opening(KEYS[4 + i], period, width, lo, total, limit, reserve, rend, weight)
     if at > worst then worst = at end
   end
   room = math.min(room, math.floor((limit - total - reserve) / weight))
