@@ -359,6 +359,11 @@ func (b *Redis) validate(r Request) error {
 	if strings.ContainsAny(r.Key, "\r\n") {
 		return invalidf("key %q holds a line break", r.Key)
 	}
+	for _, s := range r.With { // a key is a wake-up's message, which a line break makes a grant
+		if strings.ContainsAny(s.Key, "\r\n") {
+			return invalidf("key %q: with slot %q holds a line break", r.Key, s.Key)
+		}
+	}
 	for _, w := range r.Windows {
 		if w.Period < BucketsPerWindow*time.Millisecond {
 			return invalidf("key %q: window %s: the Redis backend counts in milliseconds, so periods start at %s", r.Key, w, BucketsPerWindow*time.Millisecond)

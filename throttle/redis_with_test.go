@@ -5,6 +5,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -292,5 +293,18 @@ func TestRedisWithYieldToNobody(t *testing.T) {
 	}
 	if err := b.Release(ctx, got.l); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRedisWithKeyLineBreak: a With key is a wake-up's message on Redis,
+// where a line break would make it read as a grant: it is refused.
+func TestRedisWithKeyLineBreak(t *testing.T) {
+	b, _ := withBackend(t, redistest.Single(t))
+	r := Request{Key: "{c}/api", Concurrency: 1, With: []Request{{Key: "{c}@lock\nx", Concurrency: 1}}}
+	if _, err := b.TryAcquire(context.Background(), r); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("TryAcquire: %v, want ErrInvalidRequest", err)
+	}
+	if _, err := b.Acquire(context.Background(), r); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("Acquire: %v, want ErrInvalidRequest", err)
 	}
 }
