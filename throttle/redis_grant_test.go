@@ -123,8 +123,6 @@ func takeTurns(ctx context.Context, t *testing.T, bs [2]*Redis, workers [2]int, 
 func TestRedisGrantsAcrossProcesses(t *testing.T) {
 	bs, gs := gatedBackends(t, 2)
 	a, b := bs[0], bs[1]
-	subscribed(t, a)
-	subscribed(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := Request{Key: "grant", Concurrency: 1, TTL: 30 * time.Second,
@@ -214,7 +212,6 @@ func waitProcsQueued(t *testing.T, b *Redis, key string, want []string) {
 // releasing process's own waiter gets the slot.
 func TestRedisGrantSkipsProcessesGone(t *testing.T) {
 	a, g := gatedBackend(t)
-	subscribed(t, a)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := Request{Key: "ghosts", Concurrency: 1, TTL: 30 * time.Second}
@@ -265,8 +262,6 @@ func TestRedisGrantNobodyCanUseGoesBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bs, _ := gatedBackends(t, 2)
 			a, b := bs[0], bs[1]
-			subscribed(t, a)
-			subscribed(t, b)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			r := Request{Key: "unusable", Concurrency: 1, TTL: 30 * time.Second,

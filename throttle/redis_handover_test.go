@@ -90,7 +90,8 @@ func gatedBackend(t *testing.T) (*Redis, *acquireGate) {
 }
 
 // gatedBackends returns n Redis backends under one fresh prefix, each with
-// its own client and gate: n processes, as far as the backends can tell.
+// its own client and gate, subscribed: n processes, as far as the backends
+// can tell.
 func gatedBackends(t *testing.T, n int) ([]*Redis, []*acquireGate) {
 	t.Helper()
 	shared := redistest.Single(t)
@@ -111,6 +112,9 @@ func gatedBackends(t *testing.T, n int) ([]*Redis, []*acquireGate) {
 		g := newAcquireGate(b.acquire.Hash())
 		rdb.AddHook(g)
 		bs, gs = append(bs, b), append(gs, g)
+	}
+	for _, b := range bs {
+		subscribed(t, b) // so that a grant published to it reaches it
 	}
 	return bs, gs
 }

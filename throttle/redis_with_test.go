@@ -217,8 +217,6 @@ func TestRedisWithBusyAtHandOver(t *testing.T) {
 func TestRedisWithGrantAcrossProcesses(t *testing.T) {
 	bs, _ := gatedBackends(t, 2)
 	a, b := bs[0], bs[1]
-	subscribed(t, a)
-	subscribed(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h := mustTake(t, a, markRequest("h", 1))

@@ -48,11 +48,8 @@ func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 		if time.Since(start) < shortestTTL(r.With)/4 {
 			return l, nil
 		}
-		renewed, err := extendAll(ctx, Lease{Key: l.Key, With: l.With}, 0, func(ctx context.Context, s Lease, _ time.Duration) (Lease, error) {
-			return b.Extend(ctx, s, withTTL(r, s.Key))
-		})
+		err = renew(ctx, b, with, r.With)
 		if err == nil {
-			l.With = renewed.With
 			return l, nil
 		}
 		_ = b.Release(context.WithoutCancel(ctx), l)
@@ -83,14 +80,17 @@ func shortestTTL(rs []Request) time.Duration {
 	return d
 }
 
-// withTTL returns the lease TTL of r's With slot on key.
-func withTTL(r Request, key string) time.Duration {
-	for _, s := range r.With {
-		if s.Key == key {
-			return s.LeaseTTL()
+// renew extends each of leases, granted for rs, by its request's TTL, and
+// stops at the first failure.
+func renew(ctx context.Context, b Backend, leases []Lease, rs []Request) error {
+	for i, l := range leases {
+		n, err := b.Extend(ctx, l, rs[i].LeaseTTL())
+		if err != nil {
+			return err
 		}
+		leases[i] = n
 	}
-	return DefaultTTL
+	return nil
 }
 
 // tryApart is acquireApart without waiting: each slot is tried once.
