@@ -6,7 +6,6 @@
 package throttle
 
 import (
-	"container/list"
 	"time"
 )
 
@@ -15,7 +14,7 @@ type keyState struct {
 	holders  map[string]time.Time // lease id -> expiry
 	windows  map[time.Duration]*history
 	cooldown time.Time
-	queue    list.List // of *waiter
+	waiters  line[*waiter]
 	timer    *time.Timer
 }
 
@@ -95,23 +94,9 @@ func (v verdict) err(key string, now time.Time) *LimitError {
 	return e
 }
 
-// failNonWaiting fails every queued waiter that does not wait out cooldowns,
-// the key being in one.
-func (ks *keyState) failNonWaiting(key string, v verdict, now time.Time) {
-	for e := ks.queue.Front(); e != nil; {
-		next := e.Next()
-		if w := e.Value.(*waiter); !w.req.WaitCooldown {
-			w.err = v.err(key, now)
-			ks.queue.Remove(e)
-			close(w.ready)
-		}
-		e = next
-	}
-}
-
 // idle reports whether the key's state is all in its default, so it can go.
 func (ks *keyState) idle(now, epoch time.Time) bool {
-	if ks.queue.Len() > 0 || now.Before(ks.cooldown) {
+	if ks.waiters.len() > 0 || now.Before(ks.cooldown) {
 		return false
 	}
 	ks.purge(now)

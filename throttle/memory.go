@@ -1,7 +1,6 @@
 package throttle
 
 import (
-	"container/list"
 	"context"
 	"strconv"
 	"sync"
@@ -28,15 +27,6 @@ type Memory struct {
 // NewMemory returns an empty in-process backend.
 func NewMemory() *Memory {
 	return &Memory{keys: make(map[string]*keyState), learned: make(map[string]Learned), epoch: time.Now()}
-}
-
-type waiter struct {
-	req      Request
-	deadline time.Time // zero: none
-	elem     *list.Element
-	ready    chan struct{} // closed once lease or err is set
-	lease    Lease
-	err      error
 }
 
 func (m *Memory) state(key string) *keyState {
@@ -82,7 +72,7 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	m.sweep(now)
 	ks := m.state(r.Key)
 	v := ks.check(m.capped(r), now, m.epoch)
-	if v.ok && ks.queue.Len() > 0 {
+	if v.ok && ks.waiters.len() > 0 {
 		// Waiters came first: what frees up is theirs.
 		v = verdict{reason: ReasonConcurrency}
 	}
@@ -102,7 +92,7 @@ func (m *Memory) withVerdict(r Request, now time.Time) (string, verdict) {
 	for _, s := range r.With {
 		ks := m.state(s.Key)
 		v := ks.check(m.capped(s), now, m.epoch)
-		if v.ok && ks.queue.Len() > 0 {
+		if v.ok && ks.waiters.len() > 0 {
 			v = verdict{reason: ReasonConcurrency}
 		}
 		if !v.ok {
@@ -149,7 +139,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	m.sweep(now)
 	ks := m.state(r.Key)
 	v := ks.check(m.capped(r), now, m.epoch)
-	if v.ok && ks.queue.Len() == 0 {
+	if v.ok && ks.waiters.len() == 0 {
 		if _, wv := m.withVerdict(r, now); !wv.ok {
 			m.mu.Unlock()
 			return acquireApart(ctx, m, r)
@@ -159,20 +149,18 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 		return l, nil
 	}
 	// v is a lower bound on the wait even when others queue ahead.
-	if !v.ok && v.reason != ReasonConcurrency &&
-		((v.reason == ReasonCooldown && !r.WaitCooldown) || deadlineBefore(ctx, v.at)) {
+	w := newWaiter(ctx, r)
+	if v.fails(r, w.deadline, v.at) {
 		m.forget(r.Key, ks, now)
 		m.mu.Unlock()
 		return Lease{}, v.err(r.Key, now)
 	}
-	w := &waiter{req: r, ready: make(chan struct{})}
-	w.deadline, _ = ctx.Deadline()
-	w.elem = ks.queue.PushBack(w)
+	ks.waiters.push(&w)
 	m.dispatch(r.Key, ks, now)
 	m.mu.Unlock()
 
 	select {
-	case <-w.ready:
+	case <-w.turn:
 		if w.err == errWithBusy {
 			return acquireApart(ctx, m, r)
 		}
@@ -182,7 +170,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	select {
-	case <-w.ready:
+	case <-w.turn:
 		if w.err == nil {
 			// Granted while we gave up: the call never starts, so give back
 			// all. A key forgotten since held nothing of the lease's own,
@@ -194,9 +182,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 			}
 		}
 	default:
-		wasHead := ks.queue.Front() == w.elem
-		ks.queue.Remove(w.elem)
-		if wasHead {
+		if ks.waiters.leave(&w) {
 			m.dispatch(r.Key, ks, time.Now())
 		}
 	}
@@ -207,8 +193,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 // be served in time, and arms the key's timer for the next change. Called with
 // m.mu held.
 func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
-	for e := ks.queue.Front(); e != nil; e = ks.queue.Front() {
-		w := e.Value.(*waiter)
+	for w, ok := ks.waiters.head(); ok; w, ok = ks.waiters.head() {
 		v := ks.check(m.capped(w.req), now, m.epoch)
 		switch {
 		case v.ok:
@@ -217,18 +202,14 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 			} else {
 				w.lease = m.takeAll(ks, w.req, now)
 			}
-		case v.reason == ReasonCooldown && !w.req.WaitCooldown,
-			v.reason != ReasonConcurrency && !w.deadline.IsZero() && w.deadline.Before(v.at):
-			w.err = v.err(key, now)
+			ks.waiters.done(w)
+		case v.fails(w.req, w.deadline, v.at):
+			ks.waiters.fail(w, v.err(key, now))
 		default:
-			if v.reason == ReasonCooldown {
-				ks.failNonWaiting(key, v, now)
-			}
+			ks.waiters.failBehind(v, v.at, v.err(key, now))
 			m.arm(key, ks, v.at, now)
 			return
 		}
-		ks.queue.Remove(e)
-		close(w.ready)
 	}
 	if ks.timer != nil {
 		ks.timer.Stop()
@@ -343,7 +324,7 @@ func (m *Memory) extend(l Lease, ttl time.Duration, now time.Time) (Lease, error
 	}
 	l.Expires = now.Add(ttl)
 	ks.holders[l.ID] = l.Expires
-	if ks.queue.Len() > 0 {
+	if ks.waiters.len() > 0 {
 		m.dispatch(l.Key, ks, now) // a shortened lease moves the waiters' next wake-up
 	}
 	return l, nil

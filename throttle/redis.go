@@ -2,7 +2,7 @@
 // Close), the Lua scripts it runs, and how throttle keys name Redis keys.
 // The other concerns live in files of their own: redis_acquire.go (TryAcquire,
 // Acquire), redis_release.go (Release, Extend, Cooldown), redis_queue.go (the
-// local waiter queue), redis_grant.go (hand-overs and the cross-process grant
+// local line of waiters, line.go's), redis_grant.go (hand-overs and the cross-process grant
 // protocol), redis_fallback.go (Redis errors and the local fallback),
 // redis_health.go (the probe and the subscription) and redis_epoch.go (what a
 // process writes back after Redis lost its state).

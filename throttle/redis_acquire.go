@@ -6,7 +6,6 @@
 package throttle
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +41,7 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 		return tryApart(ctx, b, r)
 	}
 	b.mu.Lock()
-	queued := b.keys[r.Key] != nil && b.keys[r.Key].queue.Len() > 0
+	queued := b.keys[r.Key].waiting()
 	b.mu.Unlock()
 	res, err := b.attempt(ctx, acquireArgs{r: r, take: !queued})
 	if err != nil {
@@ -93,26 +92,25 @@ func (b *Redis) wait(ctx context.Context, r Request) (Lease, error) {
 		k = &rkey{wake: make(chan struct{}, 1)}
 		b.keys[r.Key] = k
 	}
-	if k.queue.Len() > 0 {
+	if k.waiting() {
 		if err := k.refused.failsAtOnce(ctx, r); err != nil {
 			b.mu.Unlock()
 			return Lease{}, err
 		}
 	}
-	w := &rwaiter{req: r, turn: make(chan struct{}), slot: make(chan Lease, 1)}
-	e := k.queue.PushBack(w)
-	if k.queue.Front() == e {
+	w := &rwaiter{waiter: newWaiter(ctx, r), slot: make(chan Lease, 1)}
+	if k.waiters.push(w) {
 		close(w.turn)
 	}
 	b.mu.Unlock()
 	served := false
-	defer b.leave(r.Key, k, e, w, &served)
+	defer b.leave(r.Key, k, w, &served)
 
 	if l, ok, err := b.awaitTurn(ctx, w); err != nil || ok {
 		served = ok
 		return l, err
 	}
-	return b.lead(ctx, r, k, e, w, &served)
+	return b.lead(ctx, r, k, w, &served)
 }
 
 // awaitTurn waits until w reaches the head of its key's queue, or fails. A
@@ -138,11 +136,11 @@ func (b *Redis) awaitTurn(ctx context.Context, w *rwaiter) (l Lease, ok bool, er
 	}
 }
 
-// lead is Acquire for w once it heads the queue k (its element e): it asks
+// lead is Acquire for w once it heads the queue k: it asks
 // Redis, or waits for a hand-over, a wake-up, the time the script named or a
 // resync, until it has a lease or fails. It sets *served when it returns a
 // lease of Redis.
-func (b *Redis) lead(ctx context.Context, r Request, k *rkey, e *list.Element, w *rwaiter, served *bool) (Lease, error) {
+func (b *Redis) lead(ctx context.Context, r Request, k *rkey, w *rwaiter, served *bool) (Lease, error) {
 	woken := false
 	for first := true; ; first = false {
 		if down, err := b.ready(ctx); err != nil { // Redis failed while this waiter queued
@@ -153,7 +151,7 @@ func (b *Redis) lead(ctx context.Context, r Request, k *rkey, e *list.Element, w
 		skip, more := b.startRound(k, w, first, woken)
 		wait := time.Second
 		if !skip {
-			l, d, done, err := b.ask(ctx, r, k, e, w, woken, more, served)
+			l, d, done, err := b.ask(ctx, r, k, w, woken, more, served)
 			if done {
 				return l, err
 			}
@@ -167,17 +165,18 @@ func (b *Redis) lead(ctx context.Context, r Request, k *rkey, e *list.Element, w
 	}
 }
 
-// ask is one round trip of the head w of k (its element e; woken: the
+// ask is one round trip of the head w of k (woken: the
 // last wake-up was this process's turn; more: other waiters queue). done
 // reports that it ended the acquisition, with l (*served set when it is a
 // lease of Redis) or err; otherwise the head waits at most d before asking
 // again.
-func (b *Redis) ask(ctx context.Context, r Request, k *rkey, e *list.Element, w *rwaiter, woken, more bool, served *bool) (l Lease, d time.Duration, done bool, err error) {
+func (b *Redis) ask(ctx context.Context, r Request, k *rkey, w *rwaiter, woken, more bool, served *bool) (l Lease, d time.Duration, done bool, err error) {
 	batch, more := b.claimBatch(r.Key, w, r, more)
 	res, err := b.attempt(ctx, acquireArgs{r: r, take: true, batch: len(batch), queue: true, requeue: more})
 	b.deliver(r.Key, batch, res.extra)
 	v, now := res.v, res.now
-	b.noteAnswer(k, w, v, now, err, more)
+	at := time.Now().Add(v.at.Sub(now)) // when the refusing limit frees up, on the local clock
+	b.noteAnswer(k, w, v, at, err, more)
 	switch {
 	case err != nil:
 		outage, err := b.failed("acquire", err)
@@ -195,14 +194,13 @@ func (b *Redis) ask(ctx context.Context, r Request, k *rkey, e *list.Element, w 
 		*served = true
 		return res.lease, 0, true, nil
 	}
-	if v.reason == ReasonCooldown {
-		b.failNonWaiting(k, e, v.err(r.Key, now))
-	}
+	b.mu.Lock()
+	k.waiters.failBehind(v, at, v.err(r.Key, now))
+	b.mu.Unlock()
 	if woken && v.reason != ReasonConcurrency {
 		b.passOn(r.Key) // woken for a slot this head cannot use now: the next process can
 	}
-	if v.reason == ReasonCooldown && !r.WaitCooldown ||
-		v.reason != ReasonConcurrency && deadlineBefore(ctx, time.Now().Add(v.at.Sub(now))) {
+	if v.fails(r, w.deadline, at) {
 		return Lease{}, 0, true, v.err(r.Key, now)
 	}
 	d = time.Second
@@ -246,7 +244,7 @@ func (b *Redis) startRound(k *rkey, w *rwaiter, first, woken bool) (skip, more b
 	skip = w.claimed || len(w.slot) > 0 || first && k.full || w.yielded && !woken
 	k.full, w.yielded = false, false
 	w.busy = !skip
-	more = k.queue.Len() > 1
+	more = k.waiters.len() > 1
 	b.mu.Unlock()
 	return skip, more
 }
@@ -256,7 +254,7 @@ func (b *Redis) startRound(k *rkey, w *rwaiter, first, woken bool) (skip, more b
 // its With slots apart), so that no Release hands it a slot on its way out;
 // and the refusal that waiters arriving behind it fail at once for (see
 // failsAtOnce) is the new one, or none after a grant.
-func (b *Redis) noteAnswer(k *rkey, w *rwaiter, v verdict, now time.Time, err error, more bool) {
+func (b *Redis) noteAnswer(k *rkey, w *rwaiter, v verdict, at time.Time, err error, more bool) {
 	b.mu.Lock()
 	w.busy = err == nil && (v.ok || v.reason == reasonWithBusy)
 	if err == nil && v.ok {
@@ -265,7 +263,7 @@ func (b *Redis) noteAnswer(k *rkey, w *rwaiter, v verdict, now time.Time, err er
 			k.full = false
 		}
 	} else if err == nil && v.reason != reasonWithBusy {
-		k.refused = &refusal{v: v, now: now, seen: time.Now()}
+		k.refused = &refusal{v: v, at: at}
 	}
 	b.mu.Unlock()
 }

@@ -26,14 +26,16 @@ func (b *Redis) claimBatch(key string, w *rwaiter, r Request, more bool) (batch 
 		return nil, more
 	}
 	capped := b.capped(r)
-	for e := k.queue.Front(); e != nil && len(batch) < maxBatch-1; e = e.Next() {
-		x := e.Value.(*rwaiter)
+	for x := range k.waiters.all() {
+		if len(batch) == maxBatch-1 {
+			break
+		}
 		if x != w && x.available() && len(x.req.With) == 0 && sameLimits(b.capped(x.req), capped) {
 			x.claimed = true
 			batch = append(batch, x)
 		}
 	}
-	return batch, k.queue.Len()-1 > len(batch)
+	return batch, k.waiters.len()-1 > len(batch)
 }
 
 // deliver hands the batch's leases to the waiters claimed for them, in

@@ -116,7 +116,7 @@ func (b *Redis) takeGrant(msg string) {
 	)
 	k := b.keys[g.req.Key]
 	if k != nil {
-		to, others = k.waiterFor(g.req, true, b.capped), k.queue.Len()
+		to, others = k.waiterFor(g.req, true, b.capped), k.waiters.len()
 	}
 	if to != nil {
 		others--

@@ -172,7 +172,7 @@ func queued(t *testing.T, b *Redis, key string, n int) {
 		k := b.keys[key]
 		got := 0
 		if k != nil {
-			got = k.queue.Len()
+			got = k.waiters.len()
 		}
 		b.mu.Unlock()
 		if got == n {
@@ -189,7 +189,11 @@ func headRefused(t *testing.T, b *Redis, key string) {
 	for range 5000 {
 		b.mu.Lock()
 		k := b.keys[key]
-		ok := k != nil && k.refused != nil && k.queue.Len() > 0 && !k.queue.Front().Value.(*rwaiter).busy
+		ok := false
+		if k != nil && k.refused != nil {
+			head, any := k.waiters.head()
+			ok = any && !head.busy
+		}
 		b.mu.Unlock()
 		if ok {
 			return

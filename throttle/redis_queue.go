@@ -1,11 +1,10 @@
-// The local waiter queue of the Redis backend: per throttle key (rkey), the
-// waiters of this process (rwaiter) in arrival order, the head's last refusal,
-// and how a waiter is chosen for a slot and leaves the queue.
+// The Redis backend's side of the line (line.go): per throttle key (rkey),
+// the line of this process's waiters (rwaiter), the head's last refusal,
+// and how a waiter is chosen for a slot and leaves the line.
 
 package throttle
 
 import (
-	"container/list"
 	"context"
 	"time"
 )
@@ -13,8 +12,8 @@ import (
 // rkey is the local state of one key: its queue of waiters and the signal
 // that wakes the head.
 type rkey struct {
-	queue list.List // of *rwaiter
-	wake  chan struct{}
+	waiters line[*rwaiter]
+	wake    chan struct{}
 	// targeted: the last wake-up was this process's turn for a slot (not a
 	// cooldown broadcast), so a head that cannot use it passes it on.
 	targeted bool
@@ -27,34 +26,38 @@ type rkey struct {
 	full bool
 }
 
-// refusal is a head's refusal: the verdict, the server's time then, and the
-// local time it was seen.
+// refusal is a head's refusal: the verdict, and when its limit frees up
+// on the local clock.
 type refusal struct {
-	v         verdict
-	now, seen time.Time
+	v  verdict
+	at time.Time
 }
 
-// failsAtOnce returns the error a waiter arriving behind a head refused for
-// f gets at once, as the head would: a cooldown it does not wait out, or a
-// known wait past its deadline. Nil means it queues.
+// failsAtOnce returns the error a waiter for r arriving behind a head
+// refused for f gets at once, as the head would (see verdict.fails). Nil
+// means it queues.
 func (f *refusal) failsAtOnce(ctx context.Context, r Request) error {
-	if f == nil || f.v.reason == ReasonConcurrency {
+	if f == nil {
 		return nil
 	}
-	left := f.v.at.Sub(f.now) - time.Since(f.seen)
+	now := time.Now()
+	left := f.at.Sub(now)
 	if left <= 0 {
 		return nil
 	}
-	if f.v.reason == ReasonCooldown && !r.WaitCooldown || deadlineBefore(ctx, time.Now().Add(left)) {
+	deadline, _ := ctx.Deadline()
+	if f.v.fails(r, deadline, f.at) {
 		return &LimitError{Key: r.Key, Reason: f.v.reason, RetryAfter: left}
 	}
 	return nil
 }
 
+// waiting reports whether waiters of this process queue on k (nil: none).
+// The caller holds Redis.mu.
+func (k *rkey) waiting() bool { return k != nil && k.waiters.len() > 0 }
+
 type rwaiter struct {
-	req  Request
-	turn chan struct{} // closed when the waiter reaches the head, or fails
-	err  error         // set before turn closes, when the head failed this waiter
+	waiter
 	// slot receives a lease a Release of this process handed over, or, after
 	// a claim, a zero Lease when the hand-over got none. It holds at most one.
 	slot chan Lease
@@ -89,8 +92,7 @@ func (w *rwaiter) free() bool { return !w.claimed && !w.gone && len(w.slot) == 0
 // caller holds Redis.mu.
 func (k *rkey) waiterFor(r Request, busyToo bool, capped func(Request) Request) *rwaiter {
 	var asking *rwaiter
-	for e := k.queue.Front(); e != nil; e = e.Next() {
-		w := e.Value.(*rwaiter)
+	for w := range k.waiters.all() {
 		switch {
 		case !w.free() || !sameLimits(capped(w.req), capped(r)):
 		case !w.busy:
@@ -118,27 +120,11 @@ func sameLimits(a, b Request) bool {
 	return true
 }
 
-// failNonWaiting fails the waiters queued behind head that do not wait out
-// cooldowns, the key being in one.
-func (b *Redis) failNonWaiting(k *rkey, head *list.Element, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for e := head.Next(); e != nil; {
-		next := e.Next()
-		if w := e.Value.(*rwaiter); !w.req.WaitCooldown {
-			w.err = err
-			k.queue.Remove(e)
-			close(w.turn)
-		}
-		e = next
-	}
-}
-
 // leave takes a waiter out of its key's queue and hands the turn on. A lease
 // handed over to it that it did not take goes to another waiter. The last
 // waiter of a key to leave without a lease passes on any wake-up it may have
 // taken, so that a freed slot does not wait for a timer.
-func (b *Redis) leave(key string, k *rkey, e *list.Element, w *rwaiter, served *bool) {
+func (b *Redis) leave(key string, k *rkey, w *rwaiter, served *bool) {
 	b.mu.Lock()
 	w.gone = true
 	var orphan Lease
@@ -147,15 +133,14 @@ func (b *Redis) leave(key string, k *rkey, e *list.Element, w *rwaiter, served *
 	default:
 	}
 	spare := w.spare
-	wasHead := k.queue.Front() == e
-	k.queue.Remove(e) // a no-op if the head already failed it
-	empty := k.queue.Len() == 0
-	if empty {
+	wasHead := k.waiters.leave(w) // false if the head already failed it
+	next, more := k.waiters.head()
+	if !more {
 		if b.keys[key] == k { // a waiter failed earlier may leave after a new entry
 			delete(b.keys, key)
 		}
 	} else if wasHead {
-		close(k.queue.Front().Value.(*rwaiter).turn)
+		close(next.turn)
 	}
 	b.mu.Unlock()
 	for _, l := range []Lease{orphan, spare} {
@@ -163,7 +148,7 @@ func (b *Redis) leave(key string, k *rkey, e *list.Element, w *rwaiter, served *
 			b.handOn(key, l, w.req)
 		}
 	}
-	if empty && wasHead && !*served {
+	if !more && wasHead && !*served {
 		b.passOn(key)
 	}
 }

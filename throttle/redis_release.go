@@ -73,13 +73,13 @@ func (b *Redis) released(l Lease, held bool, err error) error {
 func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil {
-		for e := k.queue.Front(); e != nil; e = e.Next() {
-			if w := e.Value.(*rwaiter); w.available() {
+		for w := range k.waiters.all() {
+			if w.available() {
 				next, w.claimed = w, true
 				break
 			}
 		}
-		more = k.queue.Len() > 1
+		more = k.waiters.len() > 1
 	}
 	b.mu.Unlock()
 	return next, more

@@ -22,7 +22,7 @@ func (b *Redis) together(r Request) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range r.With {
-		if k := b.keys[s.Key]; k != nil && k.queue.Len() > 0 {
+		if b.keys[s.Key].waiting() {
 			return false
 		}
 	}
@@ -45,7 +45,7 @@ func (b *Redis) splitWith(l Lease) (together, apart []Lease) {
 	defer b.mu.Unlock()
 	for _, s := range l.With {
 		k := b.keys[s.Key]
-		if strings.HasPrefix(s.ID, localLease) || hashTag(s.Key) != tag || k != nil && k.queue.Len() > 0 {
+		if strings.HasPrefix(s.ID, localLease) || hashTag(s.Key) != tag || k.waiting() {
 			apart = append(apart, s)
 		} else {
 			together = append(together, s)

@@ -302,8 +302,3 @@ func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
 
-// deadlineBefore reports whether ctx has a deadline earlier than at.
-func deadlineBefore(ctx context.Context, at time.Time) bool {
-	d, ok := ctx.Deadline()
-	return ok && d.Before(at)
-}

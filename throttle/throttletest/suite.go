@@ -79,6 +79,7 @@ func Run(t *testing.T, h Harness) {
 		{"CooldownFailsNonWaitingBehindWaiting", testCooldownMixedWaiters},
 		{"CancelledGrantsRefundWindow", func(t *testing.T, e *env) { cancelRefunds(t, e, 1) }},
 		{"WaiterBehindFailsFast", testWaiterBehindFailsFast},
+		{"WaitersBehindFailOnWindow", testWaitersBehindFailOnWindow},
 		{"WeightCounts", testWeightCounts},
 		{"WeightsNeverExceedWindow", testWeightsNeverExceed},
 		{"CancelledWeightedGrantsRefund", func(t *testing.T, e *env) { cancelRefunds(t, e, 3) }},

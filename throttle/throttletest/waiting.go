@@ -267,3 +267,53 @@ func testWaiterBehindFailsFast(t *testing.T, e *env) {
 		t.Errorf("the patient waiter: %v", err)
 	}
 }
+
+// testWaitersBehindFailOnWindow: when the head of a line, asking for a slot
+// that has freed up, is refused for a rate window, a waiter behind it whose
+// deadline comes before the window opens fails at once for the window,
+// rather than at its deadline; one that can wait waits on. (The slot frees
+// up by its lease's expiry, so that the head asks: a Redis backend whose
+// Release hands a slot over lets the next head wait without asking, as the
+// slot is taken.)
+func testWaitersBehindFailOnWindow(t *testing.T, e *env) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := throttle.Request{Key: "behind-window", Concurrency: 1, TTL: 800 * e.u,
+		Windows: []throttle.Window{{Limit: 2, Period: 400 * e.u}}}
+	short := r
+	short.TTL = 20 * e.u
+	mustAcquire(t, ctx, e.b, short) // 1 of the window's 2; its slot expires
+	type result struct {
+		l   throttle.Lease
+		err error
+	}
+	wait := func(ctx context.Context) chan result {
+		c := make(chan result, 1)
+		go func() {
+			l, err := e.b.Acquire(ctx, r)
+			c <- result{l, err}
+		}()
+		e.settle()
+		return c
+	}
+	first, patient := wait(ctx), wait(ctx) // in line for the slot
+	soon, cancelSoon := context.WithTimeout(ctx, 100*e.u)
+	defer cancelSoon()
+	hasty := wait(soon)
+
+	got := <-first // the slot and the window's last unit
+	if got.err != nil {
+		t.Fatalf("the first waiter: %v", got.err)
+	}
+	defer mustRelease(t, e.b, got.l)
+	limitError(t, (<-hasty).err, throttle.ReasonRate)
+	select {
+	case res := <-patient:
+		t.Fatalf("the waiter that can wait out the window left: %+v, %v", res.l, res.err)
+	default:
+	}
+	cancel()
+	if err := (<-patient).err; !errors.Is(err, context.Canceled) {
+		t.Errorf("the patient waiter, cancelled: %v", err)
+	}
+}
