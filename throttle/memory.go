@@ -167,26 +167,32 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 		return w.lease, w.err
 	case <-ctx.Done():
 	}
+	m.giveUp(ks, &w)
+	return Lease{}, ctx.Err()
+}
+
+// giveUp takes w, whose caller gave up, out of ks's line; a lease it was
+// granted meanwhile goes back whole, as its call never starts.
+func (m *Memory) giveUp(ks *keyState, w *waiter) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	key := w.req.Key
 	select {
 	case <-w.turn:
 		if w.err == nil {
-			// Granted while we gave up: the call never starts, so give back
-			// all. A key forgotten since held nothing of the lease's own,
-			// but its With slots are held still.
+			// A key forgotten since held nothing of the lease's own, but
+			// its With slots are held still.
 			now := time.Now()
-			m.untakeAll(ks, w.lease, w.req, now, m.keys[r.Key] == ks)
-			if m.keys[r.Key] == ks {
-				m.dispatch(r.Key, ks, now)
+			m.untakeAll(ks, w.lease, w.req, now, m.keys[key] == ks)
+			if m.keys[key] == ks {
+				m.dispatch(key, ks, now)
 			}
 		}
 	default:
-		if ks.waiters.leave(&w) {
-			m.dispatch(r.Key, ks, time.Now())
+		if ks.waiters.leave(w) {
+			m.dispatch(key, ks, time.Now())
 		}
 	}
-	return Lease{}, ctx.Err()
 }
 
 // dispatch grants the queue's head as long as it fits, fails heads that cannot
