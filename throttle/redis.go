@@ -34,6 +34,8 @@ var (
 	freeLua string
 	//go:embed lua/window.lua
 	windowLua string
+	//go:embed lua/grant.lua
+	grantLua string
 	//go:embed lua/acquire.lua
 	acquireLua string
 	//go:embed lua/release.lua
@@ -57,8 +59,8 @@ func clockSource(body string) string {
 }
 
 // acquireSource returns the acquire script's source: the prelude, free.lua,
-// window.lua and acquire.lua.
-func acquireSource() string { return clockSource(freeLua + windowLua + acquireLua) }
+// window.lua, grant.lua and acquire.lua.
+func acquireSource() string { return clockSource(freeLua + windowLua + grantLua + acquireLua) }
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
 // Redis and has no fallback: nothing was acquired, and no call should start.
@@ -108,9 +110,12 @@ type RedisOptions struct {
 // With slots go in the same script when their keys share the request's
 // hash tag and no waiter of this process waits for one of them; otherwise
 // they are taken apart, as Request.With says. A slot another process's
-// hand-over grants names no With slots: the waiter it serves takes its
-// own with one script each before its call starts. Leases expire on the server, so a process that dies frees its
-// slots when their TTL ends.
+// hand-over grants comes with the With slots of the waiter that process
+// queued for, taken in that round trip when they are free (each queued
+// process records them in Redis); a waiter served by a grant without them
+// takes its own with one script each before its call starts. Leases expire
+// on the server, so a process that dies frees its slots when their TTL
+// ends.
 //
 // Waiting: within a process, the waiters of a key queue locally in arrival
 // order and only the head asks Redis. A Release of the process hands its slot
@@ -316,15 +321,19 @@ func (b *Redis) Close() error {
 	return nil
 }
 
-// redisKeys names the Redis keys of a throttle key.
+// redisKeys names the Redis keys of a throttle key. records (a HASH beside
+// waiting) holds, per queued process, the With slots its next waiter waits
+// with (see lua/grant.lua).
 type redisKeys struct {
-	holders, cooldown, waiting, epoch, learned string
-	windows                                    []string
+	holders, cooldown, waiting, records, epoch, learned string
+	windows                                             []string
 }
 
+// names returns the Redis keys of throttle key key with the windows ws.
 func (b *Redis) names(key string, ws []Window) redisKeys {
 	base := b.opt.Prefix + "{" + hashTag(key) + "}" + key
-	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q", epoch: base + ":e", learned: base + ":l"}
+	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q", records: base + ":r",
+		epoch: base + ":e", learned: base + ":l"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))
 	}
