@@ -112,7 +112,8 @@ type RedisOptions struct {
 // they are taken apart, as Request.With says. A slot another process's
 // hand-over grants comes with the With slots of the waiter that process
 // queued for, taken in that round trip when they are free (each queued
-// process records them in Redis); a waiter served by a grant without them
+// process records them in Redis; not on a Cluster, see Redis.grantsWith);
+// a waiter served by a grant without them
 // takes its own with one script each before its call starts. Leases expire
 // on the server, so a process that dies frees its slots when their TTL
 // ends.
@@ -217,6 +218,12 @@ type Redis struct {
 	proc       string // this backend's id among the waiting processes
 	channel    string // broadcast: cooldowns, to every process
 	wakePrefix string // wake-ups: wakePrefix + proc reaches this process only
+	// grantsWith: this process records the With slots its waiters wait
+	// with, so that a grant from another process may carry them. Not on
+	// a Cluster, where a script's PUBLISH counts only the listeners on its
+	// own node, so that a grant can reach a process the script took for
+	// gone (and took nothing for).
+	grantsWith bool
 	acquire    *redis.Script
 	release    *redis.Script
 	extend     *redis.Script
@@ -277,8 +284,10 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 	case opt.Fallback != FailClosed && opt.Fallback != FallBackLocal:
 		return nil, invalidf("unknown fallback %d", opt.Fallback)
 	}
+	_, cluster := rdb.(*redis.ClusterClient)
 	b := &Redis{
 		rdb:        rdb,
+		grantsWith: !cluster,
 		opt:        opt,
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",

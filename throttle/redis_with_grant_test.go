@@ -7,11 +7,14 @@ package throttle
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wecomkit/wecom/internal/redistest"
 )
 
 // TestRedisWithGrantLockBusy: the lock b's waiter recorded is held by
@@ -275,4 +278,67 @@ func TestRedisMalformedGrantReleased(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestRedisWithRecordOutsideKeys: a hand-over that yields reads the record
+// of the process it yields to, whose With slots are not in its KEYS: on a
+// Cluster too, slots of the key's hash tag are read (here, the process has
+// gone: its record and queue entry are dropped and the waiter here is
+// served), and a record naming another hash tag is ignored rather than
+// failing the script halfway.
+func TestRedisWithRecordOutsideKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rdb  func(testing.TB) redis.UniversalClient
+		tag  string // of the recorded slot
+	}{
+		{"Single", redistest.Single, "{c}"},
+		{"Cluster", redistest.Cluster, "{c}"},
+		{"Cluster other tag", redistest.Cluster, "{other}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := withBackend(t, tc.rdb(t))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r := Request{Key: "{c}/api", Concurrency: 1, TTL: time.Minute,
+				With: []Request{{Key: "{c}@lock", Concurrency: 1, TTL: time.Minute}}}
+			api := mustTake(t, b, r.withless())
+			waiter := acquireAsync(ctx, b, r)
+			headRefused(t, b, r.Key)
+			k, slot := b.names(r.Key, nil), b.names(tc.tag+"@other", nil)
+			if err := b.rdb.ZAdd(ctx, k.waiting, redis.Z{Score: 0, Member: "gone"}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rec := recordOf(slot.holders, slot.cooldown, "1", "60000", tc.tag+"@other")
+			if err := b.rdb.HSet(ctx, k.records, "gone", rec).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Release(ctx, api); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			got := <-waiter
+			if got.err != nil || len(got.l.With) != 1 {
+				t.Fatalf("waiter: %+v, %v", got.l, got.err)
+			}
+			if ps := waitingProcs(t, b, r.Key); slices.Contains(ps, "gone") {
+				t.Errorf("the process gone is still queued: %v", ps)
+			}
+			if n, err := b.rdb.HExists(ctx, k.records, "gone").Result(); err != nil || n {
+				t.Errorf("the record of the process gone is left (%v)", err)
+			}
+			if err := b.Release(ctx, got.l); err != nil {
+				t.Fatal(err)
+			}
+			noHolders(t, b, r.Key, "{c}@lock", tc.tag+"@other")
+		})
+	}
+}
+
+// recordOf encodes fields as a record does (see Redis.record).
+func recordOf(fields ...string) string {
+	var sb strings.Builder
+	for _, f := range fields {
+		sb.WriteString(strconv.Itoa(len(f)) + ":" + f)
+	}
+	return sb.String()
 }
