@@ -34,6 +34,8 @@ var (
 	freeLua string
 	//go:embed lua/window.lua
 	windowLua string
+	//go:embed lua/grant.lua
+	grantLua string
 	//go:embed lua/acquire.lua
 	acquireLua string
 	//go:embed lua/release.lua
@@ -57,8 +59,8 @@ func clockSource(body string) string {
 }
 
 // acquireSource returns the acquire script's source: the prelude, free.lua,
-// window.lua and acquire.lua.
-func acquireSource() string { return clockSource(freeLua + windowLua + acquireLua) }
+// window.lua, grant.lua and acquire.lua.
+func acquireSource() string { return clockSource(freeLua + windowLua + grantLua + acquireLua) }
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
 // Redis and has no fallback: nothing was acquired, and no call should start.
@@ -108,9 +110,13 @@ type RedisOptions struct {
 // With slots go in the same script when their keys share the request's
 // hash tag and no waiter of this process waits for one of them; otherwise
 // they are taken apart, as Request.With says. A slot another process's
-// hand-over grants names no With slots: the waiter it serves takes its
-// own with one script each before its call starts. Leases expire on the server, so a process that dies frees its
-// slots when their TTL ends.
+// hand-over grants comes with the With slots of the waiter that process
+// queued for, taken in that round trip when they are free (each queued
+// process records them in Redis; not on a Cluster, see Redis.grantsWith);
+// a waiter served by a grant without them
+// takes its own with one script each before its call starts. Leases expire
+// on the server, so a process that dies frees its slots when their TTL
+// ends.
 //
 // Waiting: within a process, the waiters of a key queue locally in arrival
 // order and only the head asks Redis. A Release of the process hands its slot
@@ -212,6 +218,12 @@ type Redis struct {
 	proc       string // this backend's id among the waiting processes
 	channel    string // broadcast: cooldowns, to every process
 	wakePrefix string // wake-ups: wakePrefix + proc reaches this process only
+	// grantsWith: this process records the With slots its waiters wait
+	// with, so that a grant from another process may carry them. Not on
+	// a Cluster, where a script's PUBLISH counts only the listeners on its
+	// own node, so that a grant can reach a process the script took for
+	// gone (and took nothing for).
+	grantsWith bool
 	acquire    *redis.Script
 	release    *redis.Script
 	extend     *redis.Script
@@ -272,8 +284,10 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 	case opt.Fallback != FailClosed && opt.Fallback != FallBackLocal:
 		return nil, invalidf("unknown fallback %d", opt.Fallback)
 	}
+	_, cluster := rdb.(*redis.ClusterClient)
 	b := &Redis{
 		rdb:        rdb,
+		grantsWith: !cluster,
 		opt:        opt,
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",
@@ -316,15 +330,19 @@ func (b *Redis) Close() error {
 	return nil
 }
 
-// redisKeys names the Redis keys of a throttle key.
+// redisKeys names the Redis keys of a throttle key. records (a HASH beside
+// waiting) holds, per queued process, the With slots its next waiter waits
+// with (see lua/grant.lua).
 type redisKeys struct {
-	holders, cooldown, waiting, epoch, learned string
-	windows                                    []string
+	holders, cooldown, waiting, records, epoch, learned string
+	windows                                             []string
 }
 
+// names returns the Redis keys of throttle key key with the windows ws.
 func (b *Redis) names(key string, ws []Window) redisKeys {
 	base := b.opt.Prefix + "{" + hashTag(key) + "}" + key
-	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q", epoch: base + ":e", learned: base + ":l"}
+	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q", records: base + ":r",
+		epoch: base + ":e", learned: base + ":l"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))
 	}

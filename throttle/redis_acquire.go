@@ -278,9 +278,10 @@ func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 // accept takes what a Release or another process's grant handed w: a
 // lease, or a zero Lease when it got none (errWithBusy if it got none for a
 // busy With slot). ok: l serves w. A lease w can no longer use (ctx ended)
-// is given back. Another process's grant names no With slots: w takes its
-// own here, or, one busy, fails with errWithBusy and leaves the lease to
-// another waiter when it leaves the line.
+// is given back. A grant of another process without w's With slots (it
+// found one busy, or had no record of them) leaves w to take its own here,
+// or, one busy, to fail with errWithBusy and leave the lease to another
+// waiter when it leaves the line.
 func (b *Redis) accept(ctx context.Context, l Lease, w *rwaiter) (_ Lease, ok bool, _ error) {
 	if l.ID == "" {
 		b.mu.Lock()
@@ -296,7 +297,7 @@ func (b *Redis) accept(ctx context.Context, l Lease, w *rwaiter) (_ Lease, ok bo
 		return Lease{}, false, nil
 	}
 	if len(l.With) < len(w.req.With) {
-		with, err := tryEach(ctx, b, w.req.With) // another process's grant names none
+		with, err := tryEach(ctx, b, w.req.With) // a grant of another process without them
 		if err != nil {
 			b.mu.Lock()
 			w.spare = l

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,14 +45,21 @@ func (b *Redis) dispatch(m *redis.Message) {
 
 // grant is a slot another process's hand-over granted this process.
 type grant struct {
+	// lease is the slot, with the With leases taken for it, if any.
 	lease Lease
-	req   Request // the key and the limits it was granted under, in milliseconds
+	// req is the key and the limits it was granted under, in
+	// milliseconds; its With are the With slots taken for it, each as a
+	// key, a concurrency and a TTL.
+	req Request
 }
 
 // parseGrant reads a grant the acquire script published: the lines key,
-// lease id, granted and expires (unix ms), concurrency, TTL (ms), and a limit
-// and period (ms) per window. A malformed message still yields the key and
-// lease id when they are there, so that the slot can be released.
+// lease id, granted and expires (unix ms), concurrency, TTL (ms), weight, a
+// limit and period (ms) per window and, when it took With slots for the
+// grant, the line "w" and per With slot its key, lease id, concurrency and
+// TTL (ms). A malformed message still yields the key and lease id, and the
+// key and lease id of each With lease, when they are there, so that the
+// slots can be released.
 func parseGrant(msg string) (grant, error) {
 	f := strings.Split(msg, "\n")
 	var g grant
@@ -60,13 +68,18 @@ func parseGrant(msg string) (grant, error) {
 	}
 	g.req.Key, g.lease.Key, g.lease.ID = f[0], f[0], f[1]
 	bad := func() (grant, error) { return g, fmt.Errorf("throttle: malformed grant for %q", g.req.Key) }
-	if len(f) < 7 || len(f)%2 != 1 {
+	wok := true
+	if i := slices.Index(f[min(7, len(f)):], "w"); i >= 0 { // after the fields of numbers
+		g.req.With, g.lease.With, wok = parseWith(f[7+i+1:])
+		f = f[:7+i]
+	}
+	if !wok || len(f) < 7 || len(f)%2 != 1 {
 		return bad()
 	}
 	var n [4]int64
 	for i := range n {
 		v, err := strconv.ParseInt(f[2+i], 10, 64)
-		if err != nil || v <= 0 {
+		if err != nil || v <= 0 || v > math.MaxInt64/int64(time.Millisecond) {
 			return bad()
 		}
 		n[i] = v
@@ -87,49 +100,101 @@ func parseGrant(msg string) (grant, error) {
 		}
 		g.req.Windows = append(g.req.Windows, Window{Limit: limit, Period: time.Duration(period) * time.Millisecond})
 	}
+	for i, s := range g.req.With {
+		w := &g.lease.With[i]
+		w.Granted, w.Expires = g.lease.Granted, g.lease.Granted.Add(s.TTL)
+	}
 	if g.req.Validate() != nil || n[1] < n[0] {
 		return bad()
 	}
 	return g, nil
 }
 
+// parseWith reads the With section of a grant (after its line "w"): per
+// slot its key, lease id, concurrency and TTL (ms). It returns the slots
+// as requests and their leases (key, id and concurrency); ok reports that
+// the section is well formed. Unless ok, leases holds those whose key and
+// id could be read, so that they can be released.
+func parseWith(f []string) (with []Request, leases []Lease, ok bool) {
+	ok = len(f) > 0 && len(f)%4 == 0
+	for i := 0; i+1 < len(f); i += 4 {
+		if f[i] == "" || f[i+1] == "" {
+			ok = false
+			continue
+		}
+		leases = append(leases, Lease{Key: f[i], ID: f[i+1]})
+		if i+3 >= len(f) {
+			continue
+		}
+		conc, err1 := strconv.Atoi(f[i+2])
+		ttl, err2 := strconv.ParseInt(f[i+3], 10, 64)
+		if err1 != nil || err2 != nil || conc <= 0 || ttl <= 0 || ttl > math.MaxInt64/int64(time.Millisecond) {
+			ok = false
+			continue
+		}
+		leases[len(leases)-1].Concurrency = conc
+		with = append(with, Request{Key: f[i], Concurrency: conc, TTL: time.Duration(ttl) * time.Millisecond})
+	}
+	if !ok {
+		return nil, leases, false
+	}
+	return with, leases, true
+}
+
 // takeGrant gives a slot that another process's hand-over granted this one
 // (msg, as published) to a waiter of the key with the limits it was granted
-// under: the first in arrival order that is not asking Redis itself, else one
-// that is (its own answer then decides which lease it keeps; leave hands the
-// other on). The grant queued this process again; with no waiter left to want
-// more, it leaves that queue. A slot no waiter can use goes back, its window
-// counts refunded.
+// under (see grantWaiter): preferably one whose With slots the grant took,
+// which starts its call at once; another gets the slot alone, the grant's
+// With leases released first. A waiter asking Redis itself may get it (its
+// own answer then decides which lease it keeps; leave hands the other on).
+// The grant queued this process again; with no waiter left to want more,
+// it leaves that queue. A slot no waiter can use goes back, With leases
+// included, its window counts refunded.
 func (b *Redis) takeGrant(msg string) {
 	g, err := parseGrant(msg)
 	if err != nil {
 		if g.lease.ID != "" { // release what can be named, refunding nothing
-			b.giveBack(Lease{Key: g.req.Key, ID: g.lease.ID}, Request{Key: g.req.Key})
+			b.giveBack(named(g.lease), Request{Key: g.req.Key})
 		}
 		return
 	}
 	b.ledger.add(g.req.Key, g.req.Windows, g.lease.Granted.UnixMilli(), g.req.units())
 	b.mu.Lock()
-	var (
-		to     *rwaiter
-		others int // waiters left wanting slots
-	)
-	k := b.keys[g.req.Key]
-	if k != nil {
-		to, others = k.waiterFor(g.req, true, b.capped), k.waiters.len()
-	}
+	k, to, fits, others := b.grantWaiter(g) // others: waiters left wanting slots
+	direct := fits || len(g.lease.With) == 0
 	if to != nil {
 		others--
-		to.slot <- g.lease // never blocks: it was empty, and b.mu is held
+		if direct {
+			to.slot <- g.lease // never blocks: it was empty, and b.mu is held
+		} else {
+			to.claimed = true // its lease follows, once the With leases are released
+		}
 		k.full = k.full || others > 0
 	}
 	b.mu.Unlock()
 	if others == 0 {
 		b.unqueue(g.req.Key)
 	}
-	if to == nil {
+	switch {
+	case to == nil:
 		b.giveBack(g.lease, g.req)
+	case !direct:
+		b.settle(g.req.Key, to, b.dropWith(g.lease), false, false, false)
 	}
+}
+
+// named returns l, and its With leases, as leases holding a slot of
+// unknown expiry, so that a release names them.
+func named(l Lease) Lease {
+	unknown := time.UnixMilli(1)
+	l.Expires = unknown
+	with := make([]Lease, len(l.With))
+	for i, s := range l.With {
+		s.Expires = unknown
+		with[i] = s
+	}
+	l.With = with
+	return l
 }
 
 // unqueue takes this process out of the key's waiting processes.

@@ -332,10 +332,28 @@ func FuzzParseGrant(f *testing.F) {
 	f.Add("key\nid\n1\n2\n1\n1")
 	f.Add("key\nid")
 	f.Add("\n\n\n")
+	f.Add("{corp}/cgi-bin/externalcontact/mark_tag\n0a1b2c\n1700000000000\n1700000015000\n5\n15000\n1\n10000\n60000\nw\n{corp}@customer-edit|u1|c1\n0a1b2c.1\n1\n60000")
+	f.Add("key\nid\n1\n2\n1\n1\n1\nw\nw\nid.1\n1\n1\nx\nid.2\n2\n5")
+	f.Add("key\nid\n1\n2\n1\n1\n1\nw\nkey\nid.1\n1")
 	f.Fuzz(func(t *testing.T, msg string) {
 		g, err := parseGrant(msg)
 		if err != nil {
+			for _, w := range g.lease.With {
+				if w.Key == "" || w.ID == "" {
+					t.Fatalf("%q, malformed, named With lease %+v", msg, w)
+				}
+			}
 			return
+		}
+		if len(g.lease.With) != len(g.req.With) {
+			t.Fatalf("%q parsed to %d With leases for %d slots", msg, len(g.lease.With), len(g.req.With))
+		}
+		for i, w := range g.lease.With {
+			s := g.req.With[i]
+			if w.Key != s.Key || w.ID == "" || !w.HoldsSlot() || w.Expires.Sub(w.Granted) != s.TTL || s.TTL <= 0 ||
+				w.Concurrency != s.Concurrency || !w.Granted.Equal(g.lease.Granted) || strings.Contains(w.Key, "\n") {
+				t.Fatalf("%q parsed to With lease %+v for slot %+v", msg, w, s)
+			}
 		}
 		if err := g.req.Validate(); err != nil {
 			t.Fatalf("%q parsed to an invalid request: %v", msg, err)

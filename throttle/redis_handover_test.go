@@ -18,13 +18,15 @@ import (
 
 // acquireGate is a go-redis hook on the acquire script. It counts the calls
 // by kind (a head asking for itself, or a hand-over that releases a lease
-// first) and, when armed, holds the next head's call until opened.
+// first), and every script the client runs, and, when armed, holds the
+// next head's call until opened.
 type acquireGate struct {
 	sha string
 
 	mu        sync.Mutex
 	asks      int           // acquire calls with no lease to release
 	handovers int           // acquire calls that release a lease first
+	scripts   int           // scripts run (EVALSHA, EVAL), any script
 	armed     bool          // hold the next ask
 	held      chan struct{} // closed when an ask is being held
 	open      chan struct{} // closing it lets the held ask go
@@ -44,7 +46,13 @@ func (g *acquireGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
 		if len(args) < 3 || args[1] != g.sha && args[1] != acquireSource() {
-			return next(ctx, cmd)
+			err := next(ctx, cmd)
+			if name := cmd.Name(); (name == "evalsha" || name == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+				g.mu.Lock()
+				g.scripts++
+				g.mu.Unlock()
+			}
+			return err
 		}
 		// eval[sha] script numkeys KEYS... ARGV...: ARGV[6] is the lease to
 		// release.
@@ -70,9 +78,17 @@ func (g *acquireGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		} else {
 			g.handovers++
 		}
+		g.scripts++
 		g.mu.Unlock()
 		return err
 	}
+}
+
+// ran returns how many scripts the client has run.
+func (g *acquireGate) ran() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.scripts
 }
 
 func (g *acquireGate) counts() (asks, handovers int) {

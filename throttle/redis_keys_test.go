@@ -39,11 +39,12 @@ func hashTaggedKey(key string) string {
 
 // redisKeyShape is the only form a key of the backend may take: the prefix, the
 // hash-tagged throttle key, and the kind of data: h (lease holders), c
-// (cooldown), q (processes waiting for a slot), w:<period ms> (a rate
+// (cooldown), q (processes waiting for a slot), r (the With slots each
+// waits with; none in these tests' workload), w:<period ms> (a rate
 // window), e (the epoch of the key's state). Group 1 is the throttle key as hashTaggedKey spells it, group 2 the
 // kind.
 func redisKeyShape(prefix string) *regexp.Regexp {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(.+):(h|c|q|e|w:[0-9]+)$`)
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(.+):(h|c|q|r|e|w:[0-9]+)$`)
 }
 
 // workloadKinds are the kinds of Redis key keysWorkload(d) must leave for

@@ -85,6 +85,20 @@ func (w *rwaiter) available() bool { return !w.busy && w.free() }
 // waits in its slot, and it has not left. The caller holds Redis.mu.
 func (w *rwaiter) free() bool { return !w.claimed && !w.gone && len(w.slot) == 0 }
 
+// available returns the first waiter of k (nil: none) in arrival order
+// that is available. The caller holds Redis.mu.
+func (k *rkey) available() *rwaiter {
+	if k == nil {
+		return nil
+	}
+	for w := range k.waiters.all() {
+		if w.available() {
+			return w
+		}
+	}
+	return nil
+}
+
 // waiterFor returns the first waiter of k in arrival order that a lease
 // granted under r's limits may be sent to: one that is available, else, with
 // busyToo, one that is free though asking Redis itself. Nil if none.

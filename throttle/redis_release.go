@@ -73,11 +73,8 @@ func (b *Redis) released(l Lease, held bool, err error) error {
 func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil {
-		for w := range k.waiters.all() {
-			if w.available() {
-				next, w.claimed = w, true
-				break
-			}
+		if next = k.available(); next != nil {
+			next.claimed = true
 		}
 		more = k.waiters.len() > 1
 	}

@@ -28,7 +28,8 @@ type acquireArgs struct {
 	// waiter wants). Zero: none.
 	release Lease
 	// requeue: granted, this process stays queued, at the back, for its
-	// other waiters.
+	// other waiters (recorded with the With slots of the next one that is
+	// free then, see nextRecord).
 	requeue bool
 }
 
@@ -79,7 +80,7 @@ func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, erro
 func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, conc int) {
 	r := a.r
 	k := b.names(r.Key, r.Windows)
-	keys = append(make([]string, 0, 4+len(k.windows)+2*len(r.With)+2*len(a.release.With)), k.holders, k.cooldown, k.waiting, k.epoch)
+	keys = append(make([]string, 0, 5+len(k.windows)+2*len(r.With)+2*len(a.release.With)), k.holders, k.cooldown, k.waiting, k.epoch)
 	keys = append(keys, k.windows...)
 	epoch, proc := "", ""
 	if len(r.Windows) > 0 {
@@ -108,6 +109,15 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 		keys = append(keys, sk.holders, sk.waiting)
 		args = append(args, s.ID, s.Key)
 	}
+	self, next := "", ""
+	if a.queue {
+		self = b.record(r)
+	}
+	if a.requeue {
+		next = b.nextRecord(r.Key)
+	}
+	keys = append(keys, k.records)
+	args = append(args, self, next)
 	return keys, args, conc
 }
 

@@ -211,11 +211,12 @@ func TestRedisWithBusyAtHandOver(t *testing.T) {
 }
 
 // TestRedisWithGrantAcrossProcesses: a hand-over that yields the API's slot
-// to a process that has waited longer grants only that slot (the granting
-// process cannot know the other's customers); the waiter there takes its
-// own lock before its call starts, and the released lease's lock is free.
+// to a process that has waited longer grants it, in the same round trip,
+// the lock of the waiter that process queued for (recorded in Redis when
+// it queued): that waiter starts its call without running a script, and
+// the released lease's lock is free.
 func TestRedisWithGrantAcrossProcesses(t *testing.T) {
-	bs, _ := gatedBackends(t, 2)
+	bs, gs := gatedBackends(t, 2)
 	a, b := bs[0], bs[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -226,6 +227,7 @@ func TestRedisWithGrantAcrossProcesses(t *testing.T) {
 	aw := acquireAsync(ctx, a, markRequest("a", 1))
 	headRefused(t, a, key)
 
+	before := gs[1].ran()
 	if err := a.Release(ctx, h); err != nil { // yields to b
 		t.Fatal(err)
 	}
@@ -233,8 +235,12 @@ func TestRedisWithGrantAcrossProcesses(t *testing.T) {
 	if got.err != nil {
 		t.Fatal(got.err)
 	}
-	if len(got.l.With) != 1 || !strings.HasSuffix(got.l.With[0].Key, "|b") || !got.l.With[0].HoldsSlot() {
-		t.Fatalf("b's lease %+v: want its own lock", got.l)
+	if n := gs[1].ran() - before; n != 0 {
+		t.Errorf("b ran %d scripts between the grant and its call, want none", n)
+	}
+	if len(got.l.With) != 1 || !strings.HasSuffix(got.l.With[0].Key, "|b") || !got.l.With[0].HoldsSlot() ||
+		got.l.With[0].ID != got.l.ID+".1" {
+		t.Fatalf("b's lease %+v: want its own lock, taken with the grant", got.l)
 	}
 	if n := holders(t, a, got.l.With[0].Key); n != 1 {
 		t.Fatalf("b's lock has %d holders in Redis, want 1", n)
@@ -251,6 +257,17 @@ func TestRedisWithGrantAcrossProcesses(t *testing.T) {
 	}
 	if err := a.Release(ctx, res.l); err != nil {
 		t.Fatal(err)
+	}
+	noHolders(t, a, key, got.l.With[0].Key, res.l.With[0].Key)
+}
+
+// noHolders checks that keys have no lease left in Redis.
+func noHolders(t *testing.T, b *Redis, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if n := holders(t, b, k); n != 0 {
+			t.Errorf("%q has %d holders left, want 0", k, n)
+		}
 	}
 }
 

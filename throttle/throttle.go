@@ -301,4 +301,3 @@ func (e *invalidError) Is(target error) bool { return target == ErrInvalidReques
 func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
-

@@ -12,6 +12,8 @@
 -- then      per With slot: its holders ZSET and its cooldown STRING
 -- then      per With lease released (a hand-over's): its holders ZSET and
 --           its waiting processes ZSET
+-- KEYS[#KEYS] records: HASH process id -> the With slots its next waiter
+--           waits with (see grant.lua)
 -- ARGV[1]   lease_id: the lease id
 -- ARGV[2]   conc: concurrency (0: no concurrency limit, no slot taken)
 -- ARGV[3]   ttl: lease TTL (ms)
@@ -40,6 +42,11 @@
 -- ARGV[14..] per window, in KEYS order: limit, period (ms)
 -- then      per With slot: concurrency, TTL (ms)
 -- then      per With lease released: its id, its throttle key
+-- ARGV[#ARGV - 1] rec_self: the record (see grant.lua) of this
+--           acquisition's With slots, written when it queues the process
+--           waiting for them ('' : none, or not queued)
+-- ARGV[#ARGV] rec_next: the record of the process's next waiter, written
+--           when a grant queues the process again (requeue)
 --
 -- Returns {1, now, expires, 0, held, n} granted n leases (expires 0 without
 --                                      a slot; n 0 when only checking)
@@ -59,7 +66,9 @@
 --
 -- now (unix ms, the server's clock) and buckets (per rate window) come from
 -- the prelude (prelude.lua), free from free.lua, slide and opening (the rate
--- windows, described there) from window.lua.
+-- windows, described there) from window.lua, set_record and yield_to (the
+-- grants across processes, and why the With slots of another process's
+-- record, outside KEYS, are in this script's Cluster slot) from grant.lua.
 local lease_id = ARGV[1]
 local conc = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
@@ -74,7 +83,9 @@ local known_epoch = ARGV[10]
 local weight = tonumber(ARGV[11])
 local nwith = tonumber(ARGV[12])
 local nrel = tonumber(ARGV[13])
-local nw = #KEYS - 4 - 2 * nwith - 2 * nrel
+local nw = #KEYS - 5 - 2 * nwith - 2 * nrel
+local records = KEYS[#KEYS]
+local rec_self, rec_next = ARGV[#ARGV - 1], ARGV[#ARGV]
 local wk = 4 + nw -- KEYS[wk + 2i - 1], KEYS[wk + 2i]: With slot i's holders, cooldown
 local rk = wk + 2 * nwith -- KEYS[rk + 2i - 1], KEYS[rk + 2i]: released lease i's holders, waiting
 local wa = 13 + 2 * nw -- ARGV[wa + 2i - 1], ARGV[wa + 2i]: With slot i's concurrency, TTL
@@ -91,6 +102,7 @@ end
 local function wake()
   local w = redis.call('ZPOPMIN', KEYS[3])
   if #w > 0 then
+    redis.call('HDEL', records, w[1])
     redis.call('PUBLISH', wake_prefix .. w[1], throttle_key)
   end
 end
@@ -191,6 +203,7 @@ if conc > 0 then
       -- queue the process (keeping its first arrival) for a release to wake
       redis.call('ZADD', KEYS[3], 'NX', now, proc)
       redis.call('PEXPIRE', KEYS[3], ttl + 10000)
+      set_record(records, KEYS[3], proc, rec_self, ttl)
     end
     return refuse(1, tonumber(first[2]))
   end
@@ -266,37 +279,30 @@ if conc > 0 then
 end
 
 -- A yielding hand-over grants the slot to the process that has waited
--- longest, in this round trip: the lease is published on the process's
--- channel as the lines key, lease id, granted, expires, concurrency, TTL,
--- weight and a limit and period per window, so that the process can start its call
--- without asking, or give the lease back if no waiter of its can use it. A
--- process that no longer subscribes (PUBLISH reaches nobody) is dropped from
--- the queue and the next is tried. The granted process queues again at the
--- back, being busy on the key; this one stays queued for its waiter.
+-- longest, in this round trip (yield_to): the lease is published on the
+-- process's channel as the lines key, lease id, granted, expires,
+-- concurrency, TTL, weight and a limit and period per window, then the With
+-- slots taken for it if any (see grant.lua), so that the process can start
+-- its call without asking, or give the lease back if no waiter of its can
+-- use it. The granted process queues again at the back, being busy on the
+-- key; this one stays queued for its waiter, recorded with its With slots.
 if yield then
   local limits = {}
   -- concurrency, TTL, weight and the windows, as the caller sent them
   for _, i in ipairs({2, 3, 11}) do limits[#limits + 1] = ARGV[i] end
   for i = 14, 13 + 2 * nw do limits[#limits + 1] = ARGV[i] end
   local msg = table.concat({throttle_key, lease_id, now, expires, table.concat(limits, '\n')}, '\n')
-  while true do
-    local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-    if #first == 0 or first[1] == proc then
-      if busy > 0 then
-        return refuse(6, busy)
-      end
-      break -- nobody else listens: this process takes the slot itself
+  local function take_slot() take(lease_id, expires, false, 1) end
+  if yield_to(KEYS[3], records, KEYS[1], proc, msg, wake_prefix, lease_id, take_slot) then
+    if proc ~= '' then
+      redis.call('ZADD', KEYS[3], 'NX', now, proc)
+      set_record(records, KEYS[3], proc, rec_self, ttl)
     end
-    redis.call('ZREM', KEYS[3], first[1])
-    if redis.call('PUBLISH', wake_prefix .. first[1], msg) > 0 then
-      take(lease_id, expires, false, 1)
-      redis.call('ZADD', KEYS[3], now, first[1])
-      if proc ~= '' then
-        redis.call('ZADD', KEYS[3], 'NX', now, proc)
-      end
-      redis.call('PEXPIRE', KEYS[3], ttl + 10000)
-      return reply({0, 4, 0, now, held})
-    end
+    redis.call('PEXPIRE', KEYS[3], ttl + 10000)
+    return reply({0, 4, 0, now, held})
+  end
+  if busy > 0 then -- nobody else listens, and this waiter cannot take it
+    return refuse(6, busy)
   end
 end
 
@@ -310,8 +316,10 @@ if proc ~= '' then
     -- served, with more waiters: the process queues again, at the back
     redis.call('ZADD', KEYS[3], now, proc)
     redis.call('PEXPIRE', KEYS[3], ttl + 10000)
+    set_record(records, KEYS[3], proc, rec_next, ttl)
   else
     redis.call('ZREM', KEYS[3], proc)
+    redis.call('HDEL', records, proc)
   end
 end
 return reply({1, now, expires, 0, held, n})
