@@ -112,7 +112,7 @@ type RedisOptions struct {
 // they are taken apart, as Request.With says. A slot another process's
 // hand-over grants comes with the With slots of the waiter that process
 // queued for, taken in that round trip when they are free (each queued
-// process records them in Redis; not on a Cluster, see Redis.grantsWith);
+// process records them in Redis; not on a Cluster, see Redis.grants);
 // a waiter served by a grant without them
 // takes its own with one script each before its call starts. Leases expire
 // on the server, so a process that dies frees its slots when their TTL
@@ -130,6 +130,9 @@ type RedisOptions struct {
 // script grants the slot to that process instead and publishes the lease on
 // the channel each process subscribes to once, so that the other process
 // starts its call without asking; a grant no waiter there can use goes back.
+// (On a Cluster it frees the slot and wakes that process, which asks: a
+// script's PUBLISH there cannot tell a process that is gone from one
+// listening on another node.)
 // A release that has no local waiter to serve wakes the process that has
 // waited longest on the same channel; a timer at the time the script names (a
 // window opening, a cooldown ending, the next lease expiry) covers the rest,
@@ -218,20 +221,22 @@ type Redis struct {
 	proc       string // this backend's id among the waiting processes
 	channel    string // broadcast: cooldowns, to every process
 	wakePrefix string // wake-ups: wakePrefix + proc reaches this process only
-	// grantsWith: this process records the With slots its waiters wait
-	// with, so that a grant from another process may carry them. Not on
-	// a Cluster, where a script's PUBLISH counts only the listeners on its
-	// own node, so that a grant can reach a process the script took for
-	// gone (and took nothing for).
-	grantsWith bool
-	acquire    *redis.Script
-	release    *redis.Script
-	extend     *redis.Script
-	cooldown   *redis.Script
-	pass       *redis.Script
-	restoreSc  *redis.Script
-	swapLimit  *redis.Script
-	loadLimit  *redis.Script
+	// grants: a hand-over that yields to another process grants it the
+	// slot in its script, and this process records the With slots its
+	// waiters wait with, so that the grant may carry them. Not on a
+	// Cluster, where a script's PUBLISH counts only the listeners on its
+	// own node, so that a grant could reach a process the script took for
+	// gone (and served its own waiter with the same lease): there the
+	// hand-over frees the slot and wakes the other process.
+	grants    bool
+	acquire   *redis.Script
+	release   *redis.Script
+	extend    *redis.Script
+	cooldown  *redis.Script
+	pass      *redis.Script
+	restoreSc *redis.Script
+	swapLimit *redis.Script
+	loadLimit *redis.Script
 	// learned are the learned limits this process last read or wrote
 	// (LoadLimit, SwapLimit), by key: they cap every acquisition on the key.
 	learnedMu sync.Mutex
@@ -287,7 +292,7 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 	_, cluster := rdb.(*redis.ClusterClient)
 	b := &Redis{
 		rdb:        rdb,
-		grantsWith: !cluster,
+		grants:     !cluster,
 		opt:        opt,
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",

@@ -14,10 +14,10 @@ import (
 // slot, its holders and cooldown keys, its concurrency as capped, its lease
 // TTL (ms) and its key, each field as "<bytes>:<field>". Empty when r has
 // none, or one that a grant on r's key cannot take (another hash tag, a
-// TTL under a millisecond), or on a Cluster (see Redis.grantsWith): a
+// TTL under a millisecond), or on a Cluster (see Redis.grants): a
 // grant then comes without them.
 func (b *Redis) record(r Request) string {
-	if !b.grantsWith || len(r.With) == 0 {
+	if !b.grants || len(r.With) == 0 {
 		return ""
 	}
 	tag := hashTag(r.Key)

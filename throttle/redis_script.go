@@ -117,7 +117,7 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 		next = b.nextRecord(r.Key)
 	}
 	keys = append(keys, k.records)
-	args = append(args, self, next)
+	args = append(args, flag(b.grants), self, next)
 	return keys, args, conc
 }
 

@@ -42,6 +42,12 @@
 -- ARGV[14..] per window, in KEYS order: limit, period (ms)
 -- then      per With slot: concurrency, TTL (ms)
 -- then      per With lease released: its id, its throttle key
+-- ARGV[#ARGV - 2] grants: 1 if a yielding hand-over grants the slot to the
+--           process it yields to (see yield_to); 0 on a Redis Cluster, where
+--           a PUBLISH in a script counts only the listeners on its own node,
+--           so that the script cannot tell a process that is gone from one
+--           listening elsewhere: there it frees the slot and wakes the
+--           process instead, which asks for it, and this one waits its turn
 -- ARGV[#ARGV - 1] rec_self: the record (see grant.lua) of this
 --           acquisition's With slots, written when it queues the process
 --           waiting for them ('' : none, or not queued)
@@ -85,6 +91,7 @@ local nwith = tonumber(ARGV[12])
 local nrel = tonumber(ARGV[13])
 local nw = #KEYS - 5 - 2 * nwith - 2 * nrel
 local records = KEYS[#KEYS]
+local grants = ARGV[#ARGV - 2] == '1'
 local rec_self, rec_next = ARGV[#ARGV - 1], ARGV[#ARGV]
 local wk = 4 + nw -- KEYS[wk + 2i - 1], KEYS[wk + 2i]: With slot i's holders, cooldown
 local rk = wk + 2 * nwith -- KEYS[rk + 2i - 1], KEYS[rk + 2i]: released lease i's holders, waiting
@@ -151,8 +158,12 @@ if handover then
   held = redis.call('ZREM', KEYS[1], release_id) -- 1 only if not expired
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
   if #first > 0 and first[1] ~= proc and conc > 0 then
-    if not taking then -- only a check: the other process asks itself
+    if not taking or not grants then -- the other process asks itself
       wake()
+      if taking and proc ~= '' then -- and this one waits its turn
+        redis.call('ZADD', KEYS[3], 'NX', now, proc)
+        redis.call('PEXPIRE', KEYS[3], ttl + 10000)
+      end
       return reply({0, 4, 0, now, held})
     end
     yield = true

@@ -26,10 +26,10 @@
 -- and on Redis Cluster, which lets a script touch undeclared keys of the
 -- slot its declared ones are in. Slots of another hash tag are not
 -- recorded, and a record naming one is ignored (tag below), so that a
--- script never fails halfway on a Cluster. (The Go side writes no records
--- on a Cluster all the same, for another reason: there PUBLISH counts only
--- the listeners on the script's node, so a grant may reach a process the
--- script took for gone, and took nothing for; see Redis.grantsWith.)
+-- script never fails halfway on a Cluster. (Yet on a Cluster nothing here
+-- runs: there PUBLISH counts only the listeners on the script's node, so
+-- that a grant could reach a process the script took for gone; a hand-over
+-- wakes the process it yields to instead, see ARGV grants in acquire.lua.)
 
 -- tag returns the hash tag of Redis key k as Redis Cluster reads it: what
 -- the first '{' and the next '}' enclose, if not empty; else the whole key.
