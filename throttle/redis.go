@@ -112,8 +112,7 @@ type RedisOptions struct {
 // they are taken apart, as Request.With says. A slot another process's
 // hand-over grants comes with the With slots of the waiter that process
 // queued for, taken in that round trip when they are free (each queued
-// process records them in Redis; not on a Cluster, see Redis.grants);
-// a waiter served by a grant without them
+// process records them in Redis); a waiter served by a grant without them
 // takes its own with one script each before its call starts. Leases expire
 // on the server, so a process that dies frees its slots when their TTL
 // ends.
@@ -129,10 +128,8 @@ type RedisOptions struct {
 // each. When another process has waited longer, that
 // script grants the slot to that process instead and publishes the lease on
 // the channel each process subscribes to once, so that the other process
-// starts its call without asking; a grant no waiter there can use goes back.
-// (On a Cluster it frees the slot and wakes that process, which asks: a
-// script's PUBLISH there cannot tell a process that is gone from one
-// listening on another node.)
+// starts its call without asking; a grant no waiter there can use goes back
+// (on a Cluster it wakes that process instead: see Redis.grants).
 // A release that has no local waiter to serve wakes the process that has
 // waited longest on the same channel; a timer at the time the script names (a
 // window opening, a cooldown ending, the next lease expiry) covers the rest,
