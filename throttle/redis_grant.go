@@ -247,7 +247,7 @@ func (b *Redis) handOn(key string, l Lease, r Request) {
 	l = b.dropWith(l)
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil {
-		if w := k.waiterFor(r, false, b.capped); w != nil {
+		if w, _ := k.waiterFor(r, false, nil, b.capped); w != nil {
 			w.slot <- l
 			b.mu.Unlock()
 			return

@@ -99,23 +99,36 @@ func (k *rkey) available() *rwaiter {
 	return nil
 }
 
-// waiterFor returns the first waiter of k in arrival order that a lease
-// granted under r's limits may be sent to: one that is available, else, with
-// busyToo, one that is free though asking Redis itself. Nil if none.
-// Limits are compared as capped makes them (by the learned limits). The
-// caller holds Redis.mu.
-func (k *rkey) waiterFor(r Request, busyToo bool, capped func(Request) Request) *rwaiter {
-	var asking *rwaiter
-	for w := range k.waiters.all() {
-		switch {
-		case !w.free() || !sameLimits(capped(w.req), capped(r)):
-		case !w.busy:
-			return w
-		case busyToo && asking == nil:
-			asking = w
+// waiterFor returns the waiter of k that a lease granted under r's limits
+// goes to, among the free ones with those limits (compared as capped makes
+// them, by the learned limits), in arrival order: one that is available
+// before one that is asking Redis itself (only with busyToo), and within
+// each, one that prefer accepts first (nil: none preferred); preferred
+// reports that w is such a one. Nil if none. The caller holds Redis.mu.
+func (k *rkey) waiterFor(r Request, busyToo bool, prefer func(*rwaiter) bool, capped func(Request) Request) (w *rwaiter, preferred bool) {
+	var best [4]*rwaiter // available and preferred, available, asking and preferred, asking
+	limits := capped(r)
+	for x := range k.waiters.all() {
+		if !x.free() || !sameLimits(capped(x.req), limits) || x.busy && !busyToo {
+			continue
+		}
+		i := 1
+		if x.busy {
+			i = 3
+		}
+		if prefer != nil && prefer(x) {
+			i--
+		}
+		if best[i] == nil {
+			best[i] = x
 		}
 	}
-	return asking
+	for i, x := range best {
+		if x != nil {
+			return x, i%2 == 0
+		}
+	}
+	return nil, false
 }
 
 // sameLimits reports whether a lease granted for a may serve b: the same

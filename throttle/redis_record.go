@@ -63,29 +63,12 @@ func (b *Redis) grantWaiter(g grant) (k *rkey, to *rwaiter, fits bool, others in
 	if k == nil {
 		return nil, nil, false, 0
 	}
-	var best [4]*rwaiter // available and fitting, available, asking and fitting, asking
-	capped := b.capped(g.req)
-	for w := range k.waiters.all() {
-		if !w.free() || !sameLimits(b.capped(w.req), capped) {
-			continue
-		}
-		i := 1
-		if w.busy {
-			i = 3
-		}
-		if len(g.req.With) > 0 && b.sameWith(w.req.With, g.req.With) {
-			i--
-		}
-		if best[i] == nil {
-			best[i] = w
-		}
+	var prefer func(*rwaiter) bool
+	if len(g.req.With) > 0 {
+		prefer = func(w *rwaiter) bool { return b.sameWith(w.req.With, g.req.With) }
 	}
-	for i, w := range best {
-		if w != nil {
-			return k, w, i%2 == 0, k.waiters.len()
-		}
-	}
-	return k, nil, false, k.waiters.len()
+	to, fits = k.waiterFor(g.req, true, prefer, b.capped)
+	return k, to, fits, k.waiters.len()
 }
 
 // sameWith reports whether leases of the With slots granted (keys,
