@@ -44,6 +44,8 @@ type Client struct {
 	retry           RetryPolicy
 	logger          *slog.Logger
 	observer        Observer
+	stallObserver   StallObserver
+	stalls          stallLog
 	waitOnRateLimit bool
 	attemptTimeout  time.Duration
 	leaseTTLOpt     time.Duration

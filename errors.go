@@ -214,6 +214,8 @@ func (e *RateLimitError) reason() string {
 			return "the rate window is full until after the deadline"
 		case throttle.ReasonConcurrency:
 			return "no slot before the deadline"
+		case throttle.ReasonReserve:
+			return "the rate window holds a reserve after the limiter's Redis lost its state"
 		}
 	}
 	return "cooling down"

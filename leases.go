@@ -187,12 +187,17 @@ func (c *Client) appID() string {
 // count that is spent makes the call wait for the next CST day when the
 // client waits on rate limits and the caller's deadline allows it.
 func (c *Client) acquire(ctx context.Context, cl *call, el *endpointLimits) ([]throttle.Lease, error) {
+	ctx = c.stallContext(ctx, cl.path)
 	for {
 		reqs := c.requests(cl, el, c.now())
 		c.adapt(ctx, cl, reqs)
 		leases, firstAt, err := c.acquireAll(ctx, cl, together(reqs))
 		var rl *RateLimitError
 		if errors.As(err, &rl) && rl.day && c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) {
+			var le *throttle.LimitError
+			if errors.As(rl.Err, &le) {
+				c.stalled(ctx, cl.path, throttle.Stall{Key: le.Key, Reason: le.Reason, Until: time.Now().Add(rl.RetryAfter)})
+			}
 			if werr := sleep(ctx, rl.RetryAfter); werr != nil {
 				return nil, fmt.Errorf("wecom: %s: %w (waiting for the next CST day after: %w)", cl.path, werr, rl)
 			}
@@ -324,7 +329,7 @@ func (c *Client) limitError(path string, day bool, err error) error {
 	var le *throttle.LimitError
 	if errors.As(err, &le) {
 		rl := &RateLimitError{Path: path, RetryAfter: le.RetryAfter, Err: le}
-		if day && le.Reason == throttle.ReasonRate {
+		if day && (le.Reason == throttle.ReasonRate || le.Reason == throttle.ReasonReserve) {
 			now := c.now()
 			rl.RetryAfter, rl.day = catalog.NextDay(now).Sub(now), true
 		}

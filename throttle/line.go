@@ -124,7 +124,7 @@ func (l *line[W]) failBehind(v verdict, at time.Time, err error) {
 // release comes at no known time.
 func (v verdict) fails(r Request, deadline, at time.Time) bool {
 	switch {
-	case v.ok || v.reason != ReasonRate && v.reason != ReasonCooldown:
+	case v.ok || !v.reason.timed():
 		return false
 	case v.reason == ReasonCooldown && !r.WaitCooldown:
 		return true

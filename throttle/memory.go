@@ -158,6 +158,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	ks.waiters.push(&w)
 	m.dispatch(r.Key, ks, now)
 	m.mu.Unlock()
+	stalled(ctx, r.Key, v, v.at)
 
 	select {
 	case <-w.turn:

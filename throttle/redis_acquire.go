@@ -92,10 +92,14 @@ func (b *Redis) wait(ctx context.Context, r Request) (Lease, error) {
 		k = &rkey{wake: make(chan struct{}, 1)}
 		b.keys[r.Key] = k
 	}
+	var behind refusal // the refusal of the head this waiter queues behind
 	if k.waiting() {
 		if err := k.refused.failsAtOnce(ctx, r); err != nil {
 			b.mu.Unlock()
 			return Lease{}, err
+		}
+		if k.refused != nil {
+			behind = *k.refused
 		}
 	}
 	w := &rwaiter{waiter: newWaiter(ctx, r), slot: make(chan Lease, 1)}
@@ -103,6 +107,7 @@ func (b *Redis) wait(ctx context.Context, r Request) (Lease, error) {
 		close(w.turn)
 	}
 	b.mu.Unlock()
+	stalled(ctx, r.Key, behind.v, behind.at)
 	served := false
 	defer b.leave(r.Key, k, w, &served)
 
@@ -202,6 +207,9 @@ func (b *Redis) ask(ctx context.Context, r Request, k *rkey, w *rwaiter, woken, 
 	}
 	if v.fails(r, w.deadline, at) {
 		return Lease{}, 0, true, v.err(r.Key, now)
+	}
+	if w.told.news(v, at) {
+		stalled(ctx, r.Key, v, at)
 	}
 	d = time.Second
 	if !v.at.IsZero() {

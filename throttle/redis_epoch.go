@@ -13,8 +13,9 @@ import (
 // ledger is what a process knows of the Redis state a restart would lose,
 // per throttle key with rate windows: the key's epoch as last seen, the
 // grants this process took that are still in a window, per window bucket
-// (the buckets the scripts count in), and the end of a cooldown it knows of.
-// It costs a map update per grant and a few hundred bytes per key.
+// (the buckets the scripts count in), the last fill of each window it saw
+// (every process's grants: see restore.lua), and the end of a cooldown it
+// knows of. It costs a map update per call and a few hundred bytes per key.
 type ledger struct {
 	mu   sync.Mutex
 	keys map[string]*keyRecord
@@ -31,10 +32,14 @@ type keyRecord struct {
 }
 
 // grantLog is one window's grants, per bucket of width ms (as in
-// acquire.lua), in ascending bucket order.
+// acquire.lua), in ascending bucket order, and the window's fill as this
+// process last saw it: seen units counted at seenAt (unix ms, the server's
+// clock; 0: none in the window).
 type grantLog struct {
 	period, width int64
+	limit         int
 	buckets       []bucket
+	seen, seenAt  int64
 }
 
 // sweepEvery is how many grants pass between sweeps of the records no
@@ -48,7 +53,13 @@ func (g *grantLog) prune(nowMs int64) {
 		i++
 	}
 	g.buckets = g.buckets[i:]
+	if g.seenAt+g.period+g.width <= nowMs {
+		g.seen, g.seenAt = 0, 0
+	}
 }
+
+// empty reports whether g holds nothing to write back (after prune).
+func (g *grantLog) empty() bool { return len(g.buckets) == 0 && g.seenAt == 0 }
 
 func (l *ledger) record(key string) *keyRecord {
 	if l.keys == nil {
@@ -67,8 +78,9 @@ func (l *ledger) record(key string) *keyRecord {
 func (l *ledger) now() int64 { return time.Now().UnixMilli() + l.skew }
 
 // epoch returns the epoch last seen for key, or "" when this process has no
-// grant in the key's windows any more: then it has nothing to write back,
-// and the epoch key may have expired with the windows, which is no loss.
+// grant in the key's windows any more, nor saw them lately: then it has
+// nothing to write back, and the epoch key may have expired with the
+// windows, which is no loss.
 func (l *ledger) epoch(key string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -78,7 +90,7 @@ func (l *ledger) epoch(key string) string {
 	}
 	now := l.now()
 	for _, g := range rec.windows {
-		if g.prune(now); len(g.buckets) > 0 {
+		if g.prune(now); !g.empty() {
 			return rec.epoch
 		}
 	}
@@ -92,17 +104,18 @@ func (l *ledger) learn(key, epoch string) {
 	l.record(key).epoch = epoch
 }
 
-// add records a grant of units at ms (the server's clock) in every window
-// of ws.
-func (l *ledger) add(key string, ws []Window, ms int64, units int) {
-	if len(ws) == 0 {
+// add records a grant of units (0: a refusal) at ms (the server's clock) in
+// every window of ws, and fills, when known, what each window counted then
+// (the acquire script's answer, in ws's order).
+func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64) {
+	if len(ws) == 0 || units == 0 && len(fills) != len(ws) {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.skew = ms - time.Now().UnixMilli()
 	rec := l.record(key)
-	for _, w := range ws {
+	for i, w := range ws {
 		p := w.Period.Milliseconds()
 		g := rec.windows[p]
 		if g == nil {
@@ -110,6 +123,13 @@ func (l *ledger) add(key string, ws []Window, ms int64, units int) {
 			rec.windows[p] = g
 		}
 		g.prune(ms)
+		g.limit = w.Limit
+		if len(fills) == len(ws) && ms >= g.seenAt {
+			g.seen, g.seenAt = fills[i], ms
+		}
+		if units == 0 {
+			continue
+		}
 		idx := ms / g.width
 		i, found := slices.BinarySearchFunc(g.buckets, idx, func(b bucket, t int64) int { return int(b.idx - t) })
 		if found {
@@ -158,7 +178,7 @@ func (l *ledger) sweep(nowMs int64) {
 	for key, rec := range l.keys {
 		empty := rec.cooldown <= nowMs
 		for p, g := range rec.windows {
-			if g.prune(nowMs); len(g.buckets) == 0 {
+			if g.prune(nowMs); g.empty() {
 				delete(rec.windows, p)
 			} else {
 				empty = false
@@ -170,34 +190,40 @@ func (l *ledger) sweep(nowMs int64) {
 	}
 }
 
+// written is what a process writes back for one window (see restore.lua).
+type written struct {
+	w            Window
+	seen, seenAt int64   // the fill last seen, and when (0: none)
+	buckets      []int64 // the process's grants still in it: index, count, ...
+}
+
 // snapshot returns what this process would write back for key: the epoch it
-// knew, the cooldown, and per window its period and the buckets still in it
-// (flattened: index, count, ...). The epoch is "" when no bucket is left.
-func (l *ledger) snapshot(key string) (epoch string, cooldown int64, windows []Window, buckets [][]int64) {
+// knew, the cooldown, and its windows. The epoch is "" when no window holds
+// anything.
+func (l *ledger) snapshot(key string) (epoch string, cooldown int64, windows []written) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rec := l.keys[key]
 	if rec == nil {
-		return "", 0, nil, nil
+		return "", 0, nil
 	}
 	now := l.now()
 	for p, g := range rec.windows {
-		if g.prune(now); len(g.buckets) == 0 {
+		if g.prune(now); g.empty() {
 			continue
 		}
-		var flat []int64
+		wr := written{w: Window{Limit: g.limit, Period: time.Duration(p) * time.Millisecond}, seen: g.seen, seenAt: g.seenAt}
 		for _, b := range g.buckets {
 			if b.n > 0 {
-				flat = append(flat, b.idx, int64(b.n))
+				wr.buckets = append(wr.buckets, b.idx, int64(b.n))
 			}
 		}
-		windows = append(windows, Window{Period: time.Duration(p) * time.Millisecond})
-		buckets = append(buckets, flat)
+		windows = append(windows, wr)
 	}
 	if len(windows) == 0 {
-		return "", 0, nil, nil
+		return "", 0, nil
 	}
-	return rec.epoch, rec.cooldown, windows, buckets
+	return rec.epoch, rec.cooldown, windows
 }
 
 // known returns the keys whose epoch this process knows.
@@ -219,16 +245,20 @@ func (l *ledger) known() []string {
 func (b *Redis) restore(ctx context.Context, key string) error {
 	b.restoreMu.Lock()
 	defer b.restoreMu.Unlock()
-	epoch, cd, ws, bks := b.ledger.snapshot(key)
+	epoch, cd, wrs := b.ledger.snapshot(key)
 	if epoch == "" {
 		return nil
+	}
+	ws := make([]Window, len(wrs))
+	for i, wr := range wrs {
+		ws[i] = wr.w
 	}
 	k := b.names(key, ws)
 	keys := append([]string{k.epoch, k.cooldown}, k.windows...)
 	args := []any{epoch, newLeaseID(), cd}
-	for i, w := range ws {
-		args = append(args, w.Period.Milliseconds(), len(bks[i])/2)
-		for _, n := range bks[i] {
+	for _, wr := range wrs {
+		args = append(args, wr.w.Period.Milliseconds(), wr.w.Limit, wr.seen, wr.seenAt, len(wr.buckets)/2)
+		for _, n := range wr.buckets {
 			args = append(args, n)
 		}
 	}

@@ -158,7 +158,7 @@ func (b *Redis) takeGrant(msg string) {
 		}
 		return
 	}
-	b.ledger.add(g.req.Key, g.req.Windows, g.lease.Granted.UnixMilli(), g.req.units())
+	b.ledger.add(g.req.Key, g.req.Windows, g.lease.Granted.UnixMilli(), g.req.units(), nil)
 	b.mu.Lock()
 	k, to, fits, others := b.grantWaiter(g) // others: waiters left wanting slots
 	direct := fits || len(g.lease.With) == 0

@@ -61,6 +61,9 @@ type rwaiter struct {
 	// slot receives a lease a Release of this process handed over, or, after
 	// a claim, a zero Lease when the hand-over got none. It holds at most one.
 	slot chan Lease
+	// told is the stall last reported to the caller (touched by its own
+	// goroutine only, as the head asks).
+	told told
 
 	// Guarded by Redis.mu:
 	busy    bool // the head is in a round trip of its own

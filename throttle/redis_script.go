@@ -140,10 +140,11 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	if err != nil {
 		return acquireResult{}, err
 	}
-	res, n, told, err := parseAnswer(raw)
+	ans, err := parseAnswer(raw)
 	if err != nil {
 		return acquireResult{}, err
 	}
+	res, n, told := ans.head, ans.n, ans.epoch
 	if told != "" && Reason(res[1]) != reasonLost {
 		b.ledger.learn(r.Key, told)
 	}
@@ -159,11 +160,12 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 			out.extra = append(out.extra, e)
 		}
 		l.With = b.withLeases(r, id, res[1])
-		b.ledger.add(r.Key, r.Windows, res[1], r.units()*n) // none for a check
+		b.ledger.add(r.Key, r.Windows, res[1], r.units()*n, ans.fills) // none for a check
 		out.lease, out.v, out.now = l, verdict{ok: true}, l.Granted
 		return out, nil
 	}
 	out.v, out.now = verdict{reason: Reason(res[1])}, time.UnixMilli(res[3])
+	b.ledger.add(r.Key, r.Windows, res[3], 0, ans.fills)
 	if res[2] > 0 && out.v.reason != reasonWithBusy {
 		out.v.at = time.UnixMilli(res[2])
 		if out.v.reason == ReasonCooldown {
@@ -189,43 +191,68 @@ func (b *Redis) withLeases(r Request, id string, now int64) []Lease {
 	return with
 }
 
-// parseAnswer reads the acquire script's answer: five integers, then, for
-// a grant, how many leases it granted (n), and last the key's epoch when
-// the process did not know it.
-func parseAnswer(raw []any) (res [5]int64, n int, epoch string, err error) {
-	bad := func() ([5]int64, int, string, error) {
-		return res, 0, "", fmt.Errorf("throttle: acquire script answered %v", raw)
+// answer is the acquire script's answer: five integers (head), then, for a
+// grant, how many leases it granted (n), the key's epoch when the process
+// did not know it, and what each window counted once the script read them
+// (fills, in the request's order of windows).
+type answer struct {
+	head  [5]int64
+	n     int
+	epoch string
+	fills []int64
+}
+
+// parseAnswer reads the acquire script's answer (see answer).
+func parseAnswer(raw []any) (a answer, err error) {
+	bad := func() (answer, error) {
+		return answer{}, fmt.Errorf("throttle: acquire script answered %v", raw)
 	}
-	if len(raw) < 5 || len(raw) > 7 {
+	if len(raw) < 5 || len(raw) > 8 {
 		return bad()
 	}
-	for i := range res {
+	for i := range a.head {
 		v, ok := raw[i].(int64)
 		if !ok {
 			return bad()
 		}
-		res[i] = v
+		a.head[i] = v
 	}
 	rest := raw[5:]
-	if res[0] == 1 {
-		v, ok := []any(nil), false
+	if a.head[0] == 1 {
+		c, ok := int64(0), false
 		if len(rest) > 0 {
-			var c int64
 			c, ok = rest[0].(int64)
-			n, v = int(c), rest[1:]
+			rest = rest[1:]
 		}
-		if !ok || n < 0 {
+		if !ok || c < 0 {
 			return bad()
 		}
-		rest = v
+		a.n = int(c)
 	}
-	switch {
-	case len(rest) > 1:
+	if len(rest) > 0 {
+		if e, ok := rest[0].(string); ok {
+			if a.epoch = e; e == "" {
+				return bad()
+			}
+			rest = rest[1:]
+		}
+	}
+	if len(rest) > 0 {
+		fs, ok := rest[0].([]any)
+		if !ok || len(fs) == 0 {
+			return bad()
+		}
+		for _, f := range fs {
+			v, ok := f.(int64)
+			if !ok || v < 0 {
+				return bad()
+			}
+			a.fills = append(a.fills, v)
+		}
+		rest = rest[1:]
+	}
+	if len(rest) > 0 {
 		return bad()
-	case len(rest) == 1:
-		if epoch, _ = rest[0].(string); epoch == "" {
-			return bad()
-		}
 	}
-	return res, n, epoch, nil
+	return a, nil
 }

@@ -249,6 +249,17 @@ const (
 	ReasonCooldown
 )
 
+// ReasonReserve: a rate window would admit the acquisition but for its
+// reserve: after Redis lost the window's state (restarted empty, say), what
+// the fleet may have taken that no process could write back counts as
+// taken until the window has slid past the loss. Only the Redis backend
+// gives it. (Its value leaves room for the backends' own answers.)
+const ReasonReserve Reason = 7
+
+// timed reports whether a refusal for r ends at a known time: a window
+// opening, a reserve ending, or a cooldown ending.
+func (r Reason) timed() bool { return r == ReasonRate || r == ReasonReserve || r == ReasonCooldown }
+
 // String names the reason.
 func (r Reason) String() string {
 	switch r {
@@ -258,6 +269,8 @@ func (r Reason) String() string {
 		return "rate"
 	case ReasonCooldown:
 		return "cooldown"
+	case ReasonReserve:
+		return "reserve"
 	}
 	return fmt.Sprintf("Reason(%d)", int(r))
 }

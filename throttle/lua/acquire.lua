@@ -57,7 +57,9 @@
 -- Returns {1, now, expires, 0, held, n} granted n leases (expires 0 without
 --                                      a slot; n 0 when only checking)
 --      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
---                                      3 cooldown, 4 yielded to another process
+--                                      3 cooldown, 7 rate, only for a reserve
+--                                      after a loss (see window.lua),
+--                                      4 yielded to another process
 --                                      (granted the slot, or woken), 5 the
 --                                      epoch is not the one the process
 --                                      knew: Redis lost the key's state;
@@ -67,7 +69,8 @@
 --                                      at: when that limit frees up (0 unknown)
 -- held: 1 if the released lease (ARGV[6]) and the With leases released
 -- still held their slots.
--- When the epoch is not ARGV[10], it follows as the last element.
+-- When the epoch is not ARGV[10], it follows; then, once the windows were
+-- read, a table of what each counted (fills below).
 -- All times are unix milliseconds from TIME: every client agrees on them.
 --
 -- now (unix ms, the server's clock) and buckets (per rate window) come from
@@ -143,9 +146,14 @@ if nw > 0 then
     end
   end
 end
+-- fills: per window, what it counted (its buckets and reserve) when this
+-- script read it, and took (a grant), so that every process knows what the
+-- fleet had taken (see restore.lua); none before the windows are read
+local fills = {}
 local function reply(r)
   r[5] = math.min(r[5], rel_held)
   if tell then r[#r + 1] = tell end
+  if #fills > 0 then r[#r + 1] = fills end
   return r
 end
 local swept = false -- expired leases already dropped from KEYS[1]
@@ -183,23 +191,25 @@ if cd > now then
 end
 
 local worst = 0
+local by_reserve = true -- every window refused would admit but for its reserve
 local wins = {}
 local room = want -- the leases every limit admits, up to want
 for i = 1, nw do
   local limit = tonumber(ARGV[12 + 2 * i])
   local period = tonumber(ARGV[13 + 2 * i])
-  local width, lo, total, fresh, curn, rend, restored = slide(KEYS[4 + i], period, KEYS[4], etl)
+  local width, lo, total, fresh, curn, rend, restored, unknown = slide(KEYS[4 + i], period, KEYS[4], etl)
   wins[i] = {width, lo, fresh, total, curn}
-  local reserve = 0
-  if rend then reserve = math.max(0, limit - restored) end
+  local reserve = reserve_of(limit, rend, restored, unknown)
+  fills[i] = total + reserve
   if total + reserve + weight > limit then
+    by_reserve = by_reserve and total + weight <= limit
     local at = opening(KEYS[4 + i], period, width, lo, total, limit, reserve, rend, weight)
     if at > worst then worst = at end
   end
   room = math.min(room, math.floor((limit - total - reserve) / weight))
 end
 if worst > 0 then
-  return refuse(2, worst)
+  return refuse(by_reserve and 7 or 2, worst)
 end
 
 if conc > 0 then
@@ -303,7 +313,10 @@ if yield then
   for _, i in ipairs({2, 3, 11}) do limits[#limits + 1] = ARGV[i] end
   for i = 14, 13 + 2 * nw do limits[#limits + 1] = ARGV[i] end
   local msg = table.concat({throttle_key, lease_id, now, expires, table.concat(limits, '\n')}, '\n')
-  local function take_slot() take(lease_id, expires, false, 1) end
+  local function take_slot()
+    take(lease_id, expires, false, 1)
+    for i = 1, nw do fills[i] = fills[i] + weight end
+  end
   if yield_to(KEYS[3], records, KEYS[1], proc, msg, wake_prefix, lease_id, take_slot) then
     if proc ~= '' then
       redis.call('ZADD', KEYS[3], 'NX', now, proc)
@@ -322,6 +335,7 @@ if want > 1 and nwith == 0 then
   n = math.max(1, room)
 end
 take(lease_id, expires, true, n)
+for i = 1, nw do fills[i] = fills[i] + n * weight end
 if proc ~= '' then
   if requeue then
     -- served, with more waiters: the process queues again, at the back

@@ -1,8 +1,18 @@
 -- restore: after Redis lost a key's state (restarted empty, flushed), a
 -- process that knew the key's former epoch writes back what it knows: its
--- own grants still in the rate windows, and the cooldown it knows of. The
--- windows then hold a reserve until they have slid past the new epoch's
--- birth (see acquire.lua): what no process wrote back counts as taken.
+-- own grants still in the rate windows, the cooldown it knows of, and per
+-- window the last fill it saw (what the window counted, every process's
+-- grants included, in an acquire reply) and when. The windows then hold a
+-- reserve until they have slid past the new epoch's birth (see window.lua):
+-- what the fleet may have taken that no process wrote back.
+--
+-- The reserve is bounded by the latest fill any process wrote back (s, seen
+-- at sa): s less the grants written back from before sa (they are in s),
+-- plus what the fleet could have taken from sa to the birth at the
+-- window's average rate (limit * (birth - sa) / period): u. Without a fill
+-- seen within the window, it is limit - r, all that was not written back.
+-- Each restore recomputes u from the latest fill and every write-back so
+-- far, so that the freshest sight of the fleet wins.
 --
 -- KEYS[1]   epoch: STRING "<birth unix ms>:<id>", expiring with the windows
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
@@ -10,8 +20,9 @@
 -- ARGV[1]   the epoch the process knew
 -- ARGV[2]   an id for the epoch, if this script makes it
 -- ARGV[3]   the end of the cooldown the process knows (unix ms, 0: none)
--- ARGV[4..] per window, in KEYS order: period (ms), n, then n pairs of
---           bucket index and the process's grants in it
+-- ARGV[4..] per window, in KEYS order: period (ms), limit, the fill last
+--           seen and when (unix ms, 0: never), n, then n pairs of bucket
+--           index and the process's grants in it
 --
 -- Returns the epoch in force. Nothing is written when it is ARGV[1]: then
 -- nothing was lost, or this process has written back already.
@@ -28,7 +39,7 @@ local a = 4
 for i = 3, #KEYS do
   local period = tonumber(ARGV[a])
   etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
-  a = a + 2 + 2 * tonumber(ARGV[a + 1])
+  a = a + 5 + 2 * tonumber(ARGV[a + 4])
 end
 if not ep then
   ep = now .. ':' .. ARGV[2]
@@ -43,11 +54,26 @@ if cd > now and cd > tonumber(redis.call('GET', KEYS[2]) or '0') then
   redis.call('SET', KEYS[2], cd, 'PXAT', cd)
 end
 
+-- unknown returns u (see above) from the fill s seen at sa, for a window
+-- whose oldest bucket counted now is lo
+local function unknown(key, period, width, limit, lo, s, sa)
+  local from, to = math.max(lo, math.floor((sa - period) / width)), math.floor(sa / width) - 1
+  local known = 0
+  if to >= from then
+    local f = {}
+    for idx = from, to do f[#f + 1] = idx end
+    for _, c in ipairs(redis.call('HMGET', key, unpack(f))) do
+      known = known + (tonumber(c) or 0)
+    end
+  end
+  return math.max(0, s - known) + math.ceil(limit * math.max(0, born - sa) / period)
+end
+
 a = 4
 for i = 3, #KEYS do
   local key = KEYS[i]
-  local period, n = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-  a = a + 2
+  local period, limit, seen, sa, n = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  a = a + 5
   local width = math.floor(period / buckets)
   if now < born + period + width then
     local lo = -1 -- the oldest bucket counted now
@@ -55,7 +81,7 @@ for i = 3, #KEYS do
     local blo = -1 -- the oldest bucket counted at the birth
     if born >= period then blo = math.floor((born - period) / width) end
     local bidx = math.floor(born / width)
-    local v = redis.call('HMGET', key, 'lo', 'b')
+    local v = redis.call('HMGET', key, 'lo', 'b', 's', 'sa')
     local klo = tonumber(v[1])
     if klo == nil then
       redis.call('HSET', key, 'lo', lo, 't', 0)
@@ -79,6 +105,16 @@ for i = 3, #KEYS do
       redis.call('HINCRBY', key, 'r', known)
     else
       redis.call('HSET', key, 'b', born, 'r', known)
+      redis.call('HDEL', key, 's', 'sa', 'u') -- another epoch's
+      v[3], v[4] = nil, nil
+    end
+    -- the latest fill seen within the window, this process's or another's
+    if sa > 0 and sa <= born and sa + period + width > born and sa > (tonumber(v[4]) or 0) then
+      v[3], v[4] = seen, sa
+      redis.call('HSET', key, 's', seen, 'sa', sa)
+    end
+    if v[4] then
+      redis.call('HSET', key, 'u', unknown(key, period, width, limit, lo, tonumber(v[3]), tonumber(v[4])))
     end
     redis.call('PEXPIRE', key, period + 2 * width + 1000)
   else

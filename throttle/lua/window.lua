@@ -24,33 +24,39 @@
 -- as the birth. So until the window has slid past the birth (b + period +
 -- width) it counts as taken: the reserve.
 --
+-- The reserve is bounded by what the fleet saw (restore.lua): 'u', when a
+-- process that wrote back had seen the window recently, is what the window
+-- held then that nobody wrote back, plus what the fleet could have taken
+-- between then and the birth at the window's average rate. The reserve is
+-- the smaller of u and limit - r.
+--
 -- slide returns the bucket width, the oldest bucket counted, the total,
 -- whether the HASH is new (a take then writes 'lo' and sets the expiry), the
--- count of the current bucket, and the end of the reserve and r (nil
--- without a reserve in force). The one HMGET reads all a take needs, so
--- that the take is one HSET.
+-- count of the current bucket, and the end of the reserve, r and u (nil
+-- without a reserve in force; u nil when nobody had seen the window). The
+-- one HMGET reads all a take needs, so that the take is one HSET.
 local function slide(key, period, epoch_key, etl)
   local width = math.floor(period / buckets)
   local lo = -1
   if now >= period then
     lo = math.floor((now - period) / width)
   end
-  local v = redis.call('HMGET', key, 'lo', 't', 'b', 'r', math.floor(now / width))
+  local v = redis.call('HMGET', key, 'lo', 't', 'b', 'r', math.floor(now / width), 'u')
   local klo, total, curn = tonumber(v[1]), tonumber(v[2] or '0'), tonumber(v[5] or '0')
-  local rend, restored = nil, nil
+  local rend, restored, unknown = nil, nil, nil
   if v[3] then
     rend = tonumber(v[3]) + period + width
     if now < rend then
-      restored = tonumber(v[4] or '0')
+      restored, unknown = tonumber(v[4] or '0'), tonumber(v[6])
     else
       rend = nil
     end
   end
   if klo == nil then
-    return width, lo, 0, true, curn, rend, restored
+    return width, lo, 0, true, curn, rend, restored, unknown
   end
   if klo >= lo then
-    return width, klo, total, false, curn, rend, restored
+    return width, klo, total, false, curn, rend, restored, unknown
   end
   if lo - klo > math.floor(period / width) + 1 and not rend then
     redis.call('DEL', key) -- every bucket written since klo has left the window
@@ -66,7 +72,16 @@ local function slide(key, period, epoch_key, etl)
   redis.call('HSET', key, 'lo', lo, 't', total)
   redis.call('PEXPIRE', key, period + 2 * width + 1000)
   redis.call('PEXPIRE', epoch_key, etl)
-  return width, lo, total, false, curn, rend, restored
+  return width, lo, total, false, curn, rend, restored, unknown
+end
+
+-- reserve returns what a window counts as taken besides its buckets: after
+-- a loss, until rend, the smaller of limit - restored and unknown.
+local function reserve_of(limit, rend, restored, unknown)
+  if not rend then return 0 end
+  local r = math.max(0, limit - restored)
+  if unknown then r = math.min(r, unknown) end
+  return r
 end
 
 -- opening returns when a refused window admits the weight: when enough of its

@@ -95,6 +95,7 @@ func Run(t *testing.T, h Harness) {
 		{"WithExtendPastALostLease", testWithExtendPastALostLease},
 		{"WithApartRenews", testWithApartRenews},
 		{"SamePeriodWindows", testSamePeriodWindows},
+		{"StallTold", testStallTold},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {

@@ -1,0 +1,82 @@
+package throttle_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// Redis killed and restarted empty with the fleet far below a window's
+// limit: the reserve is what the fleet saw in the window (a process that
+// died before the restart included) plus what it could have taken at the
+// window's average rate until the restart, not the whole limit, so calls go
+// on at once; and never more than the limit in any sliding window.
+// A daily window, the hardest case of the old reserve (a day), included.
+func TestRedisRestartBelowLimitsResumes(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		w            throttle.Window
+		dead, before int // taken before the restart by the process that dies, then by the live one
+	}{
+		{"minute-like", throttle.Window{Limit: 200, Period: 20 * time.Second}, 5, 15},
+		{"daily", throttle.Window{Limit: 1000, Period: 24 * time.Hour}, 30, 70},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, restart, _ := redistest.StartServer(t)
+			prefix := "wt:below:"
+			alive, dead := restartBackend(t, addr, prefix), restartBackend(t, addr, prefix)
+			ctx := context.Background()
+			r := throttle.Request{Key: "{corp}/below", Windows: []throttle.Window{tc.w}}
+			var log grantLog
+			take := func(b *throttle.Redis, n int) {
+				t.Helper()
+				for range n {
+					l, err := b.TryAcquire(ctx, r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					log.add(l)
+				}
+			}
+			take(dead, tc.dead)
+			take(alive, tc.before) // the live process's last answer saw the dead one's grants
+			_ = dead.Close()
+
+			restart()
+			if !robustEventually(30*time.Second, func() bool {
+				_, err := alive.TryAcquire(ctx, throttle.Request{Key: "{corp}/probe"})
+				return err == nil
+			}) {
+				t.Fatal("Redis did not answer after the restart")
+			}
+			after := 0
+			for {
+				l, err := alive.TryAcquire(ctx, r)
+				var le *throttle.LimitError
+				if errors.As(err, &le) {
+					t.Logf("refused after %d: %v", after, le)
+					if le.Reason != throttle.ReasonReserve {
+						t.Errorf("refused by %s, want %s (the limit is not reached)", le.Reason, throttle.ReasonReserve)
+					}
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				log.add(l)
+				after++
+			}
+			seen := tc.dead + tc.before
+			if want := (tc.w.Limit - seen) * 3 / 4; after < want {
+				t.Errorf("%d granted at once after the restart, want at least %d of the %d the fleet had not used", after, want, tc.w.Limit-seen)
+			}
+			if most := log.worst(tc.w.Period); most > tc.w.Limit {
+				t.Errorf("%d grants in one sliding window of %s, limit %d", most, tc.w.Period, tc.w.Limit)
+			}
+		})
+	}
+}
