@@ -30,9 +30,10 @@ func isTerminal(w io.Writer) bool {
 // startProgress shows the marks ended so far on w, every interval (0:
 // progressEvery's default), until the function it
 // returns is called; that writes the final state (100% when every mark
-// ended), ends the line, and returns once it is out. tick is called at
-// every update (the fleet counter flushes there).
-func startProgress(w io.Writer, tty bool, every time.Duration, n *counts, fed <-chan struct{}, start time.Time, tick func()) (stop func()) {
+// ended), ends the line, and returns once it is out. waiting says what the
+// marks wait for besides slots, if anything, appended to the line. tick is
+// called at every update (the fleet counter flushes there).
+func startProgress(w io.Writer, tty bool, every time.Duration, n *counts, fed <-chan struct{}, start time.Time, waiting func(time.Time) string, tick func()) (stop func()) {
 	if every <= 0 {
 		every = progressEvery(tty)
 	}
@@ -46,6 +47,9 @@ func startProgress(w io.Writer, tty bool, every time.Duration, n *counts, fed <-
 		}
 		line := fmt.Sprintf("marked %d/%d%s (%.0f%%, %.0f/s)", ended, total, more, 100*float64(ended)/float64(max(total, 1)),
 			float64(ended)/max(time.Since(start).Seconds(), 1e-9))
+		if why := waiting(time.Now()); why != "" {
+			line += ", " + why
+		}
 		if tty {
 			fmt.Fprintf(w, "\r%s   ", line)
 		} else {

@@ -53,7 +53,7 @@ func run(stop context.Context, cfg config, stdout, stderr io.Writer) (int, error
 		opts = append(opts, wecom.WithoutAdaptiveLimits())
 	}
 	st := newStats()
-	c, err := wecom.New(cfg.corpID, cfg.secret, append(opts, wecom.WithBaseURL(cfg.baseURL), wecom.WithObserver(st.observe))...)
+	c, err := wecom.New(cfg.corpID, cfg.secret, append(opts, wecom.WithBaseURL(cfg.baseURL), wecom.WithObserver(st.observe), wecom.WithStallObserver(st.stalled))...)
 	if err != nil {
 		return exitSetup, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/throttle"
 )
 
 // stats are gathered by the observer and the workers.
@@ -27,6 +28,45 @@ type stats struct {
 	mu                sync.Mutex
 	failures          map[string]int // by errcode or error class
 	latencies         []time.Duration
+	// waiting is what the marks last waited for besides slots (see
+	// waitingFor), nil when nothing.
+	waiting atomic.Pointer[waitNote]
+}
+
+// waitNote is a wait the progress line tells of: why, and until when (zero:
+// not known, noted at noted).
+type waitNote struct {
+	why          string
+	until, noted time.Time
+}
+
+// stalled is the client's stall observer: the marks wait for a limit.
+func (s *stats) stalled(_ context.Context, _ string, st throttle.Stall) {
+	why := st.Reason.String() + " on " + st.Key
+	switch st.Reason {
+	case throttle.ReasonReserve:
+		why = "the reserve the limiter holds after its Redis lost its state"
+	case throttle.ReasonCooldown:
+		why = "WeCom's cooldown after a 45009"
+	case throttle.ReasonRate:
+		why = "a full rate window"
+	}
+	s.waiting.Store(&waitNote{why: why, until: st.Until, noted: time.Now()})
+}
+
+// waitingFor returns what the marks wait for at now, for the progress
+// line: "" when nothing but slots.
+func (s *stats) waitingFor(now time.Time) string {
+	w := s.waiting.Load()
+	switch {
+	case w == nil:
+		return ""
+	case !w.until.IsZero() && w.until.After(now):
+		return fmt.Sprintf("waiting for %s until %s", w.why, w.until.Format("15:04:05"))
+	case w.until.IsZero() && now.Sub(w.noted) < 2*time.Second:
+		return fmt.Sprintf("failing: %s (last at %s)", w.why, w.noted.Format("15:04:05"))
+	}
+	return ""
 }
 
 func newStats() *stats { return &stats{failures: map[string]int{}} }
@@ -63,6 +103,9 @@ func (s *stats) fail(err error) {
 		key = "rate limited (cooldown)"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		key = "cancelled"
+	case errors.Is(err, throttle.ErrUnavailable):
+		key = "the limiter's Redis unreachable"
+		s.waiting.Store(&waitNote{why: key, noted: time.Now()})
 	}
 	s.mu.Lock()
 	s.failures[key]++
