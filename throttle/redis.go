@@ -238,6 +238,7 @@ type Redis struct {
 	// (LoadLimit, SwapLimit), by key: they cap every acquisition on the key.
 	learnedMu sync.Mutex
 	learned   map[string]int
+	ref       serverRef  // the server's clock, as last seen
 	local     *Memory    // the fallback
 	ledger    ledger     // what Redis would lose in a restart, as far as this process knows
 	restoreMu sync.Mutex // one restore at a time

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -44,6 +45,40 @@ type acquireResult struct {
 	held bool
 }
 
+// reasonStale is the acquire script's answer to a request it ran after
+// this process would have given up on it (see serverRef): it took nothing.
+// Only a wrong estimate of the server's clock gets it an answer: wait and
+// ask again.
+const reasonStale Reason = 8
+
+// serverRef is a time the server answered this process (unix ms) and when
+// the answer came by the monotonic clock, so that a request can say, in the
+// server's time and without this process's clock, when it is void.
+type serverRef struct {
+	mu  sync.Mutex
+	ms  int64
+	got time.Time
+}
+
+// saw records a time the server answered.
+func (s *serverRef) saw(ms int64) {
+	s.mu.Lock()
+	s.ms, s.got = ms, time.Now()
+	s.mu.Unlock()
+}
+
+// deadline returns the latest reference and how long after it (ms) a
+// request sent now is void: the time since the reference, the round trip's
+// timeout and a second for clocks that run apart. (0, 0) before any answer.
+func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ms == 0 {
+		return 0, 0
+	}
+	return s.ms, (time.Since(s.got) + timeout + time.Second).Milliseconds()
+}
+
 // reasonWithBusy is the acquire script's answer to a request that could be
 // granted but for a With slot held or cooling down.
 const reasonWithBusy Reason = 6
@@ -69,7 +104,7 @@ func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, erro
 		}
 	}
 	res.held = held
-	if err == nil && res.v.reason == reasonLost {
+	if err == nil && (res.v.reason == reasonLost || res.v.reason == reasonStale) {
 		res.v = verdict{reason: ReasonConcurrency} // lost again at once: wait, and ask again
 	}
 	return res, err
@@ -117,7 +152,8 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 		next = b.nextRecord(r.Key)
 	}
 	keys = append(keys, k.records)
-	args = append(args, flag(b.grants), self, next)
+	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
+	args = append(args, flag(b.grants), self, next, ref, maxAge)
 	return keys, args, conc
 }
 
@@ -145,6 +181,11 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		return acquireResult{}, err
 	}
 	res, n, told := ans.head, ans.n, ans.epoch
+	if res[0] == 1 {
+		b.ref.saw(res[1])
+	} else {
+		b.ref.saw(res[3])
+	}
 	if told != "" && Reason(res[1]) != reasonLost {
 		b.ledger.learn(r.Key, told)
 	}

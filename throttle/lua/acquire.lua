@@ -42,23 +42,32 @@
 -- ARGV[14..] per window, in KEYS order: limit, period (ms)
 -- then      per With slot: concurrency, TTL (ms)
 -- then      per With lease released: its id, its throttle key
--- ARGV[#ARGV - 2] grants: 1 if a yielding hand-over grants the slot to the
+-- ARGV[#ARGV - 4] grants: 1 if a yielding hand-over grants the slot to the
 --           process it yields to (see yield_to); 0 on a Redis Cluster, where
 --           a PUBLISH in a script counts only the listeners on its own node,
 --           so that the script cannot tell a process that is gone from one
 --           listening elsewhere: there it frees the slot and wakes the
 --           process instead, which asks for it, and this one waits its turn
--- ARGV[#ARGV - 1] rec_self: the record (see grant.lua) of this
+-- ARGV[#ARGV - 3] rec_self: the record (see grant.lua) of this
 --           acquisition's With slots, written when it queues the process
 --           waiting for them ('' : none, or not queued)
--- ARGV[#ARGV] rec_next: the record of the process's next waiter, written
+-- ARGV[#ARGV - 2] rec_next: the record of the process's next waiter, written
 --           when a grant queues the process again (requeue)
+-- ARGV[#ARGV - 1] ref: a time the server answered the process lately (unix
+--           ms; 0: none yet)
+-- ARGV[#ARGV] max_age: how long after ref the process gives up on this
+--           request (ms): the time since ref by its monotonic clock plus
+--           its round trip's timeout. A request run later (it waited in a
+--           socket while Redis hung: SIGSTOP, a slow fork) takes nothing
+--           and answers 8: a grant would hold a slot nobody uses until its
+--           TTL. Only its hand-over's releases are made.
 --
 -- Returns {1, now, expires, 0, held, n} granted n leases (expires 0 without
 --                                      a slot; n 0 when only checking)
 --      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
 --                                      3 cooldown, 7 rate, only for a reserve
 --                                      after a loss (see window.lua),
+--                                      8 run after its sender gave up,
 --                                      4 yielded to another process
 --                                      (granted the slot, or woken), 5 the
 --                                      epoch is not the one the process
@@ -94,8 +103,9 @@ local nwith = tonumber(ARGV[12])
 local nrel = tonumber(ARGV[13])
 local nw = #KEYS - 5 - 2 * nwith - 2 * nrel
 local records = KEYS[#KEYS]
-local grants = ARGV[#ARGV - 2] == '1'
-local rec_self, rec_next = ARGV[#ARGV - 1], ARGV[#ARGV]
+local grants = ARGV[#ARGV - 4] == '1'
+local rec_self, rec_next = ARGV[#ARGV - 3], ARGV[#ARGV - 2]
+local ref, max_age = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
 local wk = 4 + nw -- KEYS[wk + 2i - 1], KEYS[wk + 2i]: With slot i's holders, cooldown
 local rk = wk + 2 * nwith -- KEYS[rk + 2i - 1], KEYS[rk + 2i]: released lease i's holders, waiting
 local wa = 13 + 2 * nw -- ARGV[wa + 2i - 1], ARGV[wa + 2i]: With slot i's concurrency, TTL
@@ -118,6 +128,14 @@ local function wake()
 end
 
 local held = 0
+
+if ref > 0 and now > ref + max_age then -- given up by its sender (see max_age)
+  if release_id ~= '' then
+    held = redis.call('ZREM', KEYS[1], release_id)
+    wake()
+  end
+  return {0, 8, 0, now, math.min(held, rel_held)}
+end
 
 -- The epoch: a process that knew another one has grants that Redis lost
 -- (restarted empty, flushed): it writes them back (restore.lua) before it
