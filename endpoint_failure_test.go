@@ -271,7 +271,9 @@ func testEndpointFailure(t *testing.T, ep failureEndpoint) {
 
 	t.Run("transport error", func(t *testing.T) {
 		t.Parallel()
-		f := setup(t)
+		// A broken connection abandons the attempt: its customer's slot
+		// is held that long before the retry (the lease TTL by default).
+		f := setup(t, WithAbandonedHold(100*time.Millisecond))
 		cause := errors.New("connection reset by peer")
 		f.mt.RegisterResponder(ep.method, testBaseURL+ep.path, httpmock.NewErrorResponder(cause))
 		err := f.record(ep.call(context.Background(), f.c))

@@ -20,16 +20,18 @@ func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
 		"/cgi-bin/tag/get":  `{"errcode":60011,"errmsg":"no privilege to access/modify contact/party/agent"}`,
 	})
 	refused := wecom.RefusedURL(t)
-	newClient := func(base string) *wecom.Client {
+	// attempt: the attempt timeout, short only where the test wants one
+	// (a loaded machine may take longer than that to answer at all).
+	newClient := func(base string, attempt time.Duration) *wecom.Client {
 		c, err := wecom.New("wwcorpA", "secret-A-0123456789", wecom.WithBaseURL(base), wecom.WithAgentID(1000002),
-			wecom.WithAttemptTimeout(100*time.Millisecond), wecom.WithAbandonedHold(100*time.Millisecond),
+			wecom.WithAttemptTimeout(attempt), wecom.WithAbandonedHold(100*time.Millisecond),
 			wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: wecom.NoRetries}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	c := newClient(base)
+	c := newClient(base, 30*time.Second)
 	ctx := context.Background()
 
 	_, err := c.Tags.Members(ctx, 1)
@@ -61,7 +63,7 @@ func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := newClient(tt.base).Tags.Create(ctx, wecom.TagCreateRequest{Name: "x"})
+			_, err := newClient(tt.base, 100*time.Millisecond).Tags.Create(ctx, wecom.TagCreateRequest{Name: "x"})
 			var te *wecom.TransportError
 			if !errors.As(err, &te) || !errors.Is(err, wecom.ErrTransport) {
 				t.Fatalf("err = %v (%T), want a *TransportError matching ErrTransport", err, err)

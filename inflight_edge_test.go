@@ -42,8 +42,8 @@ func TestSlotRenewedWhileTheTokenComes(t *testing.T) {
 		_, _ = w.Write([]byte(`{"errcode":0,"errmsg":"ok","taglist":[]}`))
 	}))
 	t.Cleanup(srv.Close)
-	c, err := wecom.New(faultCorp, "", wecom.WithAgentID(1), wecom.WithBaseURL(srv.URL), wecom.WithTokenSource(slowToken(600*time.Millisecond)),
-		wecom.WithLimiter(throttle.NewMemory()), wecom.WithLeaseTTL(200*time.Millisecond),
+	c, err := wecom.New(faultCorp, "", wecom.WithAgentID(1), wecom.WithBaseURL(srv.URL), wecom.WithTokenSource(slowToken(3*time.Second)),
+		wecom.WithLimiter(throttle.NewMemory()), wecom.WithLeaseTTL(time.Second), // renewed twice or more, with room for a loaded machine
 		wecom.WithLimits("/cgi-bin/tag/list", wecom.Limits{Concurrency: 1}))
 	if err != nil {
 		t.Fatal(err)

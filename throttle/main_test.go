@@ -9,4 +9,4 @@ import (
 
 // TestMain gives the Redis tests a private Redis (a node and a 3-master
 // cluster) when REDIS_ADDR or REDIS_CLUSTER_ADDRS is unset.
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(redistest.MainWaiting(m, 8)) }

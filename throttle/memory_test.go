@@ -20,6 +20,7 @@ func TestMemoryConformance(t *testing.T) {
 
 // The suite also passes on real time, as a shared backend must.
 func TestMemoryConformanceRealTime(t *testing.T) {
+	t.Parallel() // real time, mostly waiting: the three real-time runs go side by side
 	if testing.Short() {
 		t.Skip("real-time conformance run skipped in -short mode")
 	}

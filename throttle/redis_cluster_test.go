@@ -20,6 +20,7 @@ import (
 // published.) Six hash tags, so that keys and subscriptions fall on
 // different nodes.
 func TestRedisClusterYieldServesOnce(t *testing.T) {
+	t.Parallel() // keys of its own
 	rdb := redistest.Cluster(t)
 	prefix := redistest.Prefix(t, rdb)
 	a, b := clusterBackend(t, rdb, prefix), clusterBackend(t, rdb, prefix)
@@ -106,6 +107,7 @@ func clusterBackend(t *testing.T, rdb redis.UniversalClient, prefix string) *Red
 // on a single node and on a Cluster, through hand-overs, grants and
 // wake-ups across processes.
 func TestRedisProcessesNeverOverLimit(t *testing.T) {
+	t.Parallel() // keys of its own
 	for _, tc := range []struct {
 		name string
 		rdb  func(testing.TB) redis.UniversalClient

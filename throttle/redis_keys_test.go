@@ -198,6 +198,7 @@ func keysWorkload(t *testing.T, b throttle.Backend, key string, d time.Duration)
 // TestRedisKeysExpireWhenIdle: after a workload, every key has a TTL and
 // holds no secret, and once idle every key disappears on its own.
 func TestRedisKeysExpireWhenIdle(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	for _, tc := range []struct {
 		name string
 		rdb  func(testing.TB) redis.UniversalClient
@@ -233,6 +234,7 @@ func TestRedisKeysExpireWhenIdle(t *testing.T) {
 // throttle key are in one slot, and different corps' keys spread over slots
 // and masters.
 func TestRedisClusterKeysSpread(t *testing.T) {
+	t.Parallel() // keys of its own
 	rdb := redistest.Cluster(t)
 	b, prefix := robustBackend(t, rdb, throttle.RedisOptions{})
 	var keys []string

@@ -136,6 +136,7 @@ func (h *cmdCounter) reset() {
 // outage is made when Redis answers again, so its slot does not wait for
 // its TTL.
 func TestRedisOutageFailsFastAndReleasesLater(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	b, proxy, counter := outageBackend(t)
 	ctx := context.Background()
 	r := throttle.Request{Key: "{corp}/outage", Concurrency: 1, TTL: time.Hour}
@@ -307,6 +308,7 @@ func burst(b *throttle.Redis, r throttle.Request, workers, n int) (wrong int64, 
 // and fail with ErrUnavailable, and no call runs a command of its own. The
 // calls after that fail at once, and still only the probe dials.
 func TestRedisUnreachableFirstCallsOneProbe(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	rdb, dials, cmds := countedClient(t, refusedAddr(t))
 	b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: "wt:unreachable:", RetryRedisAfter: 50 * time.Millisecond})
 	if err != nil {
@@ -344,6 +346,7 @@ const dialsPerPing = 5 * 4
 // probe dials (the subscription does not redial on its own), and when Redis
 // is back (restarted, empty) calls are answered again.
 func TestRedisKilledFailsFastAndRecovers(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	addr, restart, stop := redistest.StartServer(t)
 	rdb, dials, cmds := countedClient(t, addr)
 	b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: "wt:killed:", RetryRedisAfter: 50 * time.Millisecond})

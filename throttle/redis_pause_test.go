@@ -17,6 +17,7 @@ import (
 // of a window. Once Redis answers, every slot and the whole window serve
 // again.
 func TestRedisPauseLeavesNoGhostGrants(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	addr, pause := redistest.StartPausableServer(t)
 	b := restartBackend(t, addr, "wt:ghost:") // OpTimeout 1s
 	ctx := context.Background()

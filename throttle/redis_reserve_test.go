@@ -17,6 +17,7 @@ import (
 // on at once; and never more than the limit in any sliding window.
 // A daily window, the hardest case of the old reserve (a day), included.
 func TestRedisRestartBelowLimitsResumes(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	for _, tc := range []struct {
 		name         string
 		w            throttle.Window

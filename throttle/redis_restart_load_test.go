@@ -36,6 +36,7 @@ func (g *holderGauge) dec() { g.cur.Add(-1) }
 // closed with ErrUnavailable in the outage, or served by the local fallback
 // within its share.
 func TestRedisRestart(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	t.Run("FailClosed", func(t *testing.T) {
 		runRestart(t, throttle.RedisOptions{})
 	})

@@ -65,6 +65,7 @@ func (g *grantLog) worst(period time.Duration) int {
 // limit. Two processes live through the restart, one dies before it, and
 // one that knew nothing of the key starts using it after the restart.
 func TestRedisRestartEmptyKeepsWindows(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	const limit, period = 30, 3 * time.Second
 	addr, restart, _ := redistest.StartServer(t)
 	prefix := "wt:restart:"
@@ -164,6 +165,7 @@ func takeAfterRestart(t *testing.T, take func(*throttle.Redis) error, alive []*t
 // A cooldown a process set survives a restart of Redis: the process writes
 // it back with its grants, and another process is refused by it.
 func TestRedisRestartEmptyKeepsCooldown(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	addr, restart, _ := redistest.StartServer(t)
 	prefix := "wt:restartcd:"
 	b1, b2 := restartBackend(t, addr, prefix), restartBackend(t, addr, prefix)
@@ -200,6 +202,7 @@ func TestRedisRestartEmptyKeepsCooldown(t *testing.T) {
 // while it hung, once the backend knew, is made when Redis answers, so that
 // the slot (whose TTL is an hour) is free for another process.
 func TestRedisPausedReleaseRetried(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	addr, pause := redistest.StartPausableServer(t)
 	prefix := "wt:paused:"
 	b1, b2 := restartBackend(t, addr, prefix), restartBackend(t, addr, prefix)

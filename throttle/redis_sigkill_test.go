@@ -41,6 +41,7 @@ var killedRequest = throttle.Request{Key: "{corp}/killed", Concurrency: 3, TTL: 
 // with SIGKILL; another process gets the slots once, and only once, the
 // dead holder's leases have expired by the server's clock.
 func TestRedisSIGKILLedHolder(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
 	if prefix := os.Getenv(envKilledChildPrefix); prefix != "" {
 		killedChild(prefix, os.Getenv(envKilledChildAddr))
 		return

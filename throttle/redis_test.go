@@ -25,6 +25,7 @@ func newRedisBackend(t *testing.T, rdb redis.UniversalClient, opt throttle.Redis
 }
 
 func TestRedisConformance(t *testing.T) {
+	t.Parallel() // real time, mostly waiting: the three real-time runs go side by side
 	rdb := redistest.Single(t)
 	throttletest.Run(t, throttletest.Harness{
 		New: func(t *testing.T) throttle.Backend { return newRedisBackend(t, rdb, throttle.RedisOptions{}) },
@@ -32,6 +33,7 @@ func TestRedisConformance(t *testing.T) {
 }
 
 func TestRedisClusterConformance(t *testing.T) {
+	t.Parallel() // real time, mostly waiting: the three real-time runs go side by side
 	rdb := redistest.Cluster(t)
 	throttletest.Run(t, throttletest.Harness{
 		New: func(t *testing.T) throttle.Backend { return newRedisBackend(t, rdb, throttle.RedisOptions{}) },
@@ -57,6 +59,7 @@ func TestRedisKeysNeverShareLimits(t *testing.T) {
 // A period that is not a whole tenth of a second has more than 100 buckets of
 // whole milliseconds: none may be forgotten while it is in the window.
 func TestRedisOddPeriodsHold(t *testing.T) {
+	t.Parallel() // keys of its own
 	rdb := redistest.Single(t)
 	b := newRedisBackend(t, rdb, throttle.RedisOptions{})
 	ctx := context.Background()

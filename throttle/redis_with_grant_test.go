@@ -287,6 +287,7 @@ func TestRedisMalformedGrantReleased(t *testing.T) {
 // served), and a record naming another hash tag is ignored rather than
 // failing the script halfway.
 func TestRedisWithRecordOutsideKeys(t *testing.T) {
+	t.Parallel() // keys of its own
 	for _, tc := range []struct {
 		name string
 		rdb  func(testing.TB) redis.UniversalClient

@@ -25,12 +25,13 @@ func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
 		drain     string
 		customers int // per copy, each marked twice
 	}{
-		{20 * time.Millisecond, "5s", 250},
-		{20 * time.Millisecond, "0s", 250},
-		{200 * time.Millisecond, "5s", 50},
-		{200 * time.Millisecond, "0s", 50},
+		{20 * time.Millisecond, "5s", 150},
+		{20 * time.Millisecond, "0s", 150},
+		{200 * time.Millisecond, "5s", 40},
+		{200 * time.Millisecond, "0s", 40},
 	} {
 		t.Run(fmt.Sprintf("latency %s drain %s", tc.latency, tc.drain), func(t *testing.T) {
+			t.Parallel() // fleets of their own: a mock and a key prefix each
 			f := newFleet(t, tc.latency, tc.customers)
 			// 32 workers, the default, as in the runs.
 			args := append(f.args, "-lease-ttl", "2s", "-drain", tc.drain, "-workers", "32", "-progress", "100ms")
@@ -74,6 +75,7 @@ func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
 // A second signal while the first one's drain waits for slow calls: the
 // copy exits at once with 130, a note on stderr and no summary.
 func TestSecondSignalAborts(t *testing.T) {
+	t.Parallel() // a mock and a key prefix of its own
 	m, url := serveMock(t, 2*time.Second, "wwabort", "abort-secret")
 	c := start(t, "-base-url", url, "-corp-id", "wwabort", "-secret", "abort-secret",
 		"-customers", "50", "-workers", "8", "-drain", "1m")

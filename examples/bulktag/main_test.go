@@ -183,6 +183,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the marks in flight end (or are cancelled when the drain runs out), and
 // the summary accounts for every mark.
 func TestFirstSignalStopsGracefully(t *testing.T) {
+	t.Parallel() // a mock and a key prefix of its own
 	for _, tc := range []struct {
 		name                string
 		latency, drain      time.Duration

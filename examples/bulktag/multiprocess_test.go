@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(bulktag(args, os.Stdout, os.Stderr))
 	}
-	os.Exit(redistest.Main(m))
+	os.Exit(redistest.MainWaiting(m, 8))
 }
 
 // fleet is a mock WeCom served over HTTP and copies of bulktag sharing it
@@ -105,6 +105,7 @@ func (f *fleet) checkMock(t *testing.T) {
 // Three processes mark the same customers through one Redis: fleet-wide
 // limits, per customer included, and one shared token.
 func TestThreeProcessesShareTheBudget(t *testing.T) {
+	t.Parallel() // a mock and a key prefix of its own
 	f := newFleet(t, 5*time.Millisecond, 150)
 	var copies []*child
 	for range 3 {
@@ -126,6 +127,7 @@ func TestThreeProcessesShareTheBudget(t *testing.T) {
 // A copy killed with SIGKILL while holding leases: the others take its slots
 // once their TTL ends, and finish, with no 45033.
 func TestKilledProcessSlotsTakenOver(t *testing.T) {
+	t.Parallel() // a mock and a key prefix of its own
 	f := newFleet(t, 20*time.Millisecond, 150)
 	args := append(f.args, "-lease-ttl", "2s")
 	victim := start(t, args...)

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,27 @@ import (
 // line of stderr, even without -v. It returns m.Run's exit code.
 func Main(m *testing.M) int {
 	return mainWith(m.Run, os.Stderr)
+}
+
+// MainWaiting is Main for a package whose parallel tests wait (on servers
+// they kill and restart, on time windows, on child processes) rather than
+// use the CPU: it lets n of them run at once, whatever the CPU count,
+// unless -test.parallel is given.
+func MainWaiting(m *testing.M, n int) int {
+	waitBound(n)
+	return Main(m)
+}
+
+// waitBound sets -test.parallel to n unless the command line gives it.
+func waitBound(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // mainWith is Main with the test run and the notice's writer as seams.
