@@ -12,10 +12,11 @@ import (
 // StallObserver hears when a call is about to wait more than
 // throttle.StallAfter (a second) for its limits for a reason other than busy
 // slots: a full rate window, a reserve the limiter's Redis holds after it
-// lost its state, a cooldown after a 45009, or a daily count spent until
-// midnight CST. s says which limit (s.Key), why (s.Reason) and until when
-// (s.Until). It is called in the calling goroutine, before the wait; it
-// must be safe for concurrent use and return quickly.
+// lost its state, a cooldown after a 45009, a daily count spent until
+// midnight CST, or the limiter's Redis not answering for a second. s says
+// which limit (s.Key), why (s.Reason) and until when (s.Until, zero when
+// not known). It is called before the wait, or during it for a Redis that
+// does not answer; it must be safe for concurrent use and return quickly.
 type StallObserver func(ctx context.Context, path string, s throttle.Stall)
 
 // WithStallObserver sets a hook told of every call's long waits for its
@@ -35,16 +36,23 @@ func WithStallObserver(o StallObserver) Option {
 // logged once per key, not once per call.
 type stallLog struct {
 	mu   sync.Mutex
-	last map[string]throttle.Stall
+	last map[string]throttle.Stall // Until set for those without an end: a minute after the log
 }
 
 // news reports whether s is a stall not logged yet: none in force on its
-// key, or another reason, or an end later by more than StallAfter.
+// key, or another reason, or an end later by more than StallAfter. A stall
+// without a known end counts as in force for a minute.
 func (l *stallLog) news(s throttle.Stall, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.last == nil {
 		l.last = make(map[string]throttle.Stall)
+	}
+	if s.Until.IsZero() {
+		s.Until = now.Add(time.Minute)
+		if p, ok := l.last[s.Key]; ok && p.Until.After(now) && p.Reason == s.Reason {
+			return false
+		}
 	}
 	if p, ok := l.last[s.Key]; ok && p.Until.After(now) && p.Reason == s.Reason && s.Until.Sub(p.Until) <= throttle.StallAfter {
 		return false
@@ -70,9 +78,11 @@ func (c *Client) stallContext(ctx context.Context, path string) context.Context 
 // the log once per key.
 func (c *Client) stalled(ctx context.Context, path string, s throttle.Stall) {
 	if c.stalls.news(s, time.Now()) {
-		c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: calls wait for a limit",
-			slog.String("path", path), slog.String("key", s.Key), slog.String("reason", stallReason(s.Reason)),
-			slog.Time("until", s.Until), slog.Duration("for", time.Until(s.Until).Round(time.Second)))
+		attrs := []slog.Attr{slog.String("path", path), slog.String("key", s.Key), slog.String("reason", stallReason(s.Reason))}
+		if !s.Until.IsZero() {
+			attrs = append(attrs, slog.Time("until", s.Until), slog.Duration("for", time.Until(s.Until).Round(time.Second)))
+		}
+		c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: calls wait for a limit", attrs...)
 	}
 	if c.stallObserver != nil {
 		c.stallObserver(ctx, path, s)
@@ -88,6 +98,8 @@ func stallReason(r throttle.Reason) string {
 		return "cooldown after a 45009"
 	case throttle.ReasonRate:
 		return "rate window full"
+	case throttle.ReasonUnavailable:
+		return "the limiter's Redis does not answer"
 	}
 	return r.String()
 }

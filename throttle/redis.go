@@ -239,6 +239,7 @@ type Redis struct {
 	learnedMu sync.Mutex
 	learned   map[string]int
 	ref       serverRef  // the server's clock, as last seen
+	quiet     silence    // whether Redis keeps this process waiting
 	local     *Memory    // the fallback
 	ledger    ledger     // what Redis would lose in a restart, as far as this process knows
 	restoreMu sync.Mutex // one restore at a time

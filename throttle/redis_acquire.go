@@ -22,7 +22,10 @@ func (b *Redis) precheck(ctx context.Context, r Request, try bool) (l Lease, don
 	if err := ctx.Err(); err != nil {
 		return Lease{}, true, err
 	}
-	if down, err := b.ready(ctx); err != nil {
+	stop := stallAfter(ctx, r.Key)
+	down, err := b.ready(ctx)
+	stop()
+	if err != nil {
 		return Lease{}, true, err
 	} else if down {
 		l, err := b.instead(ctx, r, try, nil)
@@ -122,8 +125,12 @@ func (b *Redis) wait(ctx context.Context, r Request) (Lease, error) {
 // lease a Release of this process hands over meanwhile serves it: ok
 // reports that l is one.
 func (b *Redis) awaitTurn(ctx context.Context, w *rwaiter) (l Lease, ok bool, err error) {
+	tick := time.NewTicker(StallAfter)
+	defer tick.Stop()
 	for {
 		select {
+		case <-tick.C:
+			b.tellSilence(ctx, w.req.Key, w)
 		case <-w.turn:
 			if w.err != nil {
 				return Lease{}, false, w.err
@@ -148,6 +155,7 @@ func (b *Redis) awaitTurn(ctx context.Context, w *rwaiter) (l Lease, ok bool, er
 func (b *Redis) lead(ctx context.Context, r Request, k *rkey, w *rwaiter, served *bool) (Lease, error) {
 	woken := false
 	for first := true; ; first = false {
+		b.tellSilence(ctx, r.Key, w)
 		if down, err := b.ready(ctx); err != nil { // Redis failed while this waiter queued
 			return Lease{}, err
 		} else if down {

@@ -15,7 +15,7 @@ import (
 // acquisition whose caller had its ErrUnavailable long ago must not take a
 // slot then (nobody would use it until its TTL, an hour here), nor a count
 // of a window. Once Redis answers, every slot and the whole window serve
-// again.
+// again. The wait on the stopped Redis is told to the caller's StallFunc.
 func TestRedisPauseLeavesNoGhostGrants(t *testing.T) {
 	t.Parallel() // waits on servers of its own, or keys of its own
 	addr, pause := redistest.StartPausableServer(t)
@@ -28,8 +28,19 @@ func TestRedisPauseLeavesNoGhostGrants(t *testing.T) {
 	}
 
 	resume := pause()
-	if _, err := b.TryAcquire(ctx, r); !errors.Is(err, throttle.ErrUnavailable) {
+	told := make(chan throttle.Stall, 1)
+	sctx := throttle.WithStallFunc(ctx, func(s throttle.Stall) { told <- s })
+	if _, err := b.TryAcquire(sctx, r); !errors.Is(err, throttle.ErrUnavailable) {
 		t.Fatalf("TryAcquire with Redis stopped: %v, want ErrUnavailable", err)
+	}
+	// Not silent: the second without an answer was told.
+	select {
+	case s := <-told:
+		if s.Key != r.Key || s.Reason != throttle.ReasonUnavailable || !s.Until.IsZero() {
+			t.Errorf("told %+v, want %s on %q with no end", s, throttle.ReasonUnavailable, r.Key)
+		}
+	default:
+		t.Error("a round trip to a stopped Redis was not told")
 	}
 	time.Sleep(1500 * time.Millisecond) // past the request's timeout and the second of margin
 	resume()

@@ -172,6 +172,8 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	keys, args, conc := b.script(a, id)
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
+	defer stallAfter(ctx, r.Key)()
+	defer b.quiet.begin()()
 	raw, err := b.acquire.Run(octx, b.rdb, keys, args...).Slice()
 	if err != nil {
 		return acquireResult{}, err

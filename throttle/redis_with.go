@@ -85,6 +85,7 @@ func (b *Redis) releaseScript(ctx context.Context, l Lease, windows []Window, un
 		keys = append(keys, sk.holders, sk.waiting)
 		args = append(args, s.ID, s.Key)
 	}
+	defer b.quiet.begin()()
 	n, err := b.release.Run(ctx, b.rdb, keys, args...).Int64()
 	return n == 1, err
 }

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -12,18 +13,21 @@ const StallAfter = time.Second
 // Stall is a wait an Acquire has ahead of it for a reason other than busy
 // slots: a full rate window (ReasonRate), a reserve after Redis lost the
 // window's state (ReasonReserve) or a cooldown (ReasonCooldown), known to
-// last more than StallAfter.
+// last more than StallAfter; or a Redis that has not answered for
+// StallAfter (ReasonUnavailable: hung, or gone and not yet known to be).
 type Stall struct {
 	Key    string
 	Reason Reason
 	// Until is when the refusing limit frees up, by the local clock: the
-	// acquisition may go on then, or wait on for another limit.
+	// acquisition may go on then, or wait on for another limit. Zero when
+	// not known (ReasonUnavailable).
 	Until time.Time
 }
 
 // StallFunc hears of the stalls of the acquisitions made under a context
-// (see WithStallFunc). It is called in the acquiring goroutine, with no
-// lock held, and must be safe for concurrent use.
+// (see WithStallFunc). It is called with no lock held, in the acquiring
+// goroutine, or in a timer's for a Redis that does not answer; it must be
+// safe for concurrent use and return quickly.
 type StallFunc func(Stall)
 
 type stallKey struct{}
@@ -32,8 +36,9 @@ type stallKey struct{}
 // about to wait more than StallAfter for a rate window, a reserve or a
 // cooldown: when the acquisition arrives behind such a refusal, and when
 // the head of a key's line is refused so (on Redis, where a process's
-// waiters of a key queue behind one head that asks Redis). A caller that
-// waits in silence for an hour is what it exists to prevent.
+// waiters of a key queue behind one head that asks Redis); and when Redis
+// has not answered it for StallAfter. A caller that waits in silence for
+// an hour is what it exists to prevent.
 func WithStallFunc(ctx context.Context, f StallFunc) context.Context {
 	return context.WithValue(ctx, stallKey{}, f)
 }
@@ -54,6 +59,57 @@ func (t *told) news(v verdict, at time.Time) bool {
 	}
 	t.reason, t.at = v.reason, at
 	return true
+}
+
+// stallAfter tells ctx's StallFunc, once StallAfter has passed, that the
+// acquisition of key waits on a Redis that does not answer; the function it
+// returns ends the wait (and the telling, if it has not come).
+func stallAfter(ctx context.Context, key string) (stop func() bool) {
+	f, _ := ctx.Value(stallKey{}).(StallFunc)
+	if f == nil {
+		return func() bool { return false }
+	}
+	return time.AfterFunc(StallAfter, func() { f(Stall{Key: key, Reason: ReasonUnavailable}) }).Stop
+}
+
+// silence tells whether Redis keeps this process waiting: a round trip is
+// in progress and none has ended for StallAfter. Waiters that a round trip
+// of another call would serve (a hand-over) learn so from it.
+type silence struct {
+	mu       sync.Mutex
+	inflight int
+	last     time.Time // when a round trip last ended, or one began with none in progress
+}
+
+// begin notes a round trip; the function it returns notes its end.
+func (s *silence) begin() (end func()) {
+	s.mu.Lock()
+	if s.inflight == 0 {
+		s.last = time.Now()
+	}
+	s.inflight++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.inflight--
+		s.last = time.Now()
+		s.mu.Unlock()
+	}
+}
+
+// silent reports whether Redis keeps this process waiting (see silence).
+func (s *silence) silent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight > 0 && time.Since(s.last) > StallAfter
+}
+
+// tellSilence tells ctx's StallFunc, once per waiter w of key, that Redis
+// keeps the process waiting.
+func (b *Redis) tellSilence(ctx context.Context, key string, w *rwaiter) {
+	if f, _ := ctx.Value(stallKey{}).(StallFunc); f != nil && b.quiet.silent() && w.told.news(verdict{reason: ReasonUnavailable}, time.Time{}) {
+		f(Stall{Key: key, Reason: ReasonUnavailable})
+	}
 }
 
 // stalled tells ctx's StallFunc, if any, of a wait for v until at (the

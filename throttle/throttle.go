@@ -256,6 +256,11 @@ const (
 // gives it. (Its value leaves room for the backends' own answers.)
 const ReasonReserve Reason = 7
 
+// ReasonUnavailable: the backend's store (Redis) has not answered for a
+// while. It refuses nothing (that is ErrUnavailable); it says why a Stall
+// waits.
+const ReasonUnavailable Reason = 9
+
 // timed reports whether a refusal for r ends at a known time: a window
 // opening, a reserve ending, or a cooldown ending.
 func (r Reason) timed() bool { return r == ReasonRate || r == ReasonReserve || r == ReasonCooldown }
@@ -271,6 +276,8 @@ func (r Reason) String() string {
 		return "cooldown"
 	case ReasonReserve:
 		return "reserve"
+	case ReasonUnavailable:
+		return "unavailable"
 	}
 	return fmt.Sprintf("Reason(%d)", int(r))
 }

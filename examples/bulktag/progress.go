@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,6 +57,9 @@ func startProgress(w io.Writer, tty bool, every time.Duration, n *counts, fed <-
 			fmt.Fprintln(w, line)
 		}
 	}
+	// A tick may wait on a Redis that does not answer: it runs beside the
+	// line, which then says so, one tick at a time.
+	var ticking atomic.Bool
 	go func() {
 		defer close(done)
 		t := time.NewTicker(every)
@@ -70,8 +74,13 @@ func startProgress(w io.Writer, tty bool, every time.Duration, n *counts, fed <-
 				}
 				return
 			case <-t.C:
-				tick()
 				show()
+				if ticking.CompareAndSwap(false, true) {
+					go func() {
+						defer ticking.Store(false)
+						tick()
+					}()
+				}
 			}
 		}
 	}()

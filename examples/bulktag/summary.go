@@ -50,6 +50,8 @@ func (s *stats) stalled(_ context.Context, _ string, st throttle.Stall) {
 		why = "WeCom's cooldown after a 45009"
 	case throttle.ReasonRate:
 		why = "a full rate window"
+	case throttle.ReasonUnavailable: // no end known: why is the whole note
+		why = "waiting for the limiter's Redis, which does not answer"
 	}
 	s.waiting.Store(&waitNote{why: why, until: st.Until, noted: time.Now()})
 }
@@ -64,7 +66,7 @@ func (s *stats) waitingFor(now time.Time) string {
 	case !w.until.IsZero() && w.until.After(now):
 		return fmt.Sprintf("waiting for %s until %s", w.why, w.until.Format("15:04:05"))
 	case w.until.IsZero() && now.Sub(w.noted) < 2*time.Second:
-		return fmt.Sprintf("failing: %s (last at %s)", w.why, w.noted.Format("15:04:05"))
+		return fmt.Sprintf("%s (at %s)", w.why, w.noted.Format("15:04:05"))
 	}
 	return ""
 }
@@ -105,7 +107,7 @@ func (s *stats) fail(err error) {
 		key = "cancelled"
 	case errors.Is(err, throttle.ErrUnavailable):
 		key = "the limiter's Redis unreachable"
-		s.waiting.Store(&waitNote{why: key, noted: time.Now()})
+		s.waiting.Store(&waitNote{why: "the limiter's Redis is unreachable: marks fail", noted: time.Now()})
 	}
 	s.mu.Lock()
 	s.failures[key]++
