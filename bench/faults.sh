@@ -3,7 +3,7 @@
 # Three copies (COPIES) of examples/bulktag share a private Redis (no
 # persistence, on a free loopback port from 6390 up) and one mock WeCom
 # served over loopback HTTP (examples/mockserver, -latency 20ms). After
-# BEFORE seconds (default 10) the Redis is either
+# BEFORE seconds (default 15) the Redis is either
 #   MODE=restart (default): killed with SIGKILL and, DOWN seconds later
 #                 (default 3), started again, empty, on the same port;
 #   MODE=pause:   stopped with SIGSTOP for DOWN seconds (default 5), then
@@ -27,7 +27,7 @@ set -euo pipefail
 
 MODE=${MODE:-restart}
 COPIES=${COPIES:-3}
-BEFORE=${BEFORE:-10}
+BEFORE=${BEFORE:-15}
 AFTER=${AFTER:-20}
 LATENCY=${LATENCY:-20ms}
 if [[ $MODE == pause ]]; then DOWN=${DOWN:-5}; else DOWN=${DOWN:-3}; fi

@@ -173,23 +173,37 @@ type RedisOptions struct {
 // FLUSHALL, an eviction): every key with rate windows has an epoch key in its
 // own slot, so that each node of a Cluster is judged on its own, and the
 // acquire script checks it (one GET, no extra round trip). Each process keeps
-// a ledger of its own grants still in a window, per window bucket, and of the
-// cooldowns it set or was refused by. A process that finds another epoch than
-// the one it knew writes its ledger back (one script per key) before it takes
-// more; the probe does so for every key before calls resume after an
-// outage. What no process wrote back (a process that died, or one that has
-// not called since) may have been taken as late as the restart, so the window
-// holds it as taken until it has slid past the restart: the limit minus what
-// was written back counts as used for one window period. Guaranteed, without
+// a ledger of its own grants still in a window, per window bucket, of the
+// cooldowns it set or was refused by, and of each window's fill as its last
+// answer showed it (every process's grants, in the acquire script's reply).
+// A process that finds another epoch than the one it knew writes its ledger
+// back (one script per key) before it takes more; the probe does so for
+// every key before calls resume after an outage. What no process wrote back
+// (a process that died, or one that has not called since) may have been
+// taken as late as the restart, so the window holds a reserve until it has
+// slid past the restart: the latest fill any process saw, less the grants
+// written back from before it, plus what the fleet could have taken from
+// then to the restart at the window's average rate (limit/period), and
+// never more than the limit less what was written back (see restore.lua).
+// A refusal for the reserve says ReasonReserve. Guaranteed, without
 // persistence: no sliding window exceeds its limit because of the restart,
-// and cooldowns known to a live process are kept; the price is capacity, as a
-// window that was not full before the restart admits only what slides out of
-// the written-back history for one period. Not guaranteed: a process that
-// never took a grant on a key within its window (a new one, say) and calls
+// as long as no process that died took more than that average rate in the
+// moments between the fleet's last answer and the restart; a fleet that had
+// used a window up before the restart keeps it used up; cooldowns known to a
+// live process are kept. A fleet far below its limits goes on at once (a
+// minute's window at 2%: a few percent of it is held). Not guaranteed: a
+// process that never saw a key's window lately (a new one, say) and calls
 // before any process that did has called since the restart is not held back
 // by what it cannot know; and concurrency slots held across the restart are
 // forgotten (their calls may overlap new ones until they end). A release that
 // failed while Redis was away is made when it answers.
+//
+// Redis that hangs (SIGSTOP, a slow fork, a stalled VM) runs, when it
+// resumes, the requests that waited in its sockets, after their senders
+// gave up on them: each acquisition carries a server time the process saw
+// lately and how long after it the process gives up (by its monotonic
+// clock), and one run later takes nothing, so that no slot is held for
+// nobody until its TTL.
 //
 // Persistence recommended: appendonly yes with appendfsync everysec. After a
 // restart the windows, the leases and the cooldowns are then Redis's own
