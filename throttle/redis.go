@@ -106,114 +106,30 @@ type RedisOptions struct {
 // Each acquisition is one Lua script that checks and takes the concurrency
 // slot, every rate window, the cooldown and the request's With slots
 // together, timed by the Redis server's clock, so that processes with
-// skewed clocks agree. Release is one script too, With leases included.
-// With slots go in the same script when their keys share the request's
-// hash tag and no waiter of this process waits for one of them; otherwise
-// they are taken apart, as Request.With says. A slot another process's
-// hand-over grants comes with the With slots of the waiter that process
-// queued for, taken in that round trip when they are free (each queued
-// process records them in Redis); a waiter served by a grant without them
-// takes its own with one script each before its call starts. Leases expire
-// on the server, so a process that dies frees its slots when their TTL
-// ends.
+// skewed clocks agree. Within a process the waiters of a key queue locally
+// and only the head asks Redis; a Release hands its slot to the next waiter
+// in the same round trip, this process's or, when another has waited
+// longer, another's. Leases expire on the server, so a process that dies
+// frees its slots when their TTL ends. Keys take the hash tag of the
+// throttle key ("{corp}"), so one corp's keys share a Cluster slot.
 //
-// Waiting: within a process, the waiters of a key queue locally in arrival
-// order and only the head asks Redis. A Release of the process hands its slot
-// straight to a local waiter in the same round trip (the release script also
-// grants the next acquisition), so a process busy on a key makes one round
-// trip per call in steady state. The head's ask and a hand-over take leases
-// for the waiters behind too (without With slots, with the same limits), as
-// many as the limits allow, so that slots freed together, or a key with room
-// to spare, serve a process's waiters in one round trip rather than one
-// each. When another process has waited longer, that
-// script grants the slot to that process instead and publishes the lease on
-// the channel each process subscribes to once, so that the other process
-// starts its call without asking; a grant no waiter there can use goes back
-// (on a Cluster it wakes that process instead: see Redis.grants).
-// A release that has no local waiter to serve wakes the process that has
-// waited longest on the same channel; a timer at the time the script names (a
-// window opening, a cooldown ending, the next lease expiry) covers the rest,
-// and a resync every second covers notifications lost while the subscription
-// reconnects. A grant in flight to a process that dies or closes at that
-// moment holds its slot until the lease TTL ends, as a holder that dies does.
+// Faults: no call waits on a Redis known to be down (see Fallback; releases
+// made meanwhile are kept and made when it answers), and a wait of more
+// than StallAfter on one that does not answer is told (WithStallFunc). After
+// Redis restarted empty, each process writes back what it knows (its
+// grants, the cooldowns, the fill of each window it last saw) and a window
+// holds a reserve until it has slid past the loss (ReasonReserve): the
+// fleet never goes over a window because of the restart, a fleet that had
+// used a window up stays refused, and a fleet far below its limits goes on
+// at once. Requests that waited in a hung Redis's sockets take nothing when
+// they run after their senders gave up. Concurrency slots held across a
+// restart are forgotten. How and why, and what is not covered, is in
+// REDIS.md beside this file.
 //
-// Fairness: within a process, a freed slot goes to the first waiter in
-// arrival order that is not itself asking Redis at that moment (the head may
-// be), so the order is kept except around a head's own round trip. Across
-// processes, a process with waiters queues in Redis, and a hand-over yields
-// the slot to a process that has waited longer: it grants the slot to that
-// process and its own waiter waits on. A process served while it still has
-// waiters queues again at the back, so busy processes take turns. Turns are kept
-// approximately, not strictly: a head that asks at the moment a slot frees
-// may take it before the woken process arrives. No process starves: measured,
-// one waiter against eight in another process gets 38-39% of the grants on a
-// key with two slots, and four against four 45-55%
-// (TestRedisProcessesTakeTurns).
-//
-// Keys: prefix + "{tag}" + the key, the tag being the key's own Redis Cluster
-// hash tag if it has one ("{corp}"), or a hash of the key if not, so that every
-// Redis key of one throttle key is in one slot and different corps spread.
-// Keys expire when idle.
-//
-// Redis down: no call waits on a Redis known to be down, and one probe
-// alone talks to it. After a round trip fails for want of Redis,
-// acquisitions fail at once with ErrUnavailable (or use the local fallback),
-// Extend and Cooldown fail at once, and releases are kept and made when Redis
-// answers again, so that a slot released in the outage does not wait for its
-// TTL. The probe, a PING every RetryRedisAfter in a goroutine of its own, is
-// the only round trip meanwhile. Before the first probe has answered (a new
-// backend), and after the subscription broke until a probe answers, calls
-// wait for that one probe's verdict, bounded by their context and
-// OpTimeout, instead of each dialing Redis. Every round trip is bounded by
-// OpTimeout whatever the client's own retries and timeouts: a call that went
-// to Redis just as it died waits at most that long. A new backend does not
-// dial in NewRedis.
-//
-// Redis restarted empty (no persistence, a failover to an empty replica,
-// FLUSHALL, an eviction): every key with rate windows has an epoch key in its
-// own slot, so that each node of a Cluster is judged on its own, and the
-// acquire script checks it (one GET, no extra round trip). Each process keeps
-// a ledger of its own grants still in a window, per window bucket, of the
-// cooldowns it set or was refused by, and of each window's fill as its last
-// answer showed it (every process's grants, in the acquire script's reply).
-// A process that finds another epoch than the one it knew writes its ledger
-// back (one script per key) before it takes more; the probe does so for
-// every key before calls resume after an outage. What no process wrote back
-// (a process that died, or one that has not called since) may have been
-// taken as late as the restart, so the window holds a reserve until it has
-// slid past the restart: the latest fill any process saw, less the grants
-// written back from before it, plus what the fleet could have taken from
-// then to the restart at the window's average rate (limit/period), and
-// never more than the limit less what was written back (see restore.lua).
-// A refusal for the reserve says ReasonReserve. Guaranteed, without
-// persistence: no sliding window exceeds its limit because of the restart,
-// as long as no process that died took more than that average rate in the
-// moments between the fleet's last answer and the restart; a fleet that had
-// used a window up before the restart keeps it used up; cooldowns known to a
-// live process are kept. A fleet far below its limits goes on at once (a
-// minute's window at 2%: a few percent of it is held). Not guaranteed: a
-// process that never saw a key's window lately (a new one, say) and calls
-// before any process that did has called since the restart is not held back
-// by what it cannot know; and concurrency slots held across the restart are
-// forgotten (their calls may overlap new ones until they end). A release that
-// failed while Redis was away is made when it answers.
-//
-// Redis that hangs (SIGSTOP, a slow fork, a stalled VM) runs, when it
-// resumes, the requests that waited in its sockets, after their senders
-// gave up on them: each acquisition carries a server time the process saw
-// lately and how long after it the process gives up (by its monotonic
-// clock), and one run later takes nothing, so that no slot is held for
-// nobody until its TTL.
-//
-// Persistence recommended: appendonly yes with appendfsync everysec. After a
-// restart the windows, the leases and the cooldowns are then Redis's own
-// again, and the fleet keeps its capacity; the epoch comes back with them, so
-// the second or so of grants a crash may lose is not seen (at most that much
-// may be taken twice). RDB snapshots alone are worse than none: the epoch
-// comes back from the snapshot, and the minutes of grants since it are lost
-// unseen. Use a maxmemory-policy that never evicts these keys (noeviction,
-// or volatile-* with nothing else volatile): an evicted epoch is taken for a
-// loss, which is safe but costs capacity.
+// Persistence recommended: appendonly yes with appendfsync everysec, and a
+// maxmemory-policy that never evicts these keys (noeviction, or volatile-*
+// with nothing else volatile). RDB snapshots alone are worse than none: the
+// minutes of grants since the snapshot are lost unseen.
 //
 // The backend prints nothing. go-redis itself logs failed dials ("failed to
 // dial after 5 attempts") through its package-wide logger; a program that
