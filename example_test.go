@@ -187,3 +187,35 @@ func ExampleCustomerService_ByMembers() {
 	// zhangsan wmA <nil>
 	// zhangsan wmB <nil>
 }
+
+// A call that must wait more than a second for its limits says so before it
+// waits: here the tag list is limited to one call a minute, and the caller
+// of the second call gives up when told how long it would wait.
+func ExampleWithStallObserver() {
+	m, err := mock.New(mock.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	m.AddApp("wwexample", "example-secret")
+	srv := m.Start()
+	defer srv.Close()
+	ctx, giveUp := context.WithCancel(context.Background())
+	defer giveUp()
+	c, err := wecom.New("wwexample", "example-secret", wecom.WithBaseURL(srv.URL),
+		wecom.WithLimits("/cgi-bin/tag/list", wecom.Limits{Concurrency: 5, PerMinute: 1}),
+		wecom.WithStallObserver(func(_ context.Context, path string, s throttle.Stall) {
+			fmt.Printf("%s waits for a full %s window, about %s\n", path, s.Reason, time.Until(s.Until).Round(time.Minute))
+			giveUp()
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := c.Tags.List(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.Tags.List(ctx)
+	fmt.Println(errors.Is(err, context.Canceled))
+	// Output:
+	// /cgi-bin/tag/list waits for a full rate window, about 1m0s
+	// true
+}
