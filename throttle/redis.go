@@ -118,10 +118,12 @@ type RedisOptions struct {
 // than StallAfter on one that does not answer is told (WithStallFunc). After
 // Redis restarted empty, each process writes back what it knows (its
 // grants, the cooldowns, the fill of each window it last saw) and a window
-// holds a reserve until it has slid past the loss (ReasonReserve): the
-// fleet never goes over a window because of the restart, a fleet that had
-// used a window up stays refused, and a fleet far below its limits goes on
-// at once. Requests that waited in a hung Redis's sockets take nothing when
+// holds a reserve until it has slid past the loss (ReasonReserve): what
+// the fleet last saw in it, plus what it could have taken since at the
+// window's average rate. A fleet that had used a window up stays refused,
+// one far below its limits goes on at once, and the fleet does not go over
+// a window because of the restart unless a process took faster than that
+// average rate just before it (see REDIS.md). Requests that waited in a hung Redis's sockets take nothing when
 // they run after their senders gave up. Concurrency slots held across a
 // restart are forgotten. How and why, and what is not covered, is in
 // REDIS.md beside this file.
