@@ -30,6 +30,8 @@ type faultFixture struct {
 	c         *wecom.Client // clients[0]
 	clients   []*wecom.Client
 	limiters  []throttle.Backend
+	url       string           // the mock's
+	tokens    wecom.TokenStore // the clients'
 	abandoned atomic.Int64
 	detached  atomic.Int64
 }
@@ -70,8 +72,8 @@ func newFaultFixture(t *testing.T, cfg mock.Config, limiters []throttle.Backend,
 	if limiters == nil {
 		limiters = []throttle.Backend{throttle.NewMemory()}
 	}
-	f := &faultFixture{m: m, limiters: limiters}
 	tokens := wecom.NewMemoryTokenStore()
+	f := &faultFixture{m: m, limiters: limiters, url: srv.URL, tokens: tokens}
 	for _, l := range limiters {
 		base := []wecom.Option{
 			wecom.WithBaseURL(srv.URL),
@@ -115,7 +117,13 @@ func (f *faultFixture) drain(t *testing.T) {
 // tag creates one customer tag to mark with.
 func (f *faultFixture) tag(t *testing.T) string {
 	t.Helper()
-	g, err := f.c.CustomerTags.Add(context.Background(), wecom.CorpTagAddRequest{GroupName: "faults", Tags: []wecom.CorpTagSpec{{Name: "t"}}})
+	// A client of its own, with the default attempt timeout: the fixture's
+	// may be shorter than a loaded machine takes to answer at all.
+	c, err := wecom.New(faultCorp, faultSecret, wecom.WithBaseURL(f.url), wecom.WithTokenStore(f.tokens))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.CustomerTags.Add(context.Background(), wecom.CorpTagAddRequest{GroupName: "faults", Tags: []wecom.CorpTagSpec{{Name: "t"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
