@@ -49,11 +49,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-	local p=$1
-	while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
-	echo "$p"
-}
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 bin=${BIN:-$tmp}
 if [[ -z ${BIN:-} ]]; then

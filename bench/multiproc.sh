@@ -61,11 +61,10 @@ trap cleanup EXIT
 echo "building examples/mockserver and examples/bulktag into $tmp"
 (cd "$root" && go build -o "$tmp/mockserver" ./examples/mockserver && go build -o "$tmp/bulktag" ./examples/bulktag)
 
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 # A free loopback port, from PORT (default 18099) up.
-port=${PORT:-18099}
-while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-	port=$((port + 1))
-done
+port=$(free_port "${PORT:-18099}")
 base="http://127.0.0.1:$port"
 
 "$tmp/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" -jitter "$JITTER" >"$tmp/mock.log" 2>&1 &
@@ -117,9 +116,7 @@ run() {
 	done
 	# The marking phase: first start to last end over the copies.
 	local phase
-	phase=$(cat "$tmp/$name".*.out | awk '
-		/^unix:/ { if (first == "" || $2 < first) first = $2; if ($3 > last) last = $3 }
-		END { if (first != "") printf "%.6f", last - first; else print "nan" }')
+	phase=$(marking_phase "$tmp/$name".*.out)
 	# The copies' mean round trips, weighted by their attempts.
 	local rtt
 	rtt=$(cat "$tmp/$name".*.out | awk '

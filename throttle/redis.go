@@ -178,6 +178,13 @@ type Redis struct {
 
 	mu   sync.Mutex
 	keys map[string]*rkey
+	// hot, held: the hot path without Redis (redis_local.go).
+	hot       map[string]*hot
+	held      map[string]held // by Redis lease id
+	heldSweep int             // held's size at which expired entries go
+	gen       atomic.Uint64   // names the leases handed on locally
+	cold      bool            // tests of the Redis protocol: no hot path
+	quietFor  time.Duration   // localSpan, longer in tests that must not race it
 	// health is Redis as this process knows it: healthUnknown until the
 	// first probe answers, then healthUp or healthDown. Written under mu.
 	health  atomic.Int32
@@ -239,6 +246,10 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		learned:    make(map[string]int),
 		local:      NewMemory(),
 		keys:       make(map[string]*rkey),
+		hot:        make(map[string]*hot),
+		held:       make(map[string]held),
+		heldSweep:  1024,
+		quietFor:   localSpan,
 		done:       make(chan struct{}),
 		changed:    make(chan struct{}),
 	}

@@ -40,7 +40,7 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	if l, done, err := b.precheck(ctx, r, true); done {
 		return l, err
 	}
-	if len(r.With) > 0 && !b.together(r) {
+	if len(r.With) > 0 {
 		return tryApart(ctx, b, r)
 	}
 	b.mu.Lock()
@@ -73,7 +73,7 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	if l, done, err := b.precheck(ctx, r, false); done {
 		return l, err
 	}
-	if len(r.With) > 0 && !b.together(r) {
+	if len(r.With) > 0 { // the With slots first, held while r waits for its slot
 		return acquireApart(ctx, b, r)
 	}
 	l, err := b.wait(ctx, r)
@@ -185,7 +185,7 @@ func (b *Redis) lead(ctx context.Context, r Request, k *rkey, w *rwaiter, served
 // again.
 func (b *Redis) ask(ctx context.Context, r Request, k *rkey, w *rwaiter, woken, more bool, served *bool) (l Lease, d time.Duration, done bool, err error) {
 	batch, more := b.claimBatch(r.Key, w, r, more)
-	res, err := b.attempt(ctx, acquireArgs{r: r, take: true, batch: len(batch), queue: true, requeue: more})
+	res, err := b.attempt(ctx, acquireArgs{r: r, take: true, batch: len(batch), queue: true, requeue: more, block: b.blockFor(r)})
 	b.deliver(r.Key, batch, res.extra)
 	v, now := res.v, res.now
 	at := time.Now().Add(v.at.Sub(now)) // when the refusing limit frees up, on the local clock
@@ -257,7 +257,7 @@ func (b *Redis) startRound(k *rkey, w *rwaiter, first, woken bool) (skip, more b
 	// A Release handing a slot over (claimed, or already sent): take it
 	// rather than ask. Right after a hand-over that found every slot held
 	// and queued this process again, the next head waits without asking.
-	skip = w.claimed || len(w.slot) > 0 || first && k.full || w.yielded && !woken
+	skip = w.claimed || len(w.slot) > 0 || first && (k.full || b.holdsAll(w.req)) || w.yielded && !woken
 	k.full, w.yielded = false, false
 	w.busy = !skip
 	more = k.waiters.len() > 1

@@ -26,6 +26,12 @@ func (b *Redis) dispatch(m *redis.Message) {
 		b.takeGrant(m.Payload)
 		return
 	}
+	if rest, ok := strings.CutPrefix(m.Payload, "\n"); ok && m.Channel == b.channel {
+		if proc, key, _ := strings.Cut(rest, "\n"); proc != b.proc {
+			b.noteContended(key, true, time.Time{}) // another process queued for a slot
+		}
+		return
+	}
 	b.mu.Lock()
 	k := b.keys[m.Payload]
 	if k != nil {
@@ -159,6 +165,7 @@ func (b *Redis) takeGrant(msg string) {
 		return
 	}
 	b.ledger.add(g.req.Key, g.req.Windows, g.lease.Granted.UnixMilli(), g.req.units(), nil)
+	b.hold(g.lease)
 	b.mu.Lock()
 	k, to, fits, others := b.grantWaiter(g) // others: waiters left wanting slots
 	direct := fits || len(g.lease.With) == 0
@@ -267,6 +274,9 @@ func (b *Redis) giveBack(l Lease, r Request) {
 		return
 	}
 	ctx := context.Background()
+	if known, _ := b.unhold(l); known {
+		b.letGo(l.Key)
+	}
 	together, apart := b.splitWith(l)
 	_ = releaseEach(ctx, b, apart) // on failure the TTL frees the slot
 	l.With = together

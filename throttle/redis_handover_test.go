@@ -84,13 +84,6 @@ func (g *acquireGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// ran returns how many scripts the client has run.
-func (g *acquireGate) ran() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.scripts
-}
-
 func (g *acquireGate) counts() (asks, handovers int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -125,6 +118,7 @@ func gatedBackends(t *testing.T, n int) ([]*Redis, []*acquireGate) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
+		b.cold = true // the protocol between processes, as when they contend
 		g := newAcquireGate(b.acquire.Hash())
 		rdb.AddHook(g)
 		bs, gs = append(bs, b), append(gs, g)

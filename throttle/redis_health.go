@@ -145,6 +145,7 @@ func (b *Redis) probe(delay time.Duration) {
 // orphan keeps a lease whose release failed for want of Redis, for the probe
 // to release when Redis answers.
 func (b *Redis) orphan(l Lease) {
+	l.ID = redisID(l.ID) // released later by its Redis id, as no longer held here
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.orphans) < maxOrphans {

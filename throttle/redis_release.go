@@ -9,16 +9,16 @@ import (
 )
 
 // Release implements Backend. When a waiter of this process waits for the
-// key and no other process has waited longer, the slot is handed straight
-// over to it, in the same round trip. The lease's With leases are released
-// in that round trip too when they share its hash tag.
+// key, the slot is handed straight over to it: without a round trip while
+// no other process waits for the key (and its window units come from a
+// block taken ahead), else in one that gives it to the process that has
+// waited longest.
 func (b *Redis) Release(ctx context.Context, l Lease) error {
 	if !l.HoldsSlot() {
 		return nil
 	}
-	together, apart := b.splitWith(l)
-	first := releaseEach(ctx, b, apart)
-	l.With = together
+	first := releaseEach(ctx, b, l.With)
+	l.With = nil
 	if err := b.releaseOwn(ctx, l); err != nil {
 		return err
 	}
@@ -34,6 +34,13 @@ func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	if !l.HoldsSlot() {
 		return nil
 	}
+	known, err := b.unhold(l)
+	if err != nil {
+		return err
+	}
+	if known {
+		defer b.letGo(l.Key) // after a local hand-over counted its lease in
+	}
 	if down, err := b.ready(ctx); err != nil {
 		return err
 	} else if down {
@@ -42,6 +49,9 @@ func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	}
 	if l.ownSlot() {
 		if next, more := b.claimNext(l.Key); next != nil {
+			if known && b.handLocal(l, next) {
+				return nil
+			}
 			return b.handOver(ctx, l, next, more)
 		}
 	}
@@ -87,7 +97,7 @@ func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool)
 	// Hand the slot over in one round trip, unless another process has
 	// waited longer for it; this process stays queued if more wait.
 	batch, more := b.claimBatch(l.Key, next, next.req, more)
-	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, batch: len(batch), queue: true, release: l, requeue: more})
+	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, batch: len(batch), queue: true, release: l, requeue: more, block: b.blockFor(next.req)})
 	b.deliver(l.Key, batch, res.extra)
 	if err == nil && res.v.reason == reasonWithBusy {
 		b.settle(l.Key, next, Lease{}, false, false, true)
@@ -136,6 +146,9 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 	if strings.HasPrefix(l.ID, localLease) {
 		return fromLocal(b.local.Extend(ctx, toLocal(l), ttl))
 	}
+	if !b.stillHeld(l) {
+		return l, ErrLeaseNotHeld
+	}
 	if down, err := b.ready(ctx); err != nil {
 		return l, err
 	} else if down {
@@ -143,7 +156,7 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	exp, err := b.extend.Run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, l.ID, ttl.Milliseconds()).Int64()
+	exp, err := b.extend.Run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, redisID(l.ID), ttl.Milliseconds()).Int64()
 	switch {
 	case err != nil:
 		_, err = b.failed("extend", err)
@@ -152,6 +165,7 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 		return l, ErrLeaseNotHeld
 	}
 	l.Expires = time.UnixMilli(exp)
+	b.extended(l)
 	return l, nil
 }
 

@@ -32,6 +32,9 @@ type acquireArgs struct {
 	// other waiters (recorded with the With slots of the next one that is
 	// free then, see nextRecord).
 	requeue bool
+	// block: with a grant, window units to take ahead for the local
+	// hand-overs that follow (see block).
+	block int
 }
 
 // acquireResult is what one run of the acquire script answered.
@@ -65,6 +68,17 @@ func (s *serverRef) saw(ms int64) {
 	s.mu.Lock()
 	s.ms, s.got = ms, time.Now()
 	s.mu.Unlock()
+}
+
+// now estimates the server's clock now from its last answer (the local
+// clock before any).
+func (s *serverRef) now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ms == 0 {
+		return time.Now()
+	}
+	return time.UnixMilli(s.ms).Add(time.Since(s.got))
 }
 
 // deadline returns the latest reference and how long after it (ms) a
@@ -129,7 +143,7 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	if a.take {
 		want = 1 + a.batch
 	}
-	args = []any{id, conc, r.LeaseTTL().Milliseconds(), want, proc, a.release.ID, b.wakePrefix, r.Key,
+	args = []any{id, conc, r.LeaseTTL().Milliseconds(), want, proc, redisID(a.release.ID), b.wakePrefix, r.Key,
 		flag(a.requeue), epoch, r.units(), len(r.With), len(a.release.With)}
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
@@ -142,7 +156,7 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	for _, s := range a.release.With {
 		sk := b.names(s.Key, nil)
 		keys = append(keys, sk.holders, sk.waiting)
-		args = append(args, s.ID, s.Key)
+		args = append(args, redisID(s.ID), s.Key)
 	}
 	self, next := "", ""
 	if a.queue {
@@ -153,7 +167,7 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	}
 	keys = append(keys, k.records)
 	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
-	args = append(args, flag(b.grants), self, next, ref, maxAge)
+	args = append(args, a.block, blockSpan(r.Windows).Milliseconds(), b.channel, flag(b.grants), self, next, ref, maxAge)
 	return keys, args, conc
 }
 
@@ -174,6 +188,7 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	defer cancel()
 	defer stallAfter(ctx, r.Key)()
 	defer b.quiet.begin()()
+	sent := time.Now()
 	raw, err := b.acquire.Run(octx, b.rdb, keys, args...).Slice()
 	if err != nil {
 		return acquireResult{}, err
@@ -204,10 +219,21 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		}
 		l.With = b.withLeases(r, id, res[1])
 		b.ledger.add(r.Key, r.Windows, res[1], r.units()*n, ans.fills) // none for a check
+		if n > 0 {
+			b.hold(l)
+			b.hold(out.extra...)
+		}
+		b.noteContended(r.Key, ans.others, sent)
+		if res[3] > 0 && ans.blockAt > 0 {
+			b.addBlock(r, int(res[3]), ans.blockAt, sent.Add(blockSpan(r.Windows)))
+		}
 		out.lease, out.v, out.now = l, verdict{ok: true}, l.Granted
 		return out, nil
 	}
 	out.v, out.now = verdict{reason: Reason(res[1])}, time.UnixMilli(res[3])
+	if out.v.reason == reasonYielded {
+		b.noteContended(r.Key, true, sent)
+	}
 	b.ledger.add(r.Key, r.Windows, res[3], 0, ans.fills)
 	if res[2] > 0 && out.v.reason != reasonWithBusy {
 		out.v.at = time.UnixMilli(res[2])
@@ -235,14 +261,18 @@ func (b *Redis) withLeases(r Request, id string, now int64) []Lease {
 }
 
 // answer is the acquire script's answer: five integers (head), then, for a
-// grant, how many leases it granted (n), the key's epoch when the process
+// grant, how many leases it granted (n), whether another process waits
+// for a slot (others) and where the units it took ahead count (blockAt),
+// the key's epoch when the process
 // did not know it, and what each window counted once the script read them
 // (fills, in the request's order of windows).
 type answer struct {
-	head  [5]int64
-	n     int
-	epoch string
-	fills []int64
+	head    [5]int64
+	n       int
+	others  bool
+	blockAt int64 // where the block (head[3] units) counts, unix ms
+	epoch   string
+	fills   []int64
 }
 
 // parseAnswer reads the acquire script's answer (see answer).
@@ -250,7 +280,7 @@ func parseAnswer(raw []any) (a answer, err error) {
 	bad := func() (answer, error) {
 		return answer{}, fmt.Errorf("throttle: acquire script answered %v", raw)
 	}
-	if len(raw) < 5 || len(raw) > 8 {
+	if len(raw) < 5 || len(raw) > 10 {
 		return bad()
 	}
 	for i := range a.head {
@@ -262,15 +292,21 @@ func parseAnswer(raw []any) (a answer, err error) {
 	}
 	rest := raw[5:]
 	if a.head[0] == 1 {
-		c, ok := int64(0), false
-		if len(rest) > 0 {
-			c, ok = rest[0].(int64)
-			rest = rest[1:]
+		var v [3]int64
+		for i := range v {
+			ok := len(rest) > 0
+			if ok {
+				v[i], ok = rest[0].(int64)
+				rest = rest[1:]
+			}
+			if !ok || v[i] < 0 {
+				return bad()
+			}
 		}
-		if !ok || c < 0 {
+		if v[1] > 1 {
 			return bad()
 		}
-		a.n = int(c)
+		a.n, a.others, a.blockAt = int(v[0]), v[1] == 1, v[2]
 	}
 	if len(rest) > 0 {
 		if e, ok := rest[0].(string); ok {

@@ -16,12 +16,16 @@ func TestParseAnswer(t *testing.T) {
 		want answer // ignored when bad
 		bad  bool
 	}{
-		{"grant", []any{int64(1), int64(1000), int64(2000), int64(0), int64(1), int64(3)},
+		{"grant", []any{int64(1), int64(1000), int64(2000), int64(0), int64(1), int64(3), int64(0), int64(0)},
 			answer{head: [5]int64{1, 1000, 2000, 0, 1}, n: 3}, false},
-		{"grant, epoch, fills", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), "1000:ab", fills},
+		{"grant, a block, others waiting", []any{int64(1), int64(1000), int64(2000), int64(40), int64(1), int64(1), int64(1), int64(1600)},
+			answer{head: [5]int64{1, 1000, 2000, 40, 1}, n: 1, others: true, blockAt: 1600}, false},
+		{"grant, epoch, fills", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), int64(0), int64(0), "1000:ab", fills},
 			answer{head: [5]int64{1, 1000, 0, 0, 1}, n: 1, epoch: "1000:ab", fills: []int64{7, 120}}, false},
-		{"grant, fills", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), fills},
+		{"grant, fills", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), int64(0), int64(0), fills},
 			answer{head: [5]int64{1, 1000, 0, 0, 1}, n: 1, fills: []int64{7, 120}}, false},
+		{"grant, others not a flag", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), int64(2), int64(0)}, answer{}, true},
+		{"grant without where its block counts", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), int64(0)}, answer{}, true},
 		{"refusal", []any{int64(0), int64(2), int64(5000), int64(1000), int64(1)},
 			answer{head: [5]int64{0, 2, 5000, 1000, 1}}, false},
 		{"refusal, fills", []any{int64(0), int64(7), int64(5000), int64(1000), int64(1), fills},

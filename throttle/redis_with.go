@@ -9,26 +9,6 @@ import (
 	"strings"
 )
 
-// together reports whether r's With slots can be taken in r's own round
-// trip: they share r's hash tag (one Redis Cluster slot), and no waiter of
-// this process queues for one of them (it came first).
-func (b *Redis) together(r Request) bool {
-	tag := hashTag(r.Key)
-	for _, s := range r.With {
-		if hashTag(s.Key) != tag {
-			return false
-		}
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, s := range r.With {
-		if b.keys[s.Key].waiting() {
-			return false
-		}
-	}
-	return true
-}
-
 // splitWith sorts l's With leases into those the release script of l can
 // release with it (Redis leases sharing its hash tag, on keys no local
 // waiter wants: a waiter of this process there is handed its slot by a
@@ -71,7 +51,7 @@ func (b *Redis) releaseScript(ctx context.Context, l Lease, windows []Window, un
 	keys := append(make([]string, 0, 2+len(windows)+2*len(l.With)), k.holders, k.waiting)
 	id, granted := "", int64(0)
 	if l.ownSlot() || len(windows) > 0 {
-		id = l.ID
+		id = redisID(l.ID)
 	}
 	if len(windows) > 0 {
 		keys, granted = append(keys, k.windows...), l.Granted.UnixMilli()
@@ -83,7 +63,7 @@ func (b *Redis) releaseScript(ctx context.Context, l Lease, windows []Window, un
 	for _, s := range l.With {
 		sk := b.names(s.Key, nil)
 		keys = append(keys, sk.holders, sk.waiting)
-		args = append(args, s.ID, s.Key)
+		args = append(args, redisID(s.ID), s.Key)
 	}
 	defer b.quiet.begin()()
 	n, err := b.release.Run(ctx, b.rdb, keys, args...).Int64()

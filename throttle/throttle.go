@@ -189,7 +189,9 @@ type Lease struct {
 	// ID identifies the lease within its backend.
 	ID string
 	// Granted is when the backend granted the lease, by the backend's clock. It is
-	// the instant the rate windows counted.
+	// the instant the rate windows counted: for a lease the Redis backend
+	// handed on from window units taken ahead, the end of their block, up
+	// to a second after the grant (see REDIS.md).
 	Granted time.Time
 	// Expires is when the concurrency slot frees itself if not released or
 	// extended, by the backend's clock; zero if the lease holds no slot.

@@ -42,6 +42,14 @@
 -- ARGV[14..] per window, in KEYS order: limit, period (ms)
 -- then      per With slot: concurrency, TTL (ms)
 -- then      per With lease released: its id, its throttle key
+-- ARGV[#ARGV - 7] block: window units to take ahead besides a grant (0:
+--           none), as many as every window admits after it: counted in the
+--           bucket of now + block_in, so that the process may start calls
+--           from them until block_in after it sent this request
+-- ARGV[#ARGV - 6] block_in: see block (ms)
+-- ARGV[#ARGV - 5] channel: the broadcast channel: a process newly queued for
+--           a slot says so there ('\n' .. proc .. '\n' .. the throttle key), so that the
+--           processes handing slots on locally give them up
 -- ARGV[#ARGV - 4] grants: 1 if a yielding hand-over grants the slot to the
 --           process it yields to (see yield_to); 0 on a Redis Cluster, where
 --           a PUBLISH in a script counts only the listeners on its own node,
@@ -62,8 +70,11 @@
 --           and answers 8: a grant would hold a slot nobody uses until its
 --           TTL. Only its hand-over's releases are made.
 --
--- Returns {1, now, expires, 0, held, n} granted n leases (expires 0 without
---                                      a slot; n 0 when only checking)
+-- Returns {1, now, expires, blk, held, n, others, at} granted n leases
+--                                      (expires 0 without a slot; n 0 when
+--                                      only checking) and blk units ahead,
+--                                      counted at at (see block); others: 1
+--                                      if another process waits for a slot
 --      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
 --                                      3 cooldown, 7 rate, only for a reserve
 --                                      after a loss (see window.lua),
@@ -103,6 +114,7 @@ local nwith = tonumber(ARGV[12])
 local nrel = tonumber(ARGV[13])
 local nw = #KEYS - 5 - 2 * nwith - 2 * nrel
 local records = KEYS[#KEYS]
+local block, block_in, channel = tonumber(ARGV[#ARGV - 7]), tonumber(ARGV[#ARGV - 6]), ARGV[#ARGV - 5]
 local grants = ARGV[#ARGV - 4] == '1'
 local rec_self, rec_next = ARGV[#ARGV - 3], ARGV[#ARGV - 2]
 local ref, max_age = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
@@ -208,10 +220,12 @@ if cd > now then
   return refuse(3, cd)
 end
 
+local holding = -1 -- the live leases on KEYS[1] before the grant, once counted
 local worst = 0
 local by_reserve = true -- every window refused would admit but for its reserve
 local wins = {}
 local room = want -- the leases every limit admits, up to want
+local free_units = {} -- per window, the units it admits
 for i = 1, nw do
   local limit = tonumber(ARGV[12 + 2 * i])
   local period = tonumber(ARGV[13 + 2 * i])
@@ -225,6 +239,7 @@ for i = 1, nw do
     if at > worst then worst = at end
   end
   room = math.min(room, math.floor((limit - total - reserve) / weight))
+  free_units[i] = limit - total - reserve
 end
 if worst > 0 then
   return refuse(by_reserve and 7 or 2, worst)
@@ -234,13 +249,15 @@ if conc > 0 then
   if not swept then
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   end
-  local holding = redis.call('ZCARD', KEYS[1])
+  holding = redis.call('ZCARD', KEYS[1])
   room = math.min(room, conc - holding)
   if holding >= conc then
     local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
     if proc ~= '' then
       -- queue the process (keeping its first arrival) for a release to wake
-      redis.call('ZADD', KEYS[3], 'NX', now, proc)
+      if redis.call('ZADD', KEYS[3], 'NX', now, proc) == 1 then
+        redis.call('PUBLISH', channel, '\n' .. proc .. '\n' .. throttle_key)
+      end
       redis.call('PEXPIRE', KEYS[3], ttl + 10000)
       set_record(records, KEYS[3], proc, rec_self, ttl)
     end
@@ -273,7 +290,7 @@ if busy > 0 and not yield then
 end
 
 if not taking then
-  return reply({1, now, 0, 0, held, 0})
+  return reply({1, now, 0, 0, held, 0, 0, 0})
 end
 
 -- take counts n acquisitions in every window and gives lease id the slot,
@@ -299,8 +316,11 @@ local function take(id, expires, with, n)
       add[#add + 1] = id .. '+' .. j
     end
     redis.call(unpack(add))
-    local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-    redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
+    local last = expires -- the latest expiry: this one's, when none other is held
+    if holding ~= 0 then
+      last = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+    end
+    redis.call('PEXPIREAT', KEYS[1], last + 1000)
   end
   for i = 1, with and nwith or 0 do
     local h, exp = KEYS[wk + 2 * i - 1], now + tonumber(ARGV[wa + 2 * i])
@@ -354,6 +374,18 @@ if want > 1 and nwith == 0 then
 end
 take(lease_id, expires, true, n)
 for i = 1, nw do fills[i] = fills[i] + n * weight end
+local blk = nw > 0 and block or 0
+for i = 1, nw do blk = math.min(blk, free_units[i] - n * weight) end
+if blk > 0 then
+  for i = 1, nw do
+    local width = wins[i][1]
+    redis.call('HINCRBY', KEYS[4 + i], math.floor((now + block_in) / width), blk)
+    redis.call('HINCRBY', KEYS[4 + i], 't', blk)
+    fills[i] = fills[i] + blk
+  end
+else
+  blk = 0
+end
 if proc ~= '' then
   if requeue then
     -- served, with more waiters: the process queues again, at the back
@@ -361,8 +393,11 @@ if proc ~= '' then
     redis.call('PEXPIRE', KEYS[3], ttl + 10000)
     set_record(records, KEYS[3], proc, rec_next, ttl)
   else
-    redis.call('ZREM', KEYS[3], proc)
-    redis.call('HDEL', records, proc)
+    if redis.call('ZREM', KEYS[3], proc) == 1 then
+      redis.call('HDEL', records, proc)
+    end
   end
 end
-return reply({1, now, expires, 0, held, n})
+local others = redis.call('ZCARD', KEYS[3])
+if proc ~= '' and requeue then others = others - 1 end
+return reply({1, now, expires, blk, held, n, others > 0 and 1 or 0, blk > 0 and now + block_in or 0})

@@ -1,0 +1,16 @@
+# lib.sh: shell helpers the bench scripts share (source it).
+
+# free_port FROM: the first loopback port from FROM up that nothing listens on.
+free_port() {
+	local p=$1
+	while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
+	echo "$p"
+}
+
+# marking_phase FILE...: seconds from the first copy's start of marking to
+# the last copy's end, from bulktag's "unix: start end" lines ("nan" if none).
+marking_phase() {
+	cat "$@" | awk '
+		/^unix:/ { if (first == "" || $2 < first) first = $2; if ($3 > last) last = $3 }
+		END { if (first != "") printf "%.6f", last - first; else print "nan" }'
+}

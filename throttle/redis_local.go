@@ -1,0 +1,341 @@
+// The Redis backend's hot path without Redis: a process that holds a slot
+// hands it to its own next waiter without a round trip while no other
+// process waits for the key (hot.contended), drawing the window units of
+// the call from a block taken ahead (block).
+// The leases this process holds are known here (held), so that a lease
+// handed on locally is never released twice.
+
+package throttle
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// hot is what this process knows of a key beyond its line: whether
+// another process waits for its slots, and the block of window units it
+// took ahead. Guarded by Redis.mu.
+type hot struct {
+	// contended: another process queued for a slot of the key, as the
+	// subscription or a reply told; a Redis answer that no other process
+	// waits clears it.
+	contended bool
+	noticed   time.Time // when contended was last set
+	// quiet: until then, no other process waited as far as Redis last
+	// said (see localSpan).
+	quiet   time.Time
+	block   block
+	holding int // the leases this process holds on the key
+	leaving int // of them, those being released (unhold, not yet letGo)
+}
+
+// A key's hot state lives while this process holds a lease on it or has
+// units of its block left: a process that holds nothing asks Redis
+// anyway, and learns anew from the answer whether another waits.
+
+// localSpan is how long after a Redis answer that no other process waits
+// this process may hand a key's slots on without asking again: a notice
+// lost by the subscription delays another process by at most that.
+const localSpan = 200 * time.Millisecond
+
+// idle reports whether h says nothing worth keeping.
+func (h *hot) idle() bool { return h.holding <= 0 && h.block.units == 0 }
+
+// mayHandOn reports whether h lets this process hand a slot on without Redis.
+func (b *Redis) mayHandOn(h *hot) bool {
+	return !b.cold && h != nil && !h.contended && time.Now().Before(h.quiet)
+}
+
+// block is window units taken ahead in one acquire script: counted in
+// Redis in the bucket of at (the server's unix ms, the block's end), so
+// that a call started from it before until (the local clock) counts in
+// every sliding window that could see it. See REDIS.md.
+type block struct {
+	units   int
+	at      int64     // where Redis counted the units (unix ms, server clock)
+	until   time.Time // the block may start calls until then
+	windows []Window
+}
+
+// maxBlock bounds the window units one block takes.
+const maxBlock = 256
+
+// blockSpan returns how long a block for ws may start calls: one bucket
+// of the shortest window, at most a second (0: ws takes no block, its
+// windows being too small to spare a bucket's worth).
+func blockSpan(ws []Window) time.Duration {
+	span := time.Second
+	for _, w := range ws {
+		span = min(span, (w.Period / BucketsPerWindow).Truncate(time.Millisecond))
+	}
+	return span
+}
+
+// blockWant returns how many units the ask of r, with waiting waiters
+// queued, takes ahead: enough for a few rounds of them, at most a
+// hundredth of each window; none for a request without a slot, which no
+// hand-over serves.
+func blockWant(r Request, waiting int) int {
+	if r.Concurrency == 0 || len(r.Windows) == 0 || blockSpan(r.Windows) <= 0 {
+		return 0
+	}
+	n := min(maxBlock, 8*max(waiting, 1)*r.units())
+	for _, w := range r.Windows {
+		n = min(n, w.Limit/BucketsPerWindow)
+	}
+	return n
+}
+
+// hotOf returns the hot state of key, made if missing. The caller holds
+// Redis.mu.
+func (b *Redis) hotOf(key string) *hot {
+	h := b.hot[key]
+	if h == nil {
+		h = &hot{}
+		b.hot[key] = h
+	}
+	return h
+}
+
+// noteContended records, for a key this process holds or has a block of,
+// whether another process waits for its slots, as told by a notice or by
+// the answer to a request sent at sent: an answer sent before the last
+// notice that one waits does not undo it.
+func (b *Redis) noteContended(key string, yes bool, sent time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.hot[key]
+	switch {
+	case h == nil:
+	case yes:
+		h.contended, h.noticed = true, time.Now()
+	case sent.After(h.noticed):
+		h.contended, h.quiet = false, time.Now().Add(b.quietFor)
+	}
+}
+
+// addBlock keeps units taken ahead for r's windows, counted at at (unix
+// ms), usable until until; what is left of the key's previous block goes
+// back.
+func (b *Redis) addBlock(r Request, units int, at int64, until time.Time) {
+	b.ledger.add(r.Key, r.Windows, at, units, nil)
+	b.mu.Lock()
+	h := b.hotOf(r.Key)
+	old := h.block
+	h.block = block{units: units, at: at, until: until, windows: r.Windows}
+	b.mu.Unlock()
+	if old.units > 0 {
+		go b.refund(r.Key, old) // off the caller's path
+	}
+	time.AfterFunc(time.Until(until), func() {
+		b.mu.Lock()
+		h := b.hot[r.Key]
+		var left block
+		if h != nil && h.block.at == at && h.block.until.Equal(until) {
+			left, h.block = h.block, block{}
+			if h.idle() {
+				delete(b.hot, r.Key)
+			}
+		}
+		b.mu.Unlock()
+		b.refund(r.Key, left)
+	})
+}
+
+// refund gives back the units of blk that started no call.
+func (b *Redis) refund(key string, blk block) {
+	if blk.units <= 0 || b.isDown() {
+		return // counted until the window slides past them: never over a limit
+	}
+	ctx, cancel := b.opCtx(context.Background())
+	defer cancel()
+	l := Lease{Key: key, Granted: time.UnixMilli(blk.at)}
+	if _, err := b.releaseScript(ctx, l, blk.windows, blk.units); err == nil {
+		b.ledger.remove(key, blk.windows, blk.at, blk.units)
+	}
+}
+
+// handLocal hands the slot of l, just released, to next, a waiter of this
+// process claimed for it, without Redis, when it may: no other process
+// waits for the key, the lease has half its TTL left, the learned limit
+// did not fall under it, and the key's block covers next's window units.
+// It reports whether it did.
+func (b *Redis) handLocal(l Lease, next *rwaiter) bool {
+	r := b.capped(next.req)
+	if len(r.With) > 0 || r.Concurrency < l.Concurrency || b.ref.now().Add(r.LeaseTTL()/2).After(l.Expires) {
+		return false
+	}
+	granted := b.ref.now()
+	b.mu.Lock()
+	h := b.hot[l.Key]
+	if !b.mayHandOn(h) {
+		b.mu.Unlock()
+		return false
+	}
+	if len(r.Windows) > 0 {
+		if h.block.units < r.units() || !time.Now().Before(h.block.until) || !sameWindows(h.block.windows, r.Windows) {
+			b.mu.Unlock()
+			return false
+		}
+		h.block.units -= r.units()
+		granted = time.UnixMilli(h.block.at)
+	}
+	n := l
+	n.ID = redisID(l.ID) + "~" + strconv.FormatUint(b.gen.Add(1), 36)
+	n.Granted, n.With = granted, nil
+	b.holdLocked(n)
+	b.mu.Unlock()
+	b.settle(l.Key, next, n, false, false, false)
+	return true
+}
+
+// sameWindows reports whether a and b are the same windows, as the
+// scripts count them.
+func sameWindows(a, b []Window) bool {
+	return sameLimits(Request{Windows: a}, Request{Windows: b})
+}
+
+// redisID returns the id under which Redis holds the slot of lease id: a
+// lease handed on locally is named after the lease Redis granted.
+func redisID(id string) string {
+	if i := strings.IndexByte(id, '~'); i >= 0 {
+		return id[:i]
+	}
+	return id
+}
+
+// held is a lease of this process's: its id (with the local hand-over's
+// suffix), and when its slot expires by the local clock.
+type held struct {
+	key   string
+	id    string
+	until time.Time
+}
+
+// hold records l as held by this process. The caller holds Redis.mu.
+func (b *Redis) holdLocked(l Lease) {
+	if !l.ownSlot() {
+		return
+	}
+	if len(b.held) >= b.heldSweep {
+		now := time.Now()
+		for k, h := range b.held {
+			if now.After(h.until) {
+				delete(b.held, k)
+				b.dropHolding(h.key)
+			}
+		}
+		b.heldSweep = max(1024, 2*len(b.held))
+	}
+	b.held[redisID(l.ID)] = held{key: l.Key, id: l.ID, until: localUntil(l)}
+	b.hotOf(l.Key).holding++
+}
+
+// localUntil is when l's slot expires by the local clock, with a second
+// for clocks that run apart.
+func localUntil(l Lease) time.Time { return time.Now().Add(time.Until(l.Expires)).Add(time.Second) }
+
+// hold records leases granted to this process.
+func (b *Redis) hold(ls ...Lease) {
+	b.mu.Lock()
+	for _, l := range ls {
+		b.holdLocked(l)
+	}
+	b.mu.Unlock()
+}
+
+// unhold forgets l as held, as it is released: known reports that this
+// process held it, under this very id; the caller then counts it off its
+// key with letGo, once it knows whether it handed the slot on locally. A
+// lease this process handed on locally is not held: ErrLeaseNotHeld.
+func (b *Redis) unhold(l Lease) (known bool, err error) {
+	base := redisID(l.ID)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h, ok := b.held[base]; ok {
+		if h.id != l.ID {
+			return false, ErrLeaseNotHeld
+		}
+		delete(b.held, base)
+		b.hotOf(h.key).leaving++
+		return true, nil
+	}
+	if base != l.ID {
+		return false, ErrLeaseNotHeld
+	}
+	return false, nil
+}
+
+// letGo counts a lease unhold forgot off key.
+func (b *Redis) letGo(key string) {
+	b.mu.Lock()
+	if h := b.hot[key]; h != nil {
+		h.leaving--
+	}
+	b.dropHolding(key)
+	b.mu.Unlock()
+}
+
+// stillHeld reports whether l may be extended: not handed on locally nor
+// released by this process.
+func (b *Redis) stillHeld(l Lease) bool {
+	base := redisID(l.ID)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h, ok := b.held[base]; ok {
+		return h.id == l.ID
+	}
+	return base == l.ID
+}
+
+// extended records that l, held by this process, was extended.
+func (b *Redis) extended(l Lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h, ok := b.held[redisID(l.ID)]; ok && h.id == l.ID {
+		h.until = localUntil(l)
+		b.held[redisID(l.ID)] = h
+	}
+}
+
+// blockFor returns the window units an ask for r takes ahead: none while
+// the key's block has enough left for a round of its waiters.
+func (b *Redis) blockFor(r Request) int {
+	if b.cold {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	waiting := 0
+	if k := b.keys[r.Key]; k != nil {
+		waiting = k.waiters.len()
+	}
+	want := blockWant(r, waiting)
+	if h := b.hot[r.Key]; h != nil && h.block.units >= want/4 && time.Now().Before(h.block.until) {
+		return 0
+	}
+	return want
+}
+
+// dropHolding counts one lease fewer held on key. The caller holds
+// Redis.mu.
+func (b *Redis) dropHolding(key string) {
+	if h := b.hot[key]; h != nil {
+		if h.holding--; h.idle() {
+			delete(b.hot, key)
+		}
+	}
+}
+
+// holdsAll reports whether this process holds every slot of r's key, and
+// releases none of them yet, so that a new head waits for its own release
+// rather than ask Redis, while no other process waits. (A release under
+// way found no waiter to hand its slot to: the new head must ask.) The
+// caller holds Redis.mu.
+func (b *Redis) holdsAll(r Request) bool {
+	h := b.hot[r.Key]
+	c := b.capped(r).Concurrency
+	return c > 0 && b.mayHandOn(h) && h.holding-h.leaving >= c
+}

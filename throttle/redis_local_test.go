@@ -1,0 +1,181 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wecomkit/wecom/internal/redistest"
+)
+
+// hotBackend is withBackend with the hot path on, and a span long enough
+// that a loaded machine does not outrun it.
+func hotBackend(t *testing.T) (*Redis, *scriptCounter) {
+	t.Helper()
+	b, c := withBackend(t, redistest.Single(t))
+	b.cold, b.quietFor = false, time.Minute
+	return b, c
+}
+
+// headIdle waits until key's only waiter is queued and not in a round trip.
+func headIdle(t *testing.T, b *Redis, key string) {
+	t.Helper()
+	queued(t, b, key, 1)
+	for range 5000 {
+		b.mu.Lock()
+		head, ok := b.keys[key].waiters.head()
+		idle := ok && !head.busy
+		b.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("the waiter of %q stayed in a round trip", key)
+}
+
+// While no other process waits, a Release hands the slot to this
+// process's next waiter without a script, drawing a window unit from the
+// block taken ahead; the lease handed on has an id of its own, so the
+// first holder's second Release or Extend is refused here and cannot
+// touch the new holder's slot.
+func TestRedisHandsOnLocally(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		windows []Window
+	}{
+		{"no window", nil},
+		{"windows", []Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, c := hotBackend(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r := Request{Key: "{c}/api", Concurrency: 1, TTL: time.Minute, Windows: tc.windows}
+			first := mustTake(t, b, r)
+			w := acquireAsync(ctx, b, r)
+			headIdle(t, b, r.Key)
+			c.runs()
+			if err := b.Release(ctx, first); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			got := <-w
+			if got.err != nil {
+				t.Fatalf("waiter: %v", got.err)
+			}
+			if n := c.runs(); n != 0 {
+				t.Errorf("the hand-over ran %d scripts, want 0", n)
+			}
+			if got.l.ID == first.ID || redisID(got.l.ID) != first.ID {
+				t.Errorf("lease handed on as %q, want an id of its own on Redis's %q", got.l.ID, first.ID)
+			}
+			if err := b.Release(ctx, first); !errors.Is(err, ErrLeaseNotHeld) {
+				t.Errorf("second Release of the first lease = %v, want ErrLeaseNotHeld", err)
+			}
+			if _, err := b.Extend(ctx, first, time.Minute); !errors.Is(err, ErrLeaseNotHeld) {
+				t.Errorf("Extend of the first lease = %v, want ErrLeaseNotHeld", err)
+			}
+			if n := holders(t, b, r.Key); n != 1 {
+				t.Fatalf("%d holders after the first holder's second release, want the new holder's 1", n)
+			}
+			l, err := b.Extend(ctx, got.l, time.Minute)
+			if err != nil {
+				t.Fatalf("Extend of the lease handed on: %v", err)
+			}
+			if err := b.Release(ctx, l); err != nil {
+				t.Fatalf("Release of the lease handed on: %v", err)
+			}
+			if n := holders(t, b, r.Key); n != 0 {
+				t.Errorf("%d holders left, want 0", n)
+			}
+		})
+	}
+}
+
+// A lease handed on locally whose release fails for want of Redis is kept
+// under its Redis id, so that the release made when Redis answers frees
+// the slot rather than being refused as a lease this process no longer
+// holds.
+func TestRedisOrphanHandedOnReleased(t *testing.T) {
+	b, _ := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := Request{Key: "{c}/orphan", Concurrency: 1, TTL: time.Minute}
+	first := mustTake(t, b, r)
+	w := acquireAsync(ctx, b, r)
+	headIdle(t, b, r.Key)
+	if err := b.Release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	got := <-w
+	if got.err != nil || redisID(got.l.ID) == got.l.ID {
+		t.Fatalf("waiter: %+v, %v; want a lease handed on locally", got.l, got.err)
+	}
+	// As releaseOwn does when Redis is down: forgotten here, kept to retry.
+	if known, err := b.unhold(got.l); !known || err != nil {
+		t.Fatalf("unhold: %v, %v", known, err)
+	}
+	b.orphan(got.l)
+	b.mu.Lock()
+	kept := b.orphans[len(b.orphans)-1]
+	b.orphans = nil
+	b.mu.Unlock()
+	if err := b.Release(ctx, kept); err != nil { // as the probe does
+		t.Fatalf("the orphan's release: %v", err)
+	}
+	if n := holders(t, b, r.Key); n != 0 {
+		t.Errorf("%d holders left after the orphan's release, want 0", n)
+	}
+}
+
+// blockWant: units ahead only for what a hand-over can serve, at most a
+// hundredth of each window.
+func TestBlockWant(t *testing.T) {
+	minute := []Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}}
+	for _, tc := range []struct {
+		name    string
+		r       Request
+		waiting int
+		want    int
+	}{
+		{"a slot, one waiter", Request{Concurrency: 5, Windows: minute}, 1, 8},
+		{"a slot, many waiters: a hundredth of the minute", Request{Concurrency: 5, Windows: minute}, 27, 100},
+		{"weighted", Request{Concurrency: 5, Windows: minute, Weight: 3}, 2, 48},
+		{"no slot: nothing to hand on", Request{Windows: minute}, 27, 0},
+		{"no window", Request{Concurrency: 5}, 27, 0},
+		{"a window under a hundred", Request{Concurrency: 5, Windows: []Window{{Limit: 30, Period: 3 * time.Second}}}, 27, 0},
+	} {
+		if got := blockWant(tc.r, tc.waiting); got != tc.want {
+			t.Errorf("%s: blockWant = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A slot whose release is under way (it found no waiter of this process
+// to hand it to) is not counted as held when a new head decides whether to
+// wait for this process's own release rather than ask Redis: it would
+// wait for a hand-over that never comes, until its poll a second later.
+func TestRedisReleasingSlotNotAwaited(t *testing.T) {
+	b, _ := hotBackend(t)
+	r := Request{Key: "{c}/leaving", Concurrency: 1, TTL: time.Minute}
+	l := mustTake(t, b, r)
+	holdsAll := func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.holdsAll(r)
+	}
+	if !holdsAll() {
+		t.Fatal("holdsAll = false while this process holds the only slot")
+	}
+	if known, err := b.unhold(l); !known || err != nil { // as releaseOwn does, before its script
+		t.Fatalf("unhold: %v, %v", known, err)
+	}
+	if holdsAll() {
+		t.Error("holdsAll = true while the only slot's release is under way: a new head would wait for it in vain")
+	}
+	b.letGo(r.Key)
+	if err := b.releaseOwn(context.Background(), Lease{Key: r.Key, ID: l.ID, Concurrency: 1, Expires: l.Expires}); err != nil {
+		t.Fatal(err)
+	}
+}
