@@ -38,7 +38,10 @@ func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
 			// The victim starts first and is in its stride, holding slots, when
 			// the other two join: once they are waiting for slots too, it
 			// gets SIGINT.
-			victim := start(t, args...)
+			// The victim has four times the survivors' customers: however
+			// slowly a loaded machine starts the survivors, it still has
+			// marks not started when the signal comes.
+			victim := start(t, append(args, "-customers", fmt.Sprint(4*tc.customers))...)
 			waitFor(t, "the victim's first marks", func() bool { return marked(victim.stderr.String()) >= 5 })
 			survivors := []*child{start(t, args...), start(t, args...)}
 			waitFor(t, "the others' tag lookups", func() bool { return f.mock.Stats().Calls[listPath] >= 3 })
@@ -50,8 +53,8 @@ func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
 				t.Errorf("interrupted copy: exit status %d, want %d\n%s%s", code, exitStopped, victim.stdout, victim.stderr)
 			}
 			c := parseSummary(t, victim.stdout.String())
-			if c.requested != 2*tc.customers || c.notStarted == 0 {
-				t.Errorf("interrupted copy: %+v, want %d requested and some not started", c, 2*tc.customers)
+			if c.requested != 8*tc.customers || c.notStarted == 0 {
+				t.Errorf("interrupted copy: %+v, want %d requested and some not started", c, 8*tc.customers)
 			}
 			if !strings.Contains(victim.stdout.String(), "stopped:    by interrupt") {
 				t.Errorf("interrupted copy's summary does not say it was stopped:\n%s", victim.stdout)
