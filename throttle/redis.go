@@ -180,11 +180,12 @@ type Redis struct {
 	keys map[string]*rkey
 	// hot, held: the hot path without Redis (redis_local.go).
 	hot       map[string]*hot
-	held      map[string]held // by Redis lease id
-	heldSweep int             // held's size at which expired entries go
-	gen       atomic.Uint64   // names the leases handed on locally
-	cold      bool            // tests of the Redis protocol: no hot path
-	quietFor  time.Duration   // localSpan, longer in tests that must not race it
+	held      map[string]held  // by Redis lease id
+	heldSweep int              // held's size at which expired entries go
+	gen       atomic.Uint64    // names the leases handed on locally
+	cold      bool             // tests of the Redis protocol: no hot path
+	pending   map[string]Lease // releases to send, by lease id (redis_later.go)
+	quietFor  time.Duration    // localSpan, longer in tests that must not race it
 	// health is Redis as this process knows it: healthUnknown until the
 	// first probe answers, then healthUp or healthDown. Written under mu.
 	health  atomic.Int32
@@ -261,13 +262,15 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 	return b, nil
 }
 
-// Close stops the subscription. Calls after Close fail.
+// Close sends the releases it deferred (see redis_later.go) and stops the
+// subscription. Calls after Close fail.
 func (b *Redis) Close() error {
 	select {
 	case <-b.done:
 		return nil
 	default:
 	}
+	b.sendLater()
 	close(b.done)
 	b.mu.Lock()
 	defer b.mu.Unlock()

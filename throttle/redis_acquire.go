@@ -22,6 +22,7 @@ func (b *Redis) precheck(ctx context.Context, r Request, try bool) (l Lease, don
 	if err := ctx.Err(); err != nil {
 		return Lease{}, true, err
 	}
+	b.sendFor(r.Key)
 	stop := stallAfter(ctx, r.Key)
 	down, err := b.ready(ctx)
 	stop()

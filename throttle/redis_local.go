@@ -254,6 +254,9 @@ func (b *Redis) unhold(l Lease) (known bool, err error) {
 	base := redisID(l.ID)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if _, later := b.pendingOn(l.Key, l.ID); later {
+		return false, ErrLeaseNotHeld // released already, the script not yet sent
+	}
 	if h, ok := b.held[base]; ok {
 		if h.id != l.ID {
 			return false, ErrLeaseNotHeld
@@ -284,6 +287,9 @@ func (b *Redis) stillHeld(l Lease) bool {
 	base := redisID(l.ID)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if _, later := b.pendingOn(l.Key, l.ID); later {
+		return false
+	}
 	if h, ok := b.held[base]; ok {
 		return h.id == l.ID
 	}

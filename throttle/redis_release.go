@@ -38,8 +38,13 @@ func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	if err != nil {
 		return err
 	}
+	deferred := false
 	if known {
-		defer b.letGo(l.Key) // after a local hand-over counted its lease in
+		defer func() { // after a local hand-over counted its lease in
+			if !deferred {
+				b.letGo(l.Key)
+			}
+		}()
 	}
 	if down, err := b.ready(ctx); err != nil {
 		return err
@@ -53,6 +58,10 @@ func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 				return nil
 			}
 			return b.handOver(ctx, l, next, more)
+		}
+		if known && b.later(l) {
+			deferred = true
+			return nil
 		}
 	}
 	octx, cancel := b.opCtx(ctx)
