@@ -30,7 +30,6 @@ func TestVerdictFails(t *testing.T) {
 		{"cooldown, not waited out", verdict{reason: ReasonCooldown, at: at}, plain, time.Time{}, true},
 		{"cooldown, waited out", verdict{reason: ReasonCooldown, at: at}, patient, time.Time{}, false},
 		{"cooldown, waited out past the deadline", verdict{reason: ReasonCooldown, at: at}, patient, now, true},
-		{"a busy With slot", verdict{reason: reasonWithBusy, at: at}, plain, now, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,8 +34,6 @@ var (
 	freeLua string
 	//go:embed lua/window.lua
 	windowLua string
-	//go:embed lua/grant.lua
-	grantLua string
 	//go:embed lua/acquire.lua
 	acquireLua string
 	//go:embed lua/release.lua
@@ -58,9 +56,9 @@ func clockSource(body string) string {
 	return preludeLua + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" + body
 }
 
-// acquireSource returns the acquire script's source: the prelude, free.lua,
-// window.lua, grant.lua and acquire.lua.
-func acquireSource() string { return clockSource(freeLua + windowLua + grantLua + acquireLua) }
+// acquireSource returns the acquire script's source: the prelude,
+// window.lua and acquire.lua.
+func acquireSource() string { return clockSource(windowLua + acquireLua) }
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
 // Redis and has no fallback: nothing was acquired, and no call should start.
@@ -104,12 +102,15 @@ type RedisOptions struct {
 // Redis and prefix: a fleet of processes stays under one set of limits.
 //
 // Each acquisition is one Lua script that checks and takes the concurrency
-// slot, every rate window, the cooldown and the request's With slots
-// together, timed by the Redis server's clock, so that processes with
-// skewed clocks agree. Within a process the waiters of a key queue locally
-// and only the head asks Redis; a Release hands its slot to the next waiter
-// in the same round trip, this process's or, when another has waited
-// longer, another's. Leases expire on the server, so a process that dies
+// slot, every rate window and the cooldown together, timed by the Redis
+// server's clock, so that processes with skewed clocks agree; a request's
+// With slots are taken first, each as an acquisition of its own, and held
+// while it waits for its slot. Within a process the waiters of a key queue
+// locally and only the head asks Redis. A Release hands its slot to the
+// next waiter: without Redis while no other process waits for the key
+// (window units then come from a block taken ahead), else in one round
+// trip, to this process's waiter or, when another has waited longer,
+// another's. A release no waiter wants goes a moment later, with others. Leases expire on the server, so a process that dies
 // frees its slots when their TTL ends. Keys take the hash tag of the
 // throttle key ("{corp}"), so one corp's keys share a Cluster slot.
 //
@@ -151,9 +152,7 @@ type Redis struct {
 	channel    string // broadcast: cooldowns, to every process
 	wakePrefix string // wake-ups: wakePrefix + proc reaches this process only
 	// grants: a hand-over that yields to another process grants it the
-	// slot in its script, and this process records the With slots its
-	// waiters wait with, so that the grant may carry them. Not on a
-	// Cluster, where a script's PUBLISH counts only the listeners on its
+	// slot in its script. Not on a Cluster, where a script's PUBLISH counts only the listeners on its
 	// own node, so that a grant could reach a process the script took for
 	// gone (and served its own waiter with the same lease): there the
 	// hand-over frees the slot and wakes the other process.
@@ -280,18 +279,16 @@ func (b *Redis) Close() error {
 	return nil
 }
 
-// redisKeys names the Redis keys of a throttle key. records (a HASH beside
-// waiting) holds, per queued process, the With slots its next waiter waits
-// with (see lua/grant.lua).
+// redisKeys names the Redis keys of a throttle key.
 type redisKeys struct {
-	holders, cooldown, waiting, records, epoch, learned string
-	windows                                             []string
+	holders, cooldown, waiting, epoch, learned string
+	windows                                    []string
 }
 
 // names returns the Redis keys of throttle key key with the windows ws.
 func (b *Redis) names(key string, ws []Window) redisKeys {
 	base := b.opt.Prefix + "{" + hashTag(key) + "}" + key
-	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q", records: base + ":r",
+	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q",
 		epoch: base + ":e", learned: base + ":l"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))

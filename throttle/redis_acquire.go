@@ -7,7 +7,6 @@ package throttle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -56,10 +55,7 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 		return Lease{}, err
 	}
 	v := res.v
-	switch {
-	case v.reason == reasonWithBusy:
-		return tryApart(ctx, b, r) // to name the busy slot and why
-	case v.ok && queued:
+	if v.ok && queued {
 		v = verdict{reason: ReasonConcurrency} // local waiters came first
 	}
 	if !v.ok {
@@ -77,16 +73,11 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	if len(r.With) > 0 { // the With slots first, held while r waits for its slot
 		return acquireApart(ctx, b, r)
 	}
-	l, err := b.wait(ctx, r)
-	if errors.Is(err, errWithBusy) {
-		return acquireApart(ctx, b, r)
-	}
-	return l, err
+	return b.wait(ctx, r)
 }
 
 // wait is Acquire once the request is known to go to Redis: it queues
-// locally, waits for its turn and then leads. It fails with errWithBusy
-// when r could be granted but for a busy With slot; it then holds nothing.
+// locally, waits for its turn and then leads.
 func (b *Redis) wait(ctx context.Context, r Request) (Lease, error) {
 	// Queue locally; only the head of a key's queue talks to Redis, and a
 	// Release of this process may hand its slot to any waiter.
@@ -199,8 +190,6 @@ func (b *Redis) ask(ctx context.Context, r Request, k *rkey, w *rwaiter, woken, 
 			return l, 0, true, err
 		}
 		return Lease{}, 0, true, err
-	case v.reason == reasonWithBusy:
-		return Lease{}, 0, true, errWithBusy // the slot it leaves free goes to the next head
 	case v.ok && ctx.Err() != nil:
 		b.giveBack(res.lease, r) // granted as the caller gave up: the call never starts
 		return Lease{}, 0, true, ctx.Err()
@@ -267,19 +256,19 @@ func (b *Redis) startRound(k *rkey, w *rwaiter, first, woken bool) (skip, more b
 }
 
 // noteAnswer records what Redis answered the head w of k, its round trip
-// done: w is no longer busy unless it leaves the line (granted, or to take
-// its With slots apart), so that no Release hands it a slot on its way out;
+// done: w is no longer busy unless it leaves the line granted, so that no
+// Release hands it a slot on its way out;
 // and the refusal that waiters arriving behind it fail at once for (see
 // failsAtOnce) is the new one, or none after a grant.
 func (b *Redis) noteAnswer(k *rkey, w *rwaiter, v verdict, at time.Time, err error, more bool) {
 	b.mu.Lock()
-	w.busy = err == nil && (v.ok || v.reason == reasonWithBusy)
+	w.busy = err == nil && v.ok
 	if err == nil && v.ok {
 		k.refused = nil
 		if !more { // this process left the waiting queue
 			k.full = false
 		}
-	} else if err == nil && v.reason != reasonWithBusy {
+	} else if err == nil {
 		k.refused = &refusal{v: v, at: at}
 	}
 	b.mu.Unlock()
@@ -293,35 +282,15 @@ const reasonYielded Reason = 4
 func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 
 // accept takes what a Release or another process's grant handed w: a
-// lease, or a zero Lease when it got none (errWithBusy if it got none for a
-// busy With slot). ok: l serves w. A lease w can no longer use (ctx ended)
-// is given back. A grant of another process without w's With slots (it
-// found one busy, or had no record of them) leaves w to take its own here,
-// or, one busy, to fail with errWithBusy and leave the lease to another
-// waiter when it leaves the line.
+// lease, or a zero Lease when it got none. ok: l serves w. A lease w can no
+// longer use (ctx ended) is given back.
 func (b *Redis) accept(ctx context.Context, l Lease, w *rwaiter) (_ Lease, ok bool, _ error) {
 	if l.ID == "" {
-		b.mu.Lock()
-		apart := w.apart
-		b.mu.Unlock()
-		if apart {
-			return Lease{}, false, errWithBusy
-		}
 		return Lease{}, false, nil
 	}
 	if ctx.Err() != nil {
 		b.giveBack(l, w.req)
 		return Lease{}, false, nil
-	}
-	if len(l.With) < len(w.req.With) {
-		with, err := tryEach(ctx, b, w.req.With) // a grant of another process without them
-		if err != nil {
-			b.mu.Lock()
-			w.spare = l
-			b.mu.Unlock()
-			return Lease{}, false, errWithBusy
-		}
-		l.With = with
 	}
 	return l, true, nil
 }

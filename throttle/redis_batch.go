@@ -10,13 +10,12 @@ const maxBatch = 64
 // claimBatch claims, for the ask of w (the head of key's line, or the
 // waiter a hand-over serves), the other waiters
 // that a lease granted under r's limits serves (free, not asking
-// themselves, with no With slots), when r has none either and the key's
-// last answer was no refusal for want of a slot: a key whose slots are
-// all taken frees one at a time.
+// themselves), when the key's last answer was no refusal for want of a
+// slot: a key whose slots are all taken frees one at a time.
 // more (other waiters queue) becomes whether some waiter is left beyond
 // the batch.
 func (b *Redis) claimBatch(key string, w *rwaiter, r Request, more bool) (batch []*rwaiter, _ bool) {
-	if len(r.With) > 0 || !more {
+	if !more {
 		return nil, more
 	}
 	b.mu.Lock()
@@ -30,7 +29,7 @@ func (b *Redis) claimBatch(key string, w *rwaiter, r Request, more bool) (batch 
 		if len(batch) == maxBatch-1 {
 			break
 		}
-		if x != w && x.available() && len(x.req.With) == 0 && sameLimits(b.capped(x.req), capped) {
+		if x != w && x.available() && sameLimits(b.capped(x.req), capped) {
 			x.claimed = true
 			batch = append(batch, x)
 		}
@@ -46,6 +45,6 @@ func (b *Redis) deliver(key string, batch []*rwaiter, leases []Lease) {
 		if i < len(leases) {
 			l = leases[i]
 		}
-		b.settle(key, x, l, false, false, false)
+		b.settle(key, x, l, false, false)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,21 +50,16 @@ func (b *Redis) dispatch(m *redis.Message) {
 
 // grant is a slot another process's hand-over granted this process.
 type grant struct {
-	// lease is the slot, with the With leases taken for it, if any.
 	lease Lease
-	// req is the key and the limits it was granted under, in
-	// milliseconds; its With are the With slots taken for it, each as a
-	// key, a concurrency and a TTL.
+	// req is the key and the limits it was granted under, in milliseconds.
 	req Request
 }
 
 // parseGrant reads a grant the acquire script published: the lines key,
-// lease id, granted and expires (unix ms), concurrency, TTL (ms), weight, a
-// limit and period (ms) per window and, when it took With slots for the
-// grant, the line "w" and per With slot its key, lease id, concurrency and
-// TTL (ms). A malformed message still yields the key and lease id, and the
-// key and lease id of each With lease, when they are there, so that the
-// slots can be released.
+// lease id, granted and expires (unix ms), concurrency, TTL (ms), weight,
+// and a limit and period (ms) per window. A malformed message still yields
+// the key and lease id when they are there, so that the slot can be
+// released.
 func parseGrant(msg string) (grant, error) {
 	f := strings.Split(msg, "\n")
 	var g grant
@@ -74,12 +68,7 @@ func parseGrant(msg string) (grant, error) {
 	}
 	g.req.Key, g.lease.Key, g.lease.ID = f[0], f[0], f[1]
 	bad := func() (grant, error) { return g, fmt.Errorf("throttle: malformed grant for %q", g.req.Key) }
-	wok := true
-	if i := slices.Index(f[min(7, len(f)):], "w"); i >= 0 { // after the fields of numbers
-		g.req.With, g.lease.With, wok = parseWith(f[7+i+1:])
-		f = f[:7+i]
-	}
-	if !wok || len(f) < 7 || len(f)%2 != 1 {
+	if len(f) < 7 || len(f)%2 != 1 {
 		return bad()
 	}
 	var n [4]int64
@@ -106,102 +95,49 @@ func parseGrant(msg string) (grant, error) {
 		}
 		g.req.Windows = append(g.req.Windows, Window{Limit: limit, Period: time.Duration(period) * time.Millisecond})
 	}
-	for i, s := range g.req.With {
-		w := &g.lease.With[i]
-		w.Granted, w.Expires = g.lease.Granted, g.lease.Granted.Add(s.TTL)
-	}
 	if g.req.Validate() != nil || n[1] < n[0] {
 		return bad()
 	}
 	return g, nil
 }
 
-// parseWith reads the With section of a grant (after its line "w"): per
-// slot its key, lease id, concurrency and TTL (ms). It returns the slots
-// as requests and their leases (key, id and concurrency); ok reports that
-// the section is well formed. Unless ok, leases holds those whose key and
-// id could be read, so that they can be released.
-func parseWith(f []string) (with []Request, leases []Lease, ok bool) {
-	ok = len(f) > 0 && len(f)%4 == 0
-	for i := 0; i+1 < len(f); i += 4 {
-		if f[i] == "" || f[i+1] == "" {
-			ok = false
-			continue
-		}
-		leases = append(leases, Lease{Key: f[i], ID: f[i+1]})
-		if i+3 >= len(f) {
-			continue
-		}
-		conc, err1 := strconv.Atoi(f[i+2])
-		ttl, err2 := strconv.ParseInt(f[i+3], 10, 64)
-		if err1 != nil || err2 != nil || conc <= 0 || ttl <= 0 || ttl > math.MaxInt64/int64(time.Millisecond) {
-			ok = false
-			continue
-		}
-		leases[len(leases)-1].Concurrency = conc
-		with = append(with, Request{Key: f[i], Concurrency: conc, TTL: time.Duration(ttl) * time.Millisecond})
-	}
-	if !ok {
-		return nil, leases, false
-	}
-	return with, leases, true
-}
-
 // takeGrant gives a slot that another process's hand-over granted this one
 // (msg, as published) to a waiter of the key with the limits it was granted
-// under (see grantWaiter): preferably one whose With slots the grant took,
-// which starts its call at once; another gets the slot alone, the grant's
-// With leases released first. A waiter asking Redis itself may get it (its
-// own answer then decides which lease it keeps; leave hands the other on).
-// The grant queued this process again; with no waiter left to want more,
-// it leaves that queue. A slot no waiter can use goes back, With leases
-// included, its window counts refunded.
+// under: one not asking Redis itself before one that is (its own answer
+// then decides which lease it keeps; leave hands the other on). The grant
+// queued this process again; with no waiter left to want more, it leaves
+// that queue. A slot no waiter can use goes back, its window counts
+// refunded.
 func (b *Redis) takeGrant(msg string) {
 	g, err := parseGrant(msg)
 	if err != nil {
 		if g.lease.ID != "" { // release what can be named, refunding nothing
-			b.giveBack(named(g.lease), Request{Key: g.req.Key})
+			g.lease.Expires = time.UnixMilli(1) // held, of unknown expiry
+			b.giveBack(g.lease, Request{Key: g.req.Key})
 		}
 		return
 	}
 	b.ledger.add(g.req.Key, g.req.Windows, g.lease.Granted.UnixMilli(), g.req.units(), nil)
 	b.hold(g.lease)
 	b.mu.Lock()
-	k, to, fits, others := b.grantWaiter(g) // others: waiters left wanting slots
-	direct := fits || len(g.lease.With) == 0
+	var to *rwaiter
+	others := 0 // waiters left wanting slots
+	k := b.keys[g.req.Key]
+	if k != nil {
+		to, others = k.waiterFor(g.req, true, b.capped), k.waiters.len()
+	}
 	if to != nil {
 		others--
-		if direct {
-			to.slot <- g.lease // never blocks: it was empty, and b.mu is held
-		} else {
-			to.claimed = true // its lease follows, once the With leases are released
-		}
+		to.slot <- g.lease // never blocks: it was empty, and b.mu is held
 		k.full = k.full || others > 0
 	}
 	b.mu.Unlock()
 	if others == 0 {
 		b.unqueue(g.req.Key)
 	}
-	switch {
-	case to == nil:
+	if to == nil {
 		b.giveBack(g.lease, g.req)
-	case !direct:
-		b.settle(g.req.Key, to, b.dropWith(g.lease), false, false, false)
 	}
-}
-
-// named returns l, and its With leases, as leases holding a slot of
-// unknown expiry, so that a release names them.
-func named(l Lease) Lease {
-	unknown := time.UnixMilli(1)
-	l.Expires = unknown
-	with := make([]Lease, len(l.With))
-	for i, s := range l.With {
-		s.Expires = unknown
-		with[i] = s
-	}
-	l.With = with
-	return l
 }
 
 // unqueue takes this process out of the key's waiting processes.
@@ -228,11 +164,10 @@ func (b *Redis) passOn(key string) {
 // or, if w left meanwhile, hands the lease on. requeued: the hand-over
 // granted a slot and queued this process again for its other waiters.
 // yielded: it granted the slot to another process and queued this one.
-// apart: a With slot of w's was busy, and w takes its slots apart.
-func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded, apart bool) {
+func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) {
 	b.mu.Lock()
 	w.claimed = false
-	w.yielded, w.apart = yielded, apart
+	w.yielded = yielded
 	if k := b.keys[key]; k != nil && requeued && l.ID != "" {
 		k.full = true
 	}
@@ -248,13 +183,11 @@ func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded, apart
 }
 
 // handOn gives a lease granted for r, which its waiter cannot use, to another
-// waiter of the key with the same limits, or back to Redis. Its With slots,
-// which were the waiter's own, go back.
+// waiter of the key with the same limits, or back to Redis.
 func (b *Redis) handOn(key string, l Lease, r Request) {
-	l = b.dropWith(l)
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil {
-		if w, _ := k.waiterFor(r, false, nil, b.capped); w != nil {
+		if w := k.waiterFor(r, false, b.capped); w != nil {
 			w.slot <- l
 			b.mu.Unlock()
 			return
@@ -264,8 +197,7 @@ func (b *Redis) handOn(key string, l Lease, r Request) {
 	b.giveBack(l, r)
 }
 
-// giveBack releases a lease, its With leases too, and refunds its window
-// counts.
+// giveBack releases a lease and refunds its window counts.
 func (b *Redis) giveBack(l Lease, r Request) {
 	if b.isDown() {
 		if l.HoldsSlot() {
@@ -277,9 +209,6 @@ func (b *Redis) giveBack(l Lease, r Request) {
 	if known, _ := b.unhold(l); known {
 		b.letGo(l.Key)
 	}
-	together, apart := b.splitWith(l)
-	_ = releaseEach(ctx, b, apart) // on failure the TTL frees the slot
-	l.With = together
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
 	if _, err := b.releaseScript(octx, l, r.Windows, r.units()); err == nil { // on failure the TTL frees the slot

@@ -187,7 +187,7 @@ func (b *Redis) handLocal(l Lease, next *rwaiter) bool {
 	n.Granted, n.With = granted, nil
 	b.holdLocked(n)
 	b.mu.Unlock()
-	b.settle(l.Key, next, n, false, false, false)
+	b.settle(l.Key, next, n, false, false)
 	return true
 }
 

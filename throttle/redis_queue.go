@@ -72,12 +72,6 @@ type rwaiter struct {
 	// yielded: its hand-over granted the slot to another process and queued
 	// this one, so it waits for its turn without asking first.
 	yielded bool
-	// apart: its hand-over found a With slot busy; it leaves the line to
-	// take its slots apart.
-	apart bool
-	// spare: another process's grant it could not use for a busy With
-	// slot, handed on when it leaves.
-	spare Lease
 }
 
 // available reports whether w may be handed a slot now: it is free and not
@@ -105,33 +99,23 @@ func (k *rkey) available() *rwaiter {
 // waiterFor returns the waiter of k that a lease granted under r's limits
 // goes to, among the free ones with those limits (compared as capped makes
 // them, by the learned limits), in arrival order: one that is available
-// before one that is asking Redis itself (only with busyToo), and within
-// each, one that prefer accepts first (nil: none preferred); preferred
-// reports that w is such a one. Nil if none. The caller holds Redis.mu.
-func (k *rkey) waiterFor(r Request, busyToo bool, prefer func(*rwaiter) bool, capped func(Request) Request) (w *rwaiter, preferred bool) {
-	var best [4]*rwaiter // available and preferred, available, asking and preferred, asking
+// before one that is asking Redis itself (only with busyToo). Nil if none.
+// The caller holds Redis.mu.
+func (k *rkey) waiterFor(r Request, busyToo bool, capped func(Request) Request) *rwaiter {
+	var asking *rwaiter
 	limits := capped(r)
 	for x := range k.waiters.all() {
 		if !x.free() || !sameLimits(capped(x.req), limits) || x.busy && !busyToo {
 			continue
 		}
-		i := 1
-		if x.busy {
-			i = 3
+		if !x.busy {
+			return x
 		}
-		if prefer != nil && prefer(x) {
-			i--
-		}
-		if best[i] == nil {
-			best[i] = x
+		if asking == nil {
+			asking = x
 		}
 	}
-	for i, x := range best {
-		if x != nil {
-			return x, i%2 == 0
-		}
-	}
-	return nil, false
+	return asking
 }
 
 // sameLimits reports whether a lease granted for a may serve b: the same
@@ -162,7 +146,6 @@ func (b *Redis) leave(key string, k *rkey, w *rwaiter, served *bool) {
 	case orphan = <-w.slot:
 	default:
 	}
-	spare := w.spare
 	wasHead := k.waiters.leave(w) // false if the head already failed it
 	next, more := k.waiters.head()
 	if !more {
@@ -173,10 +156,8 @@ func (b *Redis) leave(key string, k *rkey, w *rwaiter, served *bool) {
 		close(next.turn)
 	}
 	b.mu.Unlock()
-	for _, l := range []Lease{orphan, spare} {
-		if l.ID != "" {
-			b.handOn(key, l, w.req)
-		}
+	if orphan.ID != "" {
+		b.handOn(key, orphan, w.req)
 	}
 	if !more && wasHead && !*served {
 		b.passOn(key)

@@ -25,8 +25,7 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 	return first
 }
 
-// releaseOwn releases l's own slot and its With leases, which share its
-// hash tag.
+// releaseOwn releases l's own slot.
 func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	if strings.HasPrefix(l.ID, localLease) {
 		return b.local.Release(ctx, toLocal(l))
@@ -108,38 +107,8 @@ func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool)
 	batch, more := b.claimBatch(l.Key, next, next.req, more)
 	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, batch: len(batch), queue: true, release: l, requeue: more, block: b.blockFor(next.req)})
 	b.deliver(l.Key, batch, res.extra)
-	if err == nil && res.v.reason == reasonWithBusy {
-		b.settle(l.Key, next, Lease{}, false, false, true)
-		b.offerFreed(ctx, l.Key)
-	} else {
-		b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded, false)
-	}
+	b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded)
 	return b.released(l, res.held, err)
-}
-
-// offerFreed offers the slot a hand-over left free in Redis (its waiter's
-// With slot was busy, and that waiter takes its slots apart) to the next
-// free waiter of key, and so on while each finds a With slot busy; with
-// none free, it wakes the head of the line to ask.
-func (b *Redis) offerFreed(ctx context.Context, key string) {
-	for {
-		next, more := b.claimNext(key)
-		if next == nil {
-			b.nudge(key)
-			return
-		}
-		res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, queue: true, requeue: more})
-		if err != nil {
-			_, _ = b.failed("acquire", err) // the slot stays free; the line asks again
-			b.settle(key, next, Lease{}, false, false, false)
-			return
-		}
-		if res.v.reason != reasonWithBusy {
-			b.settle(key, next, res.lease, more, false, false)
-			return
-		}
-		b.settle(key, next, Lease{}, false, false, true)
-	}
 }
 
 // Extend implements Backend.
@@ -208,4 +177,32 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 		return err
 	}
 	return nil
+}
+
+// releaseScript runs the release script for l (whose own slot it releases
+// if it holds one) and its With leases, which share its hash tag (the
+// releases sent later, see redis_later.go), refunding units in windows
+// (nil: no refund). held: every lease still held its slot.
+func (b *Redis) releaseScript(ctx context.Context, l Lease, windows []Window, units int) (held bool, err error) {
+	k := b.names(l.Key, windows)
+	keys := append(make([]string, 0, 2+len(windows)+2*len(l.With)), k.holders, k.waiting)
+	id, granted := "", int64(0)
+	if l.ownSlot() || len(windows) > 0 {
+		id = redisID(l.ID)
+	}
+	if len(windows) > 0 {
+		keys, granted = append(keys, k.windows...), l.Granted.UnixMilli()
+	}
+	args := []any{id, b.wakePrefix, l.Key, granted, units, len(l.With)}
+	for _, w := range windows {
+		args = append(args, w.Period.Milliseconds())
+	}
+	for _, s := range l.With {
+		sk := b.names(s.Key, nil)
+		keys = append(keys, sk.holders, sk.waiting)
+		args = append(args, redisID(s.ID), s.Key)
+	}
+	defer b.quiet.begin()()
+	n, err := b.release.Run(ctx, b.rdb, keys, args...).Int64()
+	return n == 1, err
 }

@@ -14,23 +14,21 @@ import (
 
 // acquireArgs is one run of the acquire script.
 type acquireArgs struct {
-	r Request // what to take, its With slots included
+	r Request // what to take, without With slots (taken apart)
 	// take: take what r asks for if it is free; false only checks.
 	take bool
 	// batch: with take, up to this many more leases on the same terms for
-	// other waiters of this process (no With slots, no hand-over), as many
-	// as the limits allow.
+	// other waiters of this process (no hand-over), as many as the limits
+	// allow.
 	batch int
 	// queue: the head of a local line asks; refused a slot, this process
 	// queues in Redis for a wake-up.
 	queue bool
-	// release: a hand-over: this process's lease to release first, and its
-	// With leases (only those that share its hash tag and that no local
-	// waiter wants). Zero: none.
+	// release: a hand-over: this process's lease to release first (its With
+	// leases released apart). Zero: none.
 	release Lease
 	// requeue: granted, this process stays queued, at the back, for its
-	// other waiters (recorded with the With slots of the next one that is
-	// free then, see nextRecord).
+	// other waiters.
 	requeue bool
 	// block: with a grant, window units to take ahead for the local
 	// hand-overs that follow (see block).
@@ -43,8 +41,7 @@ type acquireResult struct {
 	extra []Lease // the batch's leases granted besides, up to acquireArgs.batch
 	v     verdict // the grant, or the refusal and when it may end
 	now   time.Time
-	// held: the lease released (acquireArgs.release) and its With leases
-	// still held their slots.
+	// held: the lease released (acquireArgs.release) still held its slot.
 	held bool
 }
 
@@ -93,10 +90,6 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 	return s.ms, (time.Since(s.got) + timeout + time.Second).Milliseconds()
 }
 
-// reasonWithBusy is the acquire script's answer to a request that could be
-// granted but for a With slot held or cooling down.
-const reasonWithBusy Reason = 6
-
 // attempt runs the acquire script, and after Redis lost the key's state
 // writes back what this process knows and runs it again.
 func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
@@ -129,8 +122,7 @@ func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, erro
 func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, conc int) {
 	r := a.r
 	k := b.names(r.Key, r.Windows)
-	keys = append(make([]string, 0, 5+len(k.windows)+2*len(r.With)+2*len(a.release.With)), k.holders, k.cooldown, k.waiting, k.epoch)
-	keys = append(keys, k.windows...)
+	keys = append([]string{k.holders, k.cooldown, k.waiting, k.epoch}, k.windows...)
 	epoch, proc := "", ""
 	if len(r.Windows) > 0 {
 		epoch = b.ledger.epoch(r.Key)
@@ -143,32 +135,41 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	if a.take {
 		want = 1 + a.batch
 	}
-	args = []any{id, conc, r.LeaseTTL().Milliseconds(), want, proc, redisID(a.release.ID), b.wakePrefix, r.Key,
-		flag(a.requeue), epoch, r.units(), len(r.With), len(a.release.With)}
+	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
+	args = acquireArgv{
+		leaseID: id, conc: conc, ttl: r.LeaseTTL().Milliseconds(), want: want, proc: proc,
+		releaseID: redisID(a.release.ID), wakePrefix: b.wakePrefix, key: r.Key, requeue: flag(a.requeue),
+		knownEpoch: epoch, weight: r.units(), block: a.block, blockIn: blockSpan(r.Windows).Milliseconds(),
+		channel: b.channel, grants: flag(b.grants), ref: ref, maxAge: maxAge,
+	}.list()
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
 	}
-	for _, s := range r.With {
-		sk := b.names(s.Key, nil)
-		keys = append(keys, sk.holders, sk.cooldown)
-		args = append(args, b.capped(s).Concurrency, s.LeaseTTL().Milliseconds())
-	}
-	for _, s := range a.release.With {
-		sk := b.names(s.Key, nil)
-		keys = append(keys, sk.holders, sk.waiting)
-		args = append(args, redisID(s.ID), s.Key)
-	}
-	self, next := "", ""
-	if a.queue {
-		self = b.record(r)
-	}
-	if a.requeue {
-		next = b.nextRecord(r.Key)
-	}
-	keys = append(keys, k.records)
-	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
-	args = append(args, a.block, blockSpan(r.Windows).Milliseconds(), b.channel, flag(b.grants), self, next, ref, maxAge)
 	return keys, args, conc
+}
+
+// acquireArgv is the acquire script's ARGV before the windows' limits and
+// periods, in this order (see lua/acquire.lua, where each is described).
+type acquireArgv struct {
+	leaseID         string
+	conc            int
+	ttl             int64
+	want            int
+	proc, releaseID string
+	wakePrefix, key string
+	requeue         int
+	knownEpoch      string
+	weight, block   int
+	blockIn         int64
+	channel         string
+	grants          int
+	ref, maxAge     int64
+}
+
+// list returns a's fields in ARGV order.
+func (a acquireArgv) list() []any {
+	return []any{a.leaseID, a.conc, a.ttl, a.want, a.proc, a.releaseID, a.wakePrefix, a.key, a.requeue,
+		a.knownEpoch, a.weight, a.block, a.blockIn, a.channel, a.grants, a.ref, a.maxAge}
 }
 
 // flag is a boolean as the scripts take it.
@@ -217,7 +218,6 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 			e.ID = id + "+" + strconv.Itoa(j)
 			out.extra = append(out.extra, e)
 		}
-		l.With = b.withLeases(r, id, res[1])
 		b.ledger.add(r.Key, r.Windows, res[1], r.units()*n, ans.fills) // none for a check
 		if n > 0 {
 			b.hold(l)
@@ -235,29 +235,13 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		b.noteContended(r.Key, true, sent)
 	}
 	b.ledger.add(r.Key, r.Windows, res[3], 0, ans.fills)
-	if res[2] > 0 && out.v.reason != reasonWithBusy {
+	if res[2] > 0 {
 		out.v.at = time.UnixMilli(res[2])
 		if out.v.reason == ReasonCooldown {
 			b.ledger.cooldown(r.Key, res[2])
 		}
 	}
 	return out, nil
-}
-
-// withLeases returns the leases of r's With slots as the acquire script
-// grants them with lease id at now (unix ms).
-func (b *Redis) withLeases(r Request, id string, now int64) []Lease {
-	if len(r.With) == 0 {
-		return nil
-	}
-	with := make([]Lease, len(r.With))
-	for i, s := range r.With {
-		with[i] = Lease{
-			Key: s.Key, ID: id + "." + strconv.Itoa(i+1), Granted: time.UnixMilli(now),
-			Expires: time.UnixMilli(now + s.LeaseTTL().Milliseconds()), Concurrency: b.capped(s).Concurrency,
-		}
-	}
-	return with
 }
 
 // answer is the acquire script's answer: five integers (head), then, for a

@@ -1,7 +1,7 @@
 package throttle
 
-// With slots on the Redis backend: one round trip to take and one to
-// release a call's slots, and a busy lock at a hand-over.
+// With slots on the Redis backend, and the helpers of the tests that count
+// scripts.
 
 import (
 	"context"
@@ -14,17 +14,6 @@ import (
 
 	"github.com/wecomkit/wecom/internal/redistest"
 )
-
-// markRequest is a mark_tag call's request on the Redis backend: the API's
-// slot and windows, and a customer's lock as a With slot in the same hash
-// tag.
-func markRequest(customer string, conc int) Request {
-	return Request{
-		Key: "{corp}/cgi-bin/externalcontact/mark_tag", Concurrency: conc, TTL: time.Minute,
-		Windows: []Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}},
-		With:    []Request{{Key: "{corp}@customer-edit|u1|" + customer, Concurrency: 1, TTL: time.Minute}},
-	}
-}
 
 // scriptCounter is a go-redis hook that counts the scripts run (EVALSHA,
 // and EVAL when a script was not loaded yet).
@@ -73,16 +62,6 @@ func mustTake(t *testing.T, b Backend, r Request) Lease {
 		t.Fatalf("acquire %q: %v", r.Key, err)
 	}
 	return l
-}
-
-// noHolders checks that keys have no lease left in Redis.
-func noHolders(t *testing.T, b *Redis, keys ...string) {
-	t.Helper()
-	for _, k := range keys {
-		if n := holders(t, b, k); n != 0 {
-			t.Errorf("%q has %d holders left, want 0", k, n)
-		}
-	}
 }
 
 // TestRedisWithKeyLineBreak: a With key is a wake-up's message on Redis,

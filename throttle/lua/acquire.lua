@@ -1,6 +1,6 @@
 -- acquire: check and take a concurrency slot, every rate window and the
--- cooldown of one throttle key, and the slots of its With keys, all or
--- nothing, on the server's clock; for a batch, as many leases as fit.
+-- cooldown of one throttle key, on the server's clock; for a batch, as
+-- many leases as fit.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
@@ -9,66 +9,51 @@
 --           find it missing, expiring with the windows; with no rate window,
 --           neither read nor made
 -- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
--- then      per With slot: its holders ZSET and its cooldown STRING
--- then      per With lease released (a hand-over's): its holders ZSET and
---           its waiting processes ZSET
--- KEYS[#KEYS] records: HASH process id -> the With slots its next waiter
---           waits with (see grant.lua)
--- ARGV[1]   lease_id: the lease id
--- ARGV[2]   conc: concurrency (0: no concurrency limit, no slot taken)
--- ARGV[3]   ttl: lease TTL (ms)
--- ARGV[4]   want: how many leases to take, up to (0: only check). More than
---           one (a batch for the waiters of a process, without With
---           slots) grants as many as the limits allow, at least one:
---           lease_id, then lease_id .. '+' .. j for j = 2, 3... A hand-over
---           that yields grants one.
--- ARGV[5]   proc: process id, queued on KEYS[3] when refused a slot ('' : do
---           not queue)
--- ARGV[6]   release_id: a lease of this process to release first ('' :
---           none): a hand-over. Its slot goes to this acquisition, unless
---           another process has waited longer: then this one yields, queued
---           if it was not, and the slot is granted to that process directly
---           (see grant below).
--- ARGV[7]   wake_prefix: wake-up channel prefix: a process listens on
---           prefix .. its id
--- ARGV[8]   throttle_key: the throttle key, the wake-up message
--- ARGV[9]   requeue: granted, the process (ARGV[5]) leaves the waiting queue
---           (0) or, more of its waiters waiting, goes to its back (1)
--- ARGV[10]  known_epoch: the epoch the process knows for this key ('' : none)
--- ARGV[11]  weight: the units the acquisition counts in every window
--- ARGV[12]  nwith: the number of With slots, taken with the request, all or
---           nothing; slot i's lease id is lease_id .. '.' .. i
--- ARGV[13]  nrel: the number of With leases to release (a hand-over's)
--- ARGV[14..] per window, in KEYS order: limit, period (ms)
--- then      per With slot: concurrency, TTL (ms)
--- then      per With lease released: its id, its throttle key
--- ARGV[#ARGV - 7] block: window units to take ahead besides a grant (0:
---           none), as many as every window admits after it: counted in the
---           bucket of now + block_in, so that the process may start calls
---           from them until block_in after it sent this request
--- ARGV[#ARGV - 6] block_in: see block (ms)
--- ARGV[#ARGV - 5] channel: the broadcast channel: a process newly queued for
---           a slot says so there ('\n' .. proc .. '\n' .. the throttle key), so that the
---           processes handing slots on locally give them up
--- ARGV[#ARGV - 4] grants: 1 if a yielding hand-over grants the slot to the
---           process it yields to (see yield_to); 0 on a Redis Cluster, where
---           a PUBLISH in a script counts only the listeners on its own node,
---           so that the script cannot tell a process that is gone from one
---           listening elsewhere: there it frees the slot and wakes the
---           process instead, which asks for it, and this one waits its turn
--- ARGV[#ARGV - 3] rec_self: the record (see grant.lua) of this
---           acquisition's With slots, written when it queues the process
---           waiting for them ('' : none, or not queued)
--- ARGV[#ARGV - 2] rec_next: the record of the process's next waiter, written
---           when a grant queues the process again (requeue)
--- ARGV[#ARGV - 1] ref: a time the server answered the process lately (unix
---           ms; 0: none yet)
--- ARGV[#ARGV] max_age: how long after ref the process gives up on this
---           request (ms): the time since ref by its monotonic clock plus
---           its round trip's timeout. A request run later (it waited in a
---           socket while Redis hung: SIGSTOP, a slow fork) takes nothing
---           and answers 8: a grant would hold a slot nobody uses until its
---           TTL. Only its hand-over's releases are made.
+--
+-- ARGV, in the order of acquireArgv's fields (redis_script.go):
+-- [1]  lease_id: the lease id
+-- [2]  conc: concurrency (0: no concurrency limit, no slot taken)
+-- [3]  ttl: lease TTL (ms)
+-- [4]  want: how many leases to take, up to (0: only check). More than one
+--      (a batch for the waiters of a process) grants as many as the limits
+--      allow, at least one: lease_id, then lease_id .. '+' .. j for j = 2,
+--      3... A hand-over that yields grants one.
+-- [5]  proc: process id, queued on KEYS[3] when refused a slot ('' : do not
+--      queue)
+-- [6]  release_id: a lease of this process to release first ('' : none): a
+--      hand-over. Its slot goes to this acquisition, unless another process
+--      has waited longer: then this one yields, queued if it was not, and
+--      the slot is granted to that process directly (see yield_to).
+-- [7]  wake_prefix: wake-up channel prefix: a process listens on prefix ..
+--      its id
+-- [8]  throttle_key: the throttle key, the wake-up message
+-- [9]  requeue: granted, the process (proc) leaves the waiting queue (0)
+--      or, more of its waiters waiting, goes to its back (1)
+-- [10] known_epoch: the epoch the process knows for this key ('' : none)
+-- [11] weight: the units the acquisition counts in every window
+-- [12] block: window units to take ahead besides a grant (0: none), as many
+--      as every window admits after it: counted in the bucket of now +
+--      block_in, so that the process may start calls from them until
+--      block_in after it sent this request
+-- [13] block_in: see block (ms)
+-- [14] channel: the broadcast channel: a process newly queued for a slot
+--      says so there ('\n' .. proc .. '\n' .. the throttle key), so that
+--      the processes handing slots on locally give them up
+-- [15] grants: 1 if a yielding hand-over grants the slot to the process it
+--      yields to (see yield_to); 0 on a Redis Cluster, where a PUBLISH in a
+--      script counts only the listeners on its own node, so that the
+--      script cannot tell a process that is gone from one listening
+--      elsewhere: there it frees the slot and wakes the process instead,
+--      which asks for it, and this one waits its turn
+-- [16] ref: a time the server answered the process lately (unix ms; 0:
+--      none yet)
+-- [17] max_age: how long after ref the process gives up on this request
+--      (ms): the time since ref by its monotonic clock plus its round
+--      trip's timeout. A request run later (it waited in a socket while
+--      Redis hung: SIGSTOP, a slow fork) takes nothing and answers 8: a
+--      grant would hold a slot nobody uses until its TTL. Only its
+--      hand-over's release is made.
+-- [18..] per window, in KEYS order: limit, period (ms)
 --
 -- Returns {1, now, expires, blk, held, n, others, at} granted n leases
 --                                      (expires 0 without a slot; n 0 when
@@ -83,21 +68,15 @@
 --                                      (granted the slot, or woken), 5 the
 --                                      epoch is not the one the process
 --                                      knew: Redis lost the key's state;
---                                      6 With slot number at is held or
---                                      cooling down (the Go side takes the
---                                      slots apart);
 --                                      at: when that limit frees up (0 unknown)
--- held: 1 if the released lease (ARGV[6]) and the With leases released
--- still held their slots.
--- When the epoch is not ARGV[10], it follows; then, once the windows were
--- read, a table of what each counted (fills below).
+-- held: 1 if the released lease (release_id) still held its slot.
+-- When the epoch is not known_epoch, it follows; then, once the windows
+-- were read, a table of what each counted (fills below).
 -- All times are unix milliseconds from TIME: every client agrees on them.
 --
 -- now (unix ms, the server's clock) and buckets (per rate window) come from
--- the prelude (prelude.lua), free from free.lua, slide and opening (the rate
--- windows, described there) from window.lua, set_record and yield_to (the
--- grants across processes, and why the With slots of another process's
--- record, outside KEYS, are in this script's Cluster slot) from grant.lua.
+-- the prelude (prelude.lua), slide and opening (the rate windows, described
+-- there) from window.lua.
 local lease_id = ARGV[1]
 local conc = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
@@ -110,31 +89,18 @@ local throttle_key = ARGV[8]
 local requeue = ARGV[9] == '1'
 local known_epoch = ARGV[10]
 local weight = tonumber(ARGV[11])
-local nwith = tonumber(ARGV[12])
-local nrel = tonumber(ARGV[13])
-local nw = #KEYS - 5 - 2 * nwith - 2 * nrel
-local records = KEYS[#KEYS]
-local block, block_in, channel = tonumber(ARGV[#ARGV - 7]), tonumber(ARGV[#ARGV - 6]), ARGV[#ARGV - 5]
-local grants = ARGV[#ARGV - 4] == '1'
-local rec_self, rec_next = ARGV[#ARGV - 3], ARGV[#ARGV - 2]
-local ref, max_age = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
-local wk = 4 + nw -- KEYS[wk + 2i - 1], KEYS[wk + 2i]: With slot i's holders, cooldown
-local rk = wk + 2 * nwith -- KEYS[rk + 2i - 1], KEYS[rk + 2i]: released lease i's holders, waiting
-local wa = 13 + 2 * nw -- ARGV[wa + 2i - 1], ARGV[wa + 2i]: With slot i's concurrency, TTL
-local ra = wa + 2 * nwith -- ARGV[ra + 2i - 1], ARGV[ra + 2i]: released lease i's id, key
-
--- A hand-over's With leases go first, whatever this script answers.
-local rel_held = 1
-for i = 1, nrel do
-  local n = free(KEYS[rk + 2 * i - 1], KEYS[rk + 2 * i], ARGV[ra + 2 * i - 1], wake_prefix, ARGV[ra + 2 * i])
-  rel_held = math.min(rel_held, n)
-end
+local block, block_in, channel = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
+local grants = ARGV[15] == '1'
+local ref, max_age = tonumber(ARGV[16]), tonumber(ARGV[17])
+local nw = #KEYS - 4
+-- the limit and period of window i (KEYS[4 + i])
+local function limit_of(i) return tonumber(ARGV[16 + 2 * i]) end
+local function period_of(i) return tonumber(ARGV[17 + 2 * i]) end
 
 -- wake the process that has waited longest for a slot
 local function wake()
   local w = redis.call('ZPOPMIN', KEYS[3])
   if #w > 0 then
-    redis.call('HDEL', records, w[1])
     redis.call('PUBLISH', wake_prefix .. w[1], throttle_key)
   end
 end
@@ -146,7 +112,7 @@ if ref > 0 and now > ref + max_age then -- given up by its sender (see max_age)
     held = redis.call('ZREM', KEYS[1], release_id)
     wake()
   end
-  return {0, 8, 0, now, math.min(held, rel_held)}
+  return {0, 8, 0, now, held}
 end
 
 -- The epoch: a process that knew another one has grants that Redis lost
@@ -157,7 +123,7 @@ end
 local tell = nil
 local etl = 0
 for i = 1, nw do
-  local period = tonumber(ARGV[13 + 2 * i])
+  local period = period_of(i)
   etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
 end
 if nw > 0 then
@@ -172,7 +138,7 @@ if nw > 0 then
       if release_id ~= '' then
         held = redis.call('ZREM', KEYS[1], release_id)
       end
-      return {0, 5, 0, now, math.min(held, rel_held), ep}
+      return {0, 5, 0, now, held, ep}
     end
   end
 end
@@ -181,7 +147,6 @@ end
 -- fleet had taken (see restore.lua); none before the windows are read
 local fills = {}
 local function reply(r)
-  r[5] = math.min(r[5], rel_held)
   if tell then r[#r + 1] = tell end
   if #fills > 0 then r[#r + 1] = fills end
   return r
@@ -208,10 +173,9 @@ if handover then
   end
 end
 
--- refuse: a hand-over that cannot use the freed slot passes it on (except
--- for a busy With slot: another waiter of this process may use it)
+-- refuse: a hand-over that cannot use the freed slot passes it on
 local function refuse(reason, at)
-  if handover and reason ~= 6 then wake() end
+  if handover then wake() end
   return reply({0, reason, at, now, held})
 end
 
@@ -227,8 +191,7 @@ local wins = {}
 local room = want -- the leases every limit admits, up to want
 local free_units = {} -- per window, the units it admits
 for i = 1, nw do
-  local limit = tonumber(ARGV[12 + 2 * i])
-  local period = tonumber(ARGV[13 + 2 * i])
+  local limit, period = limit_of(i), period_of(i)
   local width, lo, total, fresh, curn, rend, restored, unknown = slide(KEYS[4 + i], period, KEYS[4], etl)
   wins[i] = {width, lo, fresh, total, curn}
   local reserve = reserve_of(limit, rend, restored, unknown)
@@ -259,44 +222,18 @@ if conc > 0 then
         redis.call('PUBLISH', channel, '\n' .. proc .. '\n' .. throttle_key)
       end
       redis.call('PEXPIRE', KEYS[3], ttl + 10000)
-      set_record(records, KEYS[3], proc, rec_self, ttl)
     end
     return refuse(1, tonumber(first[2]))
   end
-end
-
--- with_busy returns the number of the first With slot that is held or
--- cooling down, or 0; it notes in with_held how many live leases each
--- holds (expired ones are left for the key's own expiry, or a release)
-local with_held = {}
-local function with_busy()
-  for i = 1, nwith do
-    local h, c = KEYS[wk + 2 * i - 1], KEYS[wk + 2 * i]
-    if tonumber(redis.call('GET', c) or '0') > now then
-      return i
-    end
-    with_held[i] = redis.call('ZCOUNT', h, '(' .. now, '+inf')
-    if with_held[i] >= tonumber(ARGV[wa + 2 * i - 1]) then
-      return i
-    end
-  end
-  return 0
-end
--- (checked even when yielding: a yield that finds no process listening
--- takes the slot for this waiter after all)
-local busy = with_busy()
-if busy > 0 and not yield then
-  return refuse(6, busy)
 end
 
 if not taking then
   return reply({1, now, 0, 0, held, 0, 0, 0})
 end
 
--- take counts n acquisitions in every window and gives lease id the slot,
--- and its With slots (with); the leases after the first are named id .. '+'
--- .. j
-local function take(id, expires, with, n)
+-- take counts n acquisitions in every window and gives lease id the slot;
+-- the leases after the first are named id .. '+' .. j
+local function take(id, expires, n)
   for i = 1, nw do
     local key = KEYS[4 + i]
     local width, lo, fresh, total, curn = unpack(wins[i])
@@ -305,7 +242,7 @@ local function take(id, expires, with, n)
       redis.call('HSET', key, idx, curn + units, 't', total + units)
     else
       redis.call('HSET', key, idx, curn + units, 't', total + units, 'lo', lo)
-      redis.call('PEXPIRE', key, tonumber(ARGV[13 + 2 * i]) + 2 * width + 1000)
+      redis.call('PEXPIRE', key, period_of(i) + 2 * width + 1000)
       redis.call('PEXPIRE', KEYS[4], etl)
     end
   end
@@ -322,14 +259,6 @@ local function take(id, expires, with, n)
     end
     redis.call('PEXPIREAT', KEYS[1], last + 1000)
   end
-  for i = 1, with and nwith or 0 do
-    local h, exp = KEYS[wk + 2 * i - 1], now + tonumber(ARGV[wa + 2 * i])
-    redis.call('ZADD', h, exp, id .. '.' .. i)
-    if with_held[i] > 0 then -- another lease may outlive this one
-      exp = tonumber(redis.call('ZRANGE', h, -1, -1, 'WITHSCORES')[2])
-    end
-    redis.call('PEXPIREAT', h, exp + 1000)
-  end
 end
 
 local expires = 0
@@ -337,42 +266,60 @@ if conc > 0 then
   expires = now + ttl
 end
 
+-- yield_to grants the slot a hand-over frees to the process that has
+-- waited longest on waiting, other than proc, in this round trip: it
+-- publishes msg on that process's channel (wake_prefix .. its id); if a
+-- listener got it, it takes the slot (take_slot) and queues the process
+-- again, at the back. A process that no longer listens is dropped from the
+-- queue, and the next tried. Returns whether it granted the slot.
+local function yield_to(waiting, proc, msg, wake_prefix, take_slot)
+  while true do
+    local first = redis.call('ZRANGE', waiting, 0, 0)
+    if #first == 0 or first[1] == proc then
+      return false
+    end
+    local p = first[1]
+    redis.call('ZREM', waiting, p)
+    if redis.call('PUBLISH', wake_prefix .. p, msg) > 0 then
+      take_slot()
+      redis.call('ZADD', waiting, now, p)
+      return true
+    end
+  end
+end
+
 -- A yielding hand-over grants the slot to the process that has waited
 -- longest, in this round trip (yield_to): the lease is published on the
 -- process's channel as the lines key, lease id, granted, expires,
--- concurrency, TTL, weight and a limit and period per window, then the With
--- slots taken for it if any (see grant.lua), so that the process can start
--- its call without asking, or give the lease back if no waiter of its can
--- use it. The granted process queues again at the back, being busy on the
--- key; this one stays queued for its waiter, recorded with its With slots.
+-- concurrency, TTL, weight and a limit and period per window, so that the
+-- process can start its call without asking, or give the lease back if no
+-- waiter of its can use it. The granted process queues again at the back,
+-- being busy on the key; this one stays queued for its waiter.
 if yield then
-  local limits = {}
-  -- concurrency, TTL, weight and the windows, as the caller sent them
-  for _, i in ipairs({2, 3, 11}) do limits[#limits + 1] = ARGV[i] end
-  for i = 14, 13 + 2 * nw do limits[#limits + 1] = ARGV[i] end
+  local limits = {ARGV[2], ARGV[3], ARGV[11]} -- as the caller sent them
+  for i = 1, nw do
+    limits[#limits + 1] = ARGV[16 + 2 * i]
+    limits[#limits + 1] = ARGV[17 + 2 * i]
+  end
   local msg = table.concat({throttle_key, lease_id, now, expires, table.concat(limits, '\n')}, '\n')
   local function take_slot()
-    take(lease_id, expires, false, 1)
+    take(lease_id, expires, 1)
     for i = 1, nw do fills[i] = fills[i] + weight end
   end
-  if yield_to(KEYS[3], records, KEYS[1], proc, msg, wake_prefix, lease_id, take_slot) then
+  if yield_to(KEYS[3], proc, msg, wake_prefix, take_slot) then
     if proc ~= '' then
       redis.call('ZADD', KEYS[3], 'NX', now, proc)
-      set_record(records, KEYS[3], proc, rec_self, ttl)
     end
     redis.call('PEXPIRE', KEYS[3], ttl + 10000)
     return reply({0, 4, 0, now, held})
   end
-  if busy > 0 then -- nobody else listens, and this waiter cannot take it
-    return refuse(6, busy)
-  end
 end
 
 local n = 1
-if want > 1 and nwith == 0 then
+if want > 1 then
   n = math.max(1, room)
 end
-take(lease_id, expires, true, n)
+take(lease_id, expires, n)
 for i = 1, nw do fills[i] = fills[i] + n * weight end
 local blk = nw > 0 and block or 0
 for i = 1, nw do blk = math.min(blk, free_units[i] - n * weight) end
@@ -391,11 +338,8 @@ if proc ~= '' then
     -- served, with more waiters: the process queues again, at the back
     redis.call('ZADD', KEYS[3], now, proc)
     redis.call('PEXPIRE', KEYS[3], ttl + 10000)
-    set_record(records, KEYS[3], proc, rec_next, ttl)
   else
-    if redis.call('ZREM', KEYS[3], proc) == 1 then
-      redis.call('HDEL', records, proc)
-    end
+    redis.call('ZREM', KEYS[3], proc)
   end
 end
 local others = redis.call('ZCARD', KEYS[3])
