@@ -264,13 +264,11 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 // Close sends the releases it deferred (see redis_later.go) and stops the
 // subscription. Calls after Close fail.
 func (b *Redis) Close() error {
-	select {
-	case <-b.done:
+	if b.closed() {
 		return nil
-	default:
 	}
-	b.sendLater()
 	close(b.done)
+	b.sendLater() // after done: a release made meanwhile goes at once (later)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.pubsub != nil {

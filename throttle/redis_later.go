@@ -30,7 +30,7 @@ func (b *Redis) later(l Lease) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if h := b.hot[l.Key]; h == nil || h.contended || b.health.Load() != healthUp {
+	if h := b.hot[l.Key]; h == nil || h.contended || b.health.Load() != healthUp || b.closed() {
 		return false
 	}
 	if b.pending == nil {
@@ -95,5 +95,15 @@ func (b *Redis) sendLater() {
 		for _, l := range ls {
 			b.letGo(l.Key)
 		}
+	}
+}
+
+// closed reports whether Close was called.
+func (b *Redis) closed() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
 	}
 }
