@@ -15,6 +15,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -56,9 +57,14 @@ func clockSource(body string) string {
 	return preludeLua + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" + body
 }
 
-// acquireSource returns the acquire script's source: the prelude,
-// window.lua and acquire.lua.
-func acquireSource() string { return clockSource(windowLua + acquireLua) }
+// acquireSource returns the acquire script's source: the prelude, the
+// reasons it answers as a table R of the Go constants, window.lua and
+// acquire.lua.
+func acquireSource() string {
+	reasons := fmt.Sprintf("local R = {concurrency = %d, rate = %d, cooldown = %d, reserve = %d, yielded = %d, lost = %d, stale = %d}\n",
+		ReasonConcurrency, ReasonRate, ReasonCooldown, ReasonReserve, reasonYielded, reasonLost, reasonStale)
+	return clockSource(reasons + windowLua + acquireLua)
+}
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
 // Redis and has no fallback: nothing was acquired, and no call should start.

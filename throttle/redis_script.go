@@ -198,124 +198,91 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	if err != nil {
 		return acquireResult{}, err
 	}
-	res, n, told := ans.head, ans.n, ans.epoch
-	if res[0] == 1 {
-		b.ref.saw(res[1])
-	} else {
-		b.ref.saw(res[3])
+	n := ans.n
+	b.ref.saw(ans.now)
+	if ans.epoch != "" && ans.reason != reasonLost {
+		b.ledger.learn(r.Key, ans.epoch)
 	}
-	if told != "" && Reason(res[1]) != reasonLost {
-		b.ledger.learn(r.Key, told)
-	}
-	out := acquireResult{held: res[4] == 1}
-	if res[0] == 1 {
-		l := Lease{Key: r.Key, ID: id, Granted: time.UnixMilli(res[1])}
-		if res[2] > 0 {
-			l.Expires, l.Concurrency = time.UnixMilli(res[2]), conc
+	out := acquireResult{held: ans.held}
+	if ans.reason == 0 {
+		l := Lease{Key: r.Key, ID: id, Granted: time.UnixMilli(ans.now)}
+		if ans.expires > 0 {
+			l.Expires, l.Concurrency = time.UnixMilli(ans.expires), conc
 		}
 		for j := 2; j <= n && j <= 1+a.batch; j++ {
 			e := l
 			e.ID = id + "+" + strconv.Itoa(j)
 			out.extra = append(out.extra, e)
 		}
-		b.ledger.add(r.Key, r.Windows, res[1], r.units()*n, ans.fills) // none for a check
+		b.ledger.add(r.Key, r.Windows, ans.now, r.units()*n, ans.fills) // none for a check
 		if n > 0 {
 			b.hold(l)
 			b.hold(out.extra...)
 		}
 		b.noteContended(r.Key, ans.others, sent)
-		if res[3] > 0 && ans.blockAt > 0 {
-			b.addBlock(r, int(res[3]), ans.blockAt, sent.Add(blockSpan(r.Windows)))
+		if ans.blk > 0 && ans.blockAt > 0 {
+			b.addBlock(r, ans.blk, ans.blockAt, sent.Add(blockSpan(r.Windows)))
 		}
 		out.lease, out.v, out.now = l, verdict{ok: true}, l.Granted
 		return out, nil
 	}
-	out.v, out.now = verdict{reason: Reason(res[1])}, time.UnixMilli(res[3])
+	out.v, out.now = verdict{reason: ans.reason}, time.UnixMilli(ans.now)
 	if out.v.reason == reasonYielded {
 		b.noteContended(r.Key, true, sent)
 	}
-	b.ledger.add(r.Key, r.Windows, res[3], 0, ans.fills)
-	if res[2] > 0 {
-		out.v.at = time.UnixMilli(res[2])
+	b.ledger.add(r.Key, r.Windows, ans.now, 0, ans.fills)
+	if ans.at > 0 {
+		out.v.at = time.UnixMilli(ans.at)
 		if out.v.reason == ReasonCooldown {
-			b.ledger.cooldown(r.Key, res[2])
+			b.ledger.cooldown(r.Key, ans.at)
 		}
 	}
 	return out, nil
 }
 
-// answer is the acquire script's answer: five integers (head), then, for a
-// grant, how many leases it granted (n), whether another process waits
-// for a slot (others) and where the units it took ahead count (blockAt),
-// the key's epoch when the process
-// did not know it, and what each window counted once the script read them
-// (fills, in the request's order of windows).
+// answer is the acquire script's answer, field for field in this order
+// (see lua/acquire.lua, Returns).
 type answer struct {
-	head    [5]int64
-	n       int
-	others  bool
-	blockAt int64 // where the block (head[3] units) counts, unix ms
-	epoch   string
+	reason  Reason // 0: granted
+	now, at int64  // unix ms; at: when the refusing limit frees up (0: unknown)
+	held    bool   // the lease a hand-over released still held its slot
+	expires int64  // a grant's expiry (0: no slot)
+	n, blk  int    // leases granted; window units taken ahead
+	blockAt int64  // where the block counts, unix ms
+	others  bool   // another process waits for a slot
+	epoch   string // the key's epoch, when the process did not know it
 	fills   []int64
 }
 
 // parseAnswer reads the acquire script's answer (see answer).
-func parseAnswer(raw []any) (a answer, err error) {
+func parseAnswer(raw []any) (answer, error) {
 	bad := func() (answer, error) {
 		return answer{}, fmt.Errorf("throttle: acquire script answered %v", raw)
 	}
-	if len(raw) < 5 || len(raw) > 10 {
+	if len(raw) != 11 {
 		return bad()
 	}
-	for i := range a.head {
-		v, ok := raw[i].(int64)
-		if !ok {
+	var v [9]int64
+	for i := range v {
+		n, ok := raw[i].(int64)
+		if !ok || n < 0 {
 			return bad()
 		}
-		a.head[i] = v
+		v[i] = n
 	}
-	rest := raw[5:]
-	if a.head[0] == 1 {
-		var v [3]int64
-		for i := range v {
-			ok := len(rest) > 0
-			if ok {
-				v[i], ok = rest[0].(int64)
-				rest = rest[1:]
-			}
-			if !ok || v[i] < 0 {
-				return bad()
-			}
-		}
-		if v[1] > 1 {
-			return bad()
-		}
-		a.n, a.others, a.blockAt = int(v[0]), v[1] == 1, v[2]
-	}
-	if len(rest) > 0 {
-		if e, ok := rest[0].(string); ok {
-			if a.epoch = e; e == "" {
-				return bad()
-			}
-			rest = rest[1:]
-		}
-	}
-	if len(rest) > 0 {
-		fs, ok := rest[0].([]any)
-		if !ok || len(fs) == 0 {
-			return bad()
-		}
-		for _, f := range fs {
-			v, ok := f.(int64)
-			if !ok || v < 0 {
-				return bad()
-			}
-			a.fills = append(a.fills, v)
-		}
-		rest = rest[1:]
-	}
-	if len(rest) > 0 {
+	epoch, ok := raw[9].(string)
+	fs, ok2 := raw[10].([]any)
+	if !ok || !ok2 || v[3] > 1 || v[8] > 1 || v[0] == 0 && v[1] == 0 {
 		return bad()
+	}
+	a := answer{reason: Reason(v[0]), now: v[1], at: v[2], held: v[3] == 1, expires: v[4], n: int(v[5]),
+		blk: int(v[6]), blockAt: v[7], others: v[8] == 1, epoch: epoch}
+	for _, f := range fs {
+		n, ok := f.(int64)
+		if !ok || n < 0 {
+			return bad()
+		}
+		a.fills = append(a.fills, n)
 	}
 	return a, nil
 }

@@ -1,7 +1,7 @@
 package throttle
 
 import (
-	"slices"
+	"reflect"
 	"testing"
 )
 
@@ -9,39 +9,46 @@ import (
 // becomes, and every shape that is not the script's refused, never
 // guessed at.
 func TestParseAnswer(t *testing.T) {
+	i := func(v ...int64) []any {
+		out := make([]any, len(v))
+		for j, x := range v {
+			out[j] = x
+		}
+		return out
+	}
 	fills := []any{int64(7), int64(120)}
+	with := func(head []any, epoch string, fills []any) []any { return append(head, epoch, fills) }
 	for _, tc := range []struct {
 		name string
 		raw  []any
 		want answer // ignored when bad
 		bad  bool
 	}{
-		{"grant", []any{int64(1), int64(1000), int64(2000), int64(0), int64(1), int64(3), int64(0), int64(0)},
-			answer{head: [5]int64{1, 1000, 2000, 0, 1}, n: 3}, false},
-		{"grant, a block, others waiting", []any{int64(1), int64(1000), int64(2000), int64(40), int64(1), int64(1), int64(1), int64(1600)},
-			answer{head: [5]int64{1, 1000, 2000, 40, 1}, n: 1, others: true, blockAt: 1600}, false},
-		{"grant, epoch, fills", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), int64(0), int64(0), "1000:ab", fills},
-			answer{head: [5]int64{1, 1000, 0, 0, 1}, n: 1, epoch: "1000:ab", fills: []int64{7, 120}}, false},
-		{"grant, fills", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), int64(0), int64(0), fills},
-			answer{head: [5]int64{1, 1000, 0, 0, 1}, n: 1, fills: []int64{7, 120}}, false},
-		{"grant, others not a flag", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), int64(2), int64(0)}, answer{}, true},
-		{"grant without where its block counts", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(1), int64(0)}, answer{}, true},
-		{"refusal", []any{int64(0), int64(2), int64(5000), int64(1000), int64(1)},
-			answer{head: [5]int64{0, 2, 5000, 1000, 1}}, false},
-		{"refusal, fills", []any{int64(0), int64(7), int64(5000), int64(1000), int64(1), fills},
-			answer{head: [5]int64{0, 7, 5000, 1000, 1}, fills: []int64{7, 120}}, false},
-		{"refusal, epoch", []any{int64(0), int64(5), int64(0), int64(1000), int64(0), "9:x"},
-			answer{head: [5]int64{0, 5, 0, 1000, 0}, epoch: "9:x"}, false},
-		{"too short", []any{int64(1), int64(1000)}, answer{}, true},
-		{"a string for a number", []any{int64(1), "1000", int64(0), int64(0), int64(1), int64(1)}, answer{}, true},
-		{"grant without its count", []any{int64(1), int64(1000), int64(0), int64(0), int64(1)}, answer{}, true},
-		{"negative count", []any{int64(1), int64(1000), int64(0), int64(0), int64(1), int64(-1)}, answer{}, true},
-		{"empty epoch", []any{int64(0), int64(5), int64(0), int64(1000), int64(0), ""}, answer{}, true},
-		{"empty fills", []any{int64(0), int64(2), int64(0), int64(1000), int64(0), []any{}}, answer{}, true},
-		{"a fill not a number", []any{int64(0), int64(2), int64(0), int64(1000), int64(0), []any{"7"}}, answer{}, true},
-		{"a negative fill", []any{int64(0), int64(2), int64(0), int64(1000), int64(0), []any{int64(-7)}}, answer{}, true},
-		{"fills before the epoch", []any{int64(0), int64(5), int64(0), int64(1000), int64(0), fills, "9:x"}, answer{}, true},
-		{"one element too many", []any{int64(0), int64(2), int64(0), int64(1000), int64(0), "9:x", fills, int64(1)}, answer{}, true},
+		{"grant", with(i(0, 1000, 0, 1, 2000, 3, 0, 0, 0), "", []any{}),
+			answer{now: 1000, held: true, expires: 2000, n: 3}, false},
+		{"grant, a block, others waiting", with(i(0, 1000, 0, 1, 2000, 1, 40, 1600, 1), "", []any{}),
+			answer{now: 1000, held: true, expires: 2000, n: 1, blk: 40, blockAt: 1600, others: true}, false},
+		{"grant, epoch, fills", with(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), "1000:ab", fills),
+			answer{now: 1000, n: 1, epoch: "1000:ab", fills: []int64{7, 120}}, false},
+		{"refusal", with(i(2, 1000, 5000, 1, 0, 0, 0, 0, 0), "", []any{}),
+			answer{reason: ReasonRate, now: 1000, at: 5000, held: true}, false},
+		{"refusal for a reserve, fills", with(i(7, 1000, 5000, 0, 0, 0, 0, 0, 0), "", fills),
+			answer{reason: ReasonReserve, now: 1000, at: 5000, fills: []int64{7, 120}}, false},
+		{"lost, epoch", with(i(5, 1000, 0, 0, 0, 0, 0, 0, 0), "9:x", []any{}),
+			answer{reason: reasonLost, now: 1000, epoch: "9:x"}, false},
+		{"others not a flag", with(i(0, 1000, 0, 0, 0, 1, 0, 0, 2), "", []any{}), answer{}, true},
+		{"held not a flag", with(i(0, 1000, 0, 2, 0, 1, 0, 0, 0), "", []any{}), answer{}, true},
+		{"no time", with(i(0, 0, 0, 0, 0, 1, 0, 0, 0), "", []any{}), answer{}, true},
+		{"too short", i(0, 1000), answer{}, true},
+		{"without fills", append(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), ""), answer{}, true},
+		{"one element too many", append(with(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), "", []any{}), int64(1)), answer{}, true},
+		{"a string for a number", with(append(i(0), "1000", int64(0), int64(0), int64(0), int64(1), int64(0), int64(0), int64(0)), "", []any{}), answer{}, true},
+		{"negative count", with(i(0, 1000, 0, 0, 0, -1, 0, 0, 0), "", []any{}), answer{}, true},
+		{"epoch not a string", append(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), int64(5), []any{}), answer{}, true},
+		{"fills not a list", append(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), "", "7"), answer{}, true},
+		{"a fill not a number", with(i(2, 1000, 0, 0, 0, 0, 0, 0, 0), "", []any{"7"}), answer{}, true},
+		{"a negative fill", with(i(2, 1000, 0, 0, 0, 0, 0, 0, 0), "", []any{int64(-7)}), answer{}, true},
+		{"fills before the epoch", append(i(2, 1000, 0, 0, 0, 0, 0, 0, 0), fills, "9:x"), answer{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseAnswer(tc.raw)
@@ -54,7 +61,7 @@ func TestParseAnswer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.head != tc.want.head || got.n != tc.want.n || got.epoch != tc.want.epoch || !slices.Equal(got.fills, tc.want.fills) {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("parseAnswer(%v) = %+v, want %+v", tc.raw, got, tc.want)
 			}
 		})

@@ -55,27 +55,27 @@
 --      hand-over's release is made.
 -- [18..] per window, in KEYS order: limit, period (ms)
 --
--- Returns {1, now, expires, blk, held, n, others, at} granted n leases
---                                      (expires 0 without a slot; n 0 when
---                                      only checking) and blk units ahead,
---                                      counted at at (see block); others: 1
---                                      if another process waits for a slot
---      or {0, reason, at, now, held}   refused: 1 concurrency, 2 rate,
---                                      3 cooldown, 7 rate, only for a reserve
---                                      after a loss (see window.lua),
---                                      8 run after its sender gave up,
---                                      4 yielded to another process
---                                      (granted the slot, or woken), 5 the
---                                      epoch is not the one the process
---                                      knew: Redis lost the key's state;
---                                      at: when that limit frees up (0 unknown)
--- held: 1 if the released lease (release_id) still held its slot.
--- When the epoch is not known_epoch, it follows; then, once the windows
--- were read, a table of what each counted (fills below).
+-- Returns, in the order of the Go type answer (redis_script.go):
+-- {reason, now, at, held, expires, n, blk, block_at, others, epoch, fills}
+--   reason   0: granted n leases (n 0 when only checking); else refused:
+--            R.concurrency, R.rate, R.cooldown, R.reserve (rate, only for a
+--            reserve after a loss, see window.lua), R.stale (run after its
+--            sender gave up), R.yielded (a hand-over yielded to another
+--            process: granted it the slot, or woke it), R.lost (the epoch is
+--            not the one the process knew: Redis lost the key's state).
+--            R holds the Go constants (acquireSource).
+--   at       refused: when that limit frees up (0: unknown)
+--   held     1 if the released lease (release_id) still held its slot
+--   expires  granted: the lease's expiry (0: no slot)
+--   blk      granted: the units taken ahead, counted at block_at (see block)
+--   others   granted: 1 if another process waits for a slot
+--   epoch    the key's epoch when it is not known_epoch, else ''
+--   fills    per window, what it counted (its buckets and reserve) and took,
+--            once the script read the windows (see restore.lua); else empty
 -- All times are unix milliseconds from TIME: every client agrees on them.
 --
 -- now (unix ms, the server's clock) and buckets (per rate window) come from
--- the prelude (prelude.lua), slide and opening (the rate windows, described
+-- the prelude (prelude.lua), R (the reasons) from acquireSource, slide and opening (the rate windows, described
 -- there) from window.lua.
 local lease_id = ARGV[1]
 local conc = tonumber(ARGV[2])
@@ -106,13 +106,23 @@ local function wake()
 end
 
 local held = 0
+local tell = '' -- the epoch, when the process did not know it
+-- fills: per window, what it counted (its buckets and reserve) when this
+-- script read it, and took (a grant), so that every process knows what the
+-- fleet had taken (see restore.lua); none before the windows are read
+local fills = {}
+-- answer returns the script's reply from a's named fields (see Returns).
+local function answer(a)
+  return {a.reason or 0, now, a.at or 0, held, a.expires or 0, a.n or 0, a.blk or 0, a.block_at or 0,
+    a.others or 0, tell, fills}
+end
 
 if ref > 0 and now > ref + max_age then -- given up by its sender (see max_age)
   if release_id ~= '' then
     held = redis.call('ZREM', KEYS[1], release_id)
     wake()
   end
-  return {0, 8, 0, now, held}
+  return answer({reason = R.stale})
 end
 
 -- The epoch: a process that knew another one has grants that Redis lost
@@ -120,7 +130,6 @@ end
 -- takes more. A process that knew none learns it.
 -- The epoch key lives as long as the longest window's HASH: its expiry is
 -- set with it, and renewed whenever a window's is.
-local tell = nil
 local etl = 0
 for i = 1, nw do
   local period = period_of(i)
@@ -138,18 +147,9 @@ if nw > 0 then
       if release_id ~= '' then
         held = redis.call('ZREM', KEYS[1], release_id)
       end
-      return {0, 5, 0, now, held, ep}
+      return answer({reason = R.lost})
     end
   end
-end
--- fills: per window, what it counted (its buckets and reserve) when this
--- script read it, and took (a grant), so that every process knows what the
--- fleet had taken (see restore.lua); none before the windows are read
-local fills = {}
-local function reply(r)
-  if tell then r[#r + 1] = tell end
-  if #fills > 0 then r[#r + 1] = fills end
-  return r
 end
 local swept = false -- expired leases already dropped from KEYS[1]
 local handover = release_id ~= ''
@@ -167,7 +167,7 @@ if handover then
         redis.call('ZADD', KEYS[3], 'NX', now, proc)
         redis.call('PEXPIRE', KEYS[3], ttl + 10000)
       end
-      return reply({0, 4, 0, now, held})
+      return answer({reason = R.yielded})
     end
     yield = true
   end
@@ -176,12 +176,12 @@ end
 -- refuse: a hand-over that cannot use the freed slot passes it on
 local function refuse(reason, at)
   if handover then wake() end
-  return reply({0, reason, at, now, held})
+  return answer({reason = reason, at = at})
 end
 
 local cd = tonumber(redis.call('GET', KEYS[2]) or '0')
 if cd > now then
-  return refuse(3, cd)
+  return refuse(R.cooldown, cd)
 end
 
 local holding = -1 -- the live leases on KEYS[1] before the grant, once counted
@@ -205,7 +205,7 @@ for i = 1, nw do
   free_units[i] = limit - total - reserve
 end
 if worst > 0 then
-  return refuse(by_reserve and 7 or 2, worst)
+  return refuse(by_reserve and R.reserve or R.rate, worst)
 end
 
 if conc > 0 then
@@ -223,12 +223,12 @@ if conc > 0 then
       end
       redis.call('PEXPIRE', KEYS[3], ttl + 10000)
     end
-    return refuse(1, tonumber(first[2]))
+    return refuse(R.concurrency, tonumber(first[2]))
   end
 end
 
 if not taking then
-  return reply({1, now, 0, 0, held, 0, 0, 0})
+  return answer({})
 end
 
 -- take counts n acquisitions in every window and gives lease id the slot;
@@ -311,7 +311,7 @@ if yield then
       redis.call('ZADD', KEYS[3], 'NX', now, proc)
     end
     redis.call('PEXPIRE', KEYS[3], ttl + 10000)
-    return reply({0, 4, 0, now, held})
+    return answer({reason = R.yielded})
   end
 end
 
@@ -344,4 +344,5 @@ if proc ~= '' then
 end
 local others = redis.call('ZCARD', KEYS[3])
 if proc ~= '' and requeue then others = others - 1 end
-return reply({1, now, expires, blk, held, n, others > 0 and 1 or 0, blk > 0 and now + block_in or 0})
+return answer({expires = expires, n = n, blk = blk, block_at = blk > 0 and now + block_in or 0,
+  others = others > 0 and 1 or 0})
