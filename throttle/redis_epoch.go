@@ -3,7 +3,6 @@ package throttle
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -31,15 +30,13 @@ type keyRecord struct {
 	windows  map[int64]*grantLog // by period (ms)
 }
 
-// grantLog is one window's grants, per bucket of width ms (as in
-// acquire.lua), in ascending bucket order, and the window's fill as this
-// process last saw it: seen units counted at seenAt (unix ms, the server's
-// clock; 0: none in the window).
+// grantLog is one window's grants, as a history in unix ms (the server's
+// clock), and the window's fill as this process last saw it: seen units
+// counted at seenAt (unix ms; 0: none in the window).
 type grantLog struct {
-	period, width int64
-	limit         int
-	buckets       []bucket
-	seen, seenAt  int64
+	history
+	limit        int
+	seen, seenAt int64
 }
 
 // sweepEvery is how many grants pass between sweeps of the records no
@@ -47,12 +44,7 @@ type grantLog struct {
 const sweepEvery = 4096
 
 func (g *grantLog) prune(nowMs int64) {
-	lo := (nowMs - g.period) / g.width
-	i := 0
-	for i < len(g.buckets) && g.buckets[i].idx < lo {
-		i++
-	}
-	g.buckets = g.buckets[i:]
+	g.history.prune(nowMs)
 	if g.seenAt+g.period+g.width <= nowMs {
 		g.seen, g.seenAt = 0, 0
 	}
@@ -119,7 +111,7 @@ func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64
 		p := w.Period.Milliseconds()
 		g := rec.windows[p]
 		if g == nil {
-			g = &grantLog{period: p, width: p / BucketsPerWindow}
+			g = &grantLog{history: history{period: p, width: p / BucketsPerWindow}}
 			rec.windows[p] = g
 		}
 		g.prune(ms)
@@ -130,13 +122,7 @@ func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64
 		if units == 0 {
 			continue
 		}
-		idx := ms / g.width
-		i, found := slices.BinarySearchFunc(g.buckets, idx, func(b bucket, t int64) int { return int(b.idx - t) })
-		if found {
-			g.buckets[i].n += units
-		} else {
-			g.buckets = slices.Insert(g.buckets, i, bucket{idx: idx, n: units})
-		}
+		g.add(ms, units)
 	}
 	if l.adds++; l.adds >= sweepEvery {
 		l.adds = 0
@@ -154,10 +140,7 @@ func (l *ledger) remove(key string, ws []Window, ms int64, units int) {
 	}
 	for _, w := range ws {
 		if g := rec.windows[w.Period.Milliseconds()]; g != nil {
-			idx := ms / g.width
-			if i, found := slices.BinarySearchFunc(g.buckets, idx, func(b bucket, t int64) int { return int(b.idx - t) }); found && g.buckets[i].n > 0 {
-				g.buckets[i].n -= min(units, g.buckets[i].n)
-			}
+			g.remove(ms, units)
 		}
 	}
 }

@@ -1,11 +1,16 @@
 package throttle
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // history is the bucketed record of acquisitions for one window period.
-// Bucket i covers [i*width, (i+1)*width) in nanoseconds since the backend's
-// epoch, measured on the monotonic clock so that wall-clock steps change
-// nothing.
+// Bucket i covers [i*width, (i+1)*width): for Memory in nanoseconds since
+// the backend's epoch, measured on the monotonic clock so that wall-clock
+// steps change nothing; for the Redis backend's ledger in unix ms of the
+// server's clock, the buckets the scripts count in.
 type history struct {
 	period  int64
 	width   int64
@@ -67,14 +72,20 @@ func (h *history) admit(limit, units int) (ok bool, at int64) {
 	return false, 0 // unreachable: n reaches 0 and units <= limit
 }
 
-// add counts an acquisition of units at now.
-func (h *history) add(now int64, units int) {
-	idx := now / h.width
-	if k := len(h.buckets); k > 0 && h.buckets[k-1].idx == idx {
-		h.buckets[k-1].n += units
+// add counts an acquisition of units at t, which is now or, for a history
+// fed by another clock (the Redis backend's ledger), any time.
+func (h *history) add(t int64, units int) {
+	idx := t / h.width
+	if k := len(h.buckets); k == 0 || h.buckets[k-1].idx < idx {
+		h.buckets = append(h.buckets, bucket{idx: idx, n: units})
 		return
 	}
-	h.buckets = append(h.buckets, bucket{idx: idx, n: units})
+	i, found := slices.BinarySearchFunc(h.buckets, idx, func(b bucket, t int64) int { return cmp.Compare(b.idx, t) })
+	if found {
+		h.buckets[i].n += units
+	} else {
+		h.buckets = slices.Insert(h.buckets, i, bucket{idx: idx, n: units})
+	}
 }
 
 // remove takes back an acquisition of units made at the given time, as far

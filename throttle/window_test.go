@@ -1,0 +1,32 @@
+package throttle
+
+import (
+	"slices"
+	"testing"
+)
+
+// A history keeps its buckets in order whatever order the acquisitions
+// come in (the Redis backend's ledger learns of grants out of order: a
+// block counts ahead, a grant from another process arrives late), and
+// prunes, counts and refunds by them.
+func TestHistoryOutOfOrder(t *testing.T) {
+	h := history{period: 600, width: 10}
+	for _, a := range []struct {
+		t     int64
+		units int
+	}{{1005, 1}, {1003, 2}, {1042, 4}, {1021, 8}, {1000, 16}, {1049, 32}} {
+		h.add(a.t, a.units)
+	}
+	want := []bucket{{100, 19}, {102, 8}, {104, 36}}
+	if !slices.Equal(h.buckets, want) {
+		t.Fatalf("buckets %v, want %v", h.buckets, want)
+	}
+	h.remove(1029, 3)
+	h.prune(1620) // oldest bucket counted at 1620: (1620-600)/10 = 102
+	if want := []bucket{{102, 5}, {104, 36}}; !slices.Equal(h.buckets, want) {
+		t.Fatalf("after a refund and a prune: %v, want %v", h.buckets, want)
+	}
+	if n := h.count(); n != 41 {
+		t.Errorf("count %d, want 41", n)
+	}
+}
