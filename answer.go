@@ -1,0 +1,122 @@
+// One HTTP exchange and the reading of its answer: what is WeCom's
+// answer, and what is not.
+
+package wecom
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+)
+
+// envelope is the part of every answer the pipeline reads.
+type envelope struct {
+	ErrCode *int   `json:"errcode"`
+	ErrMsg  string `json:"errmsg"`
+}
+
+// send makes one HTTP exchange, bounded by ctx (the attempt's), and decodes
+// its answer into the error a caller sees. unanswered reports a request that
+// may be running at WeCom while no answer (no HTTP status) came back: it was
+// written to a connection, or the transport cannot tell.
+func (c *Client) send(ctx context.Context, cl *call, q url.Values) (unanswered bool, err error) {
+	var w wire
+	req := c.http.R().SetContext(httptrace.WithClientTrace(ctx, w.trace())).
+		SetQueryParamsFromValues(q).SetDoNotParseResponse(true)
+	if cl.body != nil {
+		req.SetHeader("Content-Type", "application/json").SetBody(cl.body)
+	}
+	resp, err := req.Execute(cl.method, c.baseURL+cl.path)
+	if err != nil {
+		answered := resp != nil && resp.RawResponse != nil
+		sent := answered || w.mayHaveArrived()
+		return sent && !answered, &TransportError{Path: cl.path, Sent: sent, Timeout: ctx.Err() != nil, Err: c.redactErr(err)}
+	}
+	body := resp.RawBody()
+	defer body.Close()
+	raw, err := io.ReadAll(io.LimitReader(body, 16<<20))
+	if err != nil {
+		// The answer began: WeCom is done with the call.
+		return false, &TransportError{Path: cl.path, Sent: true, Timeout: ctx.Err() != nil, Err: fmt.Errorf("reading the answer: %w", c.redactErr(err))}
+	}
+	if resp.StatusCode() != http.StatusOK {
+		return false, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
+	}
+	// errmsg, or a proxy's body, may echo the request: its token, our secret.
+	err = c.redactErr(decode(cl.path, cl.omitsErrcode, raw, cl.out))
+	var ae *APIError
+	if errors.As(err, &ae) {
+		ae.CorpID, ae.AgentID = c.corpID, c.agentID
+	}
+	return false, err
+}
+
+// validator is an answer type that knows what a success must carry; decode
+// calls it after decoding a success into it.
+type validator interface {
+	validate() error
+}
+
+// omitsErrcode reports whether WeCom leaves errcode out of a successful
+// answer of path, for the third-party token APIs the SDK does not wrap yet
+// (catalog.Endpoint.OmitsErrcode says it of those it wraps). Every other API
+// always sends errcode, so an answer without it is not WeCom's (a
+// gateway's, a proxy's).
+func omitsErrcode(path string) bool {
+	switch path {
+	case "/cgi-bin/service/get_suite_token", "/cgi-bin/service/get_corp_token", "/cgi-bin/service/get_provider_token":
+		return true
+	}
+	return false
+}
+
+// decode reads an answer of path into out. A WeCom answer is a JSON object
+// with an errcode (unless omits: the endpoint may leave it out of a
+// success); a non-zero errcode is an *APIError.
+// Anything else (no errcode, null, an array, a string, not JSON, or a
+// success without what out must carry) is a *ResponseError: never a success.
+func decode(path string, omits bool, raw []byte, out any) error {
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err}
+	}
+	switch {
+	case !isObject(raw):
+		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: errNotObject}
+	case env.ErrCode == nil && !omits:
+		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: errNoErrcode}
+	case env.ErrCode != nil && *env.ErrCode != CodeOK:
+		return &APIError{Code: *env.ErrCode, Message: env.ErrMsg, Path: path}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		// The envelope decoded, so the body is JSON: the answer does not
+		// fit out. Sending it again would not help.
+		return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err, shape: true}
+	}
+	if v, ok := out.(validator); ok {
+		if err := v.validate(); err != nil {
+			return &ResponseError{Path: path, StatusCode: http.StatusOK, Err: err}
+		}
+	}
+	return nil
+}
+
+var (
+	errNotObject = errors.New("the answer is not a JSON object")
+	errNoErrcode = errors.New("the answer has no errcode: not WeCom's")
+)
+
+// isObject reports whether raw, valid JSON, is an object.
+func isObject(raw []byte) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
+}

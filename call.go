@@ -1,0 +1,313 @@
+// The call pipeline: one call as the pipeline sees it, Do for the APIs
+// the SDK does not wrap, the retry loop, and one attempt with its leases.
+
+package wecom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// call is one API call as the pipeline sees it. A typed method names its
+// endpoint (id) and the pipeline takes the rest from the catalog; Do gives
+// method and path.
+type call struct {
+	id     catalog.ID
+	method string
+	path   string
+	query  url.Values
+	body   any
+	out    any
+	// resource is what per-resource rules count (a customer for mark_tag).
+	resource string
+	// members are the members a call reaches, for per-member rules.
+	members []string
+	// weight is the units a call counts against weighted rules (0: 1).
+	weight int
+	// Set by each attempt's acquisition: the calls-in-flight cap of the
+	// API it was granted under and the configured one (0: none), and a
+	// change of the learned limit to report.
+	apiLimit, apiConfigured int
+	limitChanges            []LimitChange
+	// block is how long the API is left alone after the 45009 an attempt
+	// got.
+	block time.Duration
+
+	// Set by prepare, from the catalog for a typed call.
+	idempotent   bool
+	noToken      bool
+	omitsErrcode bool
+}
+
+// prepare completes a call from the client's table and returns its limits.
+// A typed method naming an endpoint the catalog does not declare is a bug
+// of the SDK; it fails here, and the shared endpoint tests catch it.
+func (c *Client) prepare(cl *call) (*endpointLimits, error) {
+	if cl.id == "" {
+		el := c.limitsFor(cl.path)
+		cl.idempotent = cl.method == http.MethodGet
+		if el.ep.Method != "" { // a wrapped endpoint: the catalog knows
+			cl.idempotent = el.ep.Repeatable
+		}
+		cl.omitsErrcode = el.ep.OmitsErrcode || omitsErrcode(cl.path)
+		return el, nil
+	}
+	el, ok := c.endpoints[string(cl.id)]
+	if !ok || el.ep.Method == "" {
+		return nil, fmt.Errorf("wecom: %s is not in the catalog", cl.id)
+	}
+	cl.path, cl.method = string(cl.id), el.ep.Method
+	cl.idempotent = el.ep.Repeatable
+	cl.noToken = el.ep.Token == catalog.NoToken
+	cl.omitsErrcode = el.ep.OmitsErrcode
+	return el, nil
+}
+
+// Do calls an API the SDK does not wrap, through the same pipeline as every
+// typed method: limits (DefaultLimits of path, or its override), token,
+// retries, errors. method is GET or POST; the access_token is added to query;
+// body (POST only) is sent as JSON; the answer is decoded into out if out is
+// not nil. GETs are retried after -1 and transport errors; POSTs are not, as
+// Do cannot know they are safe to repeat.
+//
+// A path the SDK wraps keeps what the catalog says of it: its method, and
+// whether it is safe to repeat. Do refuses the wrapped endpoints whose limits
+// count per resource (mark_tag and remark lock the customer they edit): only
+// their typed methods name the resource, so a Do could edit a customer at
+// the same time as them and get 45033. It also refuses a path a slip or two
+// away from a wrapped one (another case, a doubled or trailing slash), which
+// would escape that endpoint's limits.
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	if el, ok := c.endpoints[path]; ok && el.ep.Method != "" { // wrapped
+		switch {
+		case el.ep.Method != method:
+			return invalid("method", "%s takes %s, not %s", path, el.ep.Method, method)
+		case el.ep.Resource != "":
+			return invalid("path", "%s limits calls per %s: call its typed method, which names it", path, el.ep.Resource)
+		}
+	} else if near := c.nearWrapped(path); near != "" {
+		return invalid("path", "%q is not an endpoint the SDK wraps, and would escape its limits: did you mean %q?", path, near)
+	}
+	switch {
+	case method != http.MethodGet && method != http.MethodPost:
+		return invalid("method", "%q is not GET or POST", method)
+	case !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#"):
+		return invalid("path", "%q is not an absolute path without query", path)
+	case query.Has("access_token"):
+		return invalid("query", "access_token is added by the client")
+	case method == http.MethodGet && body != nil:
+		return invalid("body", "a GET has no body")
+	}
+	return c.do(ctx, &call{method: method, path: path, query: query, body: body, out: out})
+}
+
+// do runs a call to completion: token, leases, send, classify, retry.
+func (c *Client) do(ctx context.Context, cl *call) error {
+	el, err := c.prepare(cl)
+	if err != nil {
+		return err
+	}
+	var (
+		bo                       = c.retry.newBackOff()
+		tokenRetried             bool
+		busyRetries, concRetries int
+	)
+	for n := 1; ; n++ {
+		tok, final, err := c.attempt(ctx, cl, el, n)
+		if err == nil {
+			return nil
+		}
+		if final || ctx.Err() != nil {
+			return err
+		}
+		var ae *APIError
+		code := 0
+		if errors.As(err, &ae) {
+			code = ae.Code
+		}
+		switch {
+		case isTokenCode(code) && !cl.noToken && !tokenRetried:
+			tokenRetried = true
+			c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: access token rejected, fetching a new one", slog.String("path", cl.path), slog.Int("errcode", code))
+			c.tokens.invalidate(ctx, tok)
+			continue
+		case code == CodeFrequencyLimited:
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", cl.block))
+			rl := &RateLimitError{Path: cl.path, RetryAfter: cl.block, Err: ae}
+			if c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) && busyRetries < c.retry.MaxRetries {
+				busyRetries++
+				continue // the next lease waits out the cooldown
+			}
+			return rl
+		case code == CodeConcurrencyLimited && concRetries < c.retry.MaxConcurrencyRetries:
+			concRetries++
+		case retryable(err) && cl.idempotent && busyRetries < c.retry.MaxRetries:
+			busyRetries++
+		default:
+			return err
+		}
+		d := bo.NextBackOff()
+		if deadlineBefore(ctx, time.Now().Add(d)) {
+			return err
+		}
+		c.logger.LogAttrs(ctx, slog.LevelDebug, "wecom: retrying", slog.String("path", cl.path), slog.Int("attempt", n), slog.Int("errcode", code), slog.Duration("backoff", d))
+		if werr := sleep(ctx, d); werr != nil {
+			return fmt.Errorf("wecom: %s: %w (while backing off after: %w)", cl.path, werr, err)
+		}
+	}
+}
+
+// attempt sends the call once. It takes the call's leases, then the token:
+// a token replaced while the call waited for a slot is not sent. It returns
+// the token it sent. A call whose caller gives up after sending goes on in
+// the background (see exchange). final reports an error that ends the call:
+// no token could be had, the fetch having made its own retries.
+func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n int) (tok string, final bool, err error) {
+	waitStart := time.Now()
+	leases, err := c.acquire(ctx, cl, el)
+	c.granted(cl, leases)
+	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChanges: cl.limitChanges}
+	cl.limitChanges = nil
+	if err != nil {
+		a.Err = err
+		c.observe(ctx, a)
+		return "", false, err
+	}
+	// The leases are renewed from now on, however long the token takes.
+	stop := c.keepAlive(ctx, leases)
+	handedOn := false
+	defer func() {
+		if !handedOn { // nothing was sent: the token could not be had (or its fetch panicked), or the caller left
+			stop()
+			c.release(ctx, leases)
+		}
+	}()
+	if !cl.noToken {
+		if tok, err = c.tokens.token(ctx); err != nil {
+			final = true
+		}
+	}
+	if err == nil && ctx.Err() != nil { // the caller left before anything was sent
+		err = fmt.Errorf("wecom: %s: %w", cl.path, ctx.Err())
+	}
+	if err != nil {
+		handedOn = true
+		stop()
+		c.release(ctx, leases)
+		a.Err = err
+		c.observe(ctx, a)
+		return tok, final, err
+	}
+	handedOn = true
+	return tok, false, c.exchange(ctx, cl, el, leases, stop, tok, a)
+}
+
+// attemptResult is what an attempt run in the background hands its caller.
+type attemptResult struct {
+	a        Attempt
+	panicked any // re-panicked in the caller
+}
+
+// exchange sends the call, which holds leases (renewed until stop), and
+// waits for its answer. A request sent is in flight at WeCom until WeCom
+// answers, whatever the caller does: when ctx ends first, exchange returns
+// ctx's error at once and the attempt goes on in the background under the
+// client's attempt timeout, its leases going back when the answer arrives
+// (see Client.Drain). A panic in the background reaches the caller, or is
+// logged when the caller has gone.
+func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, leases []throttle.Lease, stop func(), tok string, a Attempt) error {
+	if ctx.Done() == nil { // the caller cannot give up: no goroutine needed
+		a = c.roundTrip(ctx, cl, el, leases, stop, tok, a)
+		c.observe(ctx, a)
+		return a.Err
+	}
+	answered := make(chan attemptResult)
+	c.background.add()
+	go func() {
+		defer c.background.done()
+		var r attemptResult
+		func() {
+			defer func() { r.panicked = recover() }()
+			r.a = c.roundTrip(ctx, cl, el, leases, stop, tok, a)
+		}()
+		select {
+		case answered <- r:
+		case <-ctx.Done():
+			if r.panicked != nil {
+				c.logger.LogAttrs(ctx, slog.LevelError, "wecom: a call whose caller had gone panicked", slog.String("path", cl.path), slog.Any("panic", r.panicked))
+				return
+			}
+			r.a.Detached = true
+			c.observeDetached(ctx, r.a)
+		}
+	}()
+	select {
+	case r := <-answered:
+		if r.panicked != nil {
+			panic(r.panicked)
+		}
+		c.observe(ctx, r.a)
+		return r.a.Err
+	case <-ctx.Done():
+		return fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller): %w", cl.path, ctx.Err())
+	}
+}
+
+// roundTrip makes the HTTP exchange of an attempt that holds leases, bounded
+// by the attempt timeout and not by the caller's context, and then gives the
+// leases back: at once if an answer came or the request never left, and
+// otherwise (the request may be running at WeCom) only when their hold ends.
+func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, leases []throttle.Lease, stop func(), tok string, a Attempt) Attempt {
+	settled := false
+	defer func() {
+		if !settled { // a panic while the request may have left: hold, as for no answer
+			stop()
+			c.hold(ctx, cl.path, leases)
+		}
+	}()
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout)
+	defer cancel()
+	q := make(url.Values, len(cl.query)+1)
+	for k, v := range cl.query {
+		q[k] = v
+	}
+	if !cl.noToken {
+		q.Set("access_token", tok)
+	}
+	start := time.Now()
+	unanswered, err := c.send(actx, cl, q)
+	stop()
+	a.Duration, a.Err = time.Since(start), err
+	var ae *APIError
+	if errors.As(err, &ae) {
+		a.ErrCode = ae.Code
+		if ae.Code == CodeConcurrencyLimited {
+			if ch := c.refused(context.WithoutCancel(ctx), cl); ch != nil {
+				a.LimitChanges = append(a.LimitChanges, *ch)
+			}
+		}
+		if ae.Code == CodeFrequencyLimited {
+			// Before the leases go back: nobody starts on this API until the block ends.
+			cl.block = c.block(cl.path, el, c.now())
+			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), cl.block); cerr != nil {
+				c.logger.LogAttrs(ctx, slog.LevelError, "wecom: could not record cooldown", slog.String("path", cl.path), slog.String("error", cerr.Error()))
+			}
+		}
+	}
+	settled = true
+	if unanswered {
+		a.Abandoned = c.hold(ctx, cl.path, leases)
+	} else {
+		c.release(ctx, leases)
+	}
+	return a
+}
