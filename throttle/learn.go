@@ -119,6 +119,9 @@ type learnedKey struct {
 	told    int       // the limit last reported
 	version uint64    // bumped by every change of cur, so a slower read cannot undo one
 	changed time.Time // when cur last changed, by this process's clock
+	// refusing: Refused calls under way; a read of the store made
+	// meanwhile is not applied, so that their change is theirs to tell.
+	refusing int
 }
 
 // NewLearner returns a Learner keeping its limits in store, reading them
@@ -150,7 +153,7 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 		case err != nil && ctx.Err() != nil: // the caller gave up: the store said nothing
 		case err != nil:
 			l.raiseHere(k, configured, now)
-		case k.version == version: // nothing changed it meanwhile
+		case k.version == version && k.refusing == 0: // nothing changed it meanwhile
 			l.change(k, cur, now)
 		}
 		l.mu.Unlock()
@@ -181,9 +184,19 @@ func (l *Learner) read(ctx context.Context, key string, configured int) (Learned
 // already. It returns the change, if any, and an error when the store could
 // not be changed (the limit is then lowered in this process only).
 func (l *Learner) Refused(ctx context.Context, key string, configured, under int) (*Change, error) {
-	err := errors.New("throttle: the learned limit kept changing under this process")
+	// A read of the store made meanwhile by Limit is not applied
+	// (refusing), and the change is applied and told under one lock: the
+	// change this refusal makes is told by it, as Refused, not by another
+	// call.
+	l.mu.Lock()
+	l.key(key, configured).refusing++
+	l.mu.Unlock()
+	var (
+		cur  Learned
+		read bool // cur is the store's limit after this refusal
+		err  = errors.New("throttle: the learned limit kept changing under this process")
+	)
 	for range 3 { // another process may change it meanwhile
-		var cur Learned
 		var ok, swapped bool
 		if cur, _, ok, err = l.store.LoadLimit(ctx, key); err != nil {
 			break
@@ -193,40 +206,35 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 		}
 		next, lower := l.aimd.lower(cur, configured, under)
 		if !lower {
-			l.set(key, configured, cur)
-			err = nil
+			read, err = true, nil
 			break
 		}
 		if cur, swapped, err = l.store.SwapLimit(ctx, key, cur, next); err != nil {
 			break
 		} else if swapped {
-			l.set(key, configured, cur)
+			read = true
 			break
 		}
 		err = errors.New("throttle: the learned limit kept changing under this process")
 	}
-	if err != nil {
-		l.mu.Lock()
-		k := l.key(key, configured)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := l.key(key, configured)
+	k.refusing--
+	switch {
+	case read:
+		k.read = l.now()
+		l.change(k, cur, k.read)
+	case err != nil:
 		if next, lower := l.aimd.lower(k.cur, configured, under); lower {
 			l.change(k, Learned{Limit: next}, l.now())
 		}
-		l.mu.Unlock()
 	}
-	_, ch := l.tell(key, configured)
+	_, ch := l.told(k, key, configured)
 	if ch != nil {
 		ch.Refused = true
 	}
 	return ch, err
-}
-
-// set records cur as read now.
-func (l *Learner) set(key string, configured int, cur Learned) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := l.key(key, configured)
-	k.read = l.now()
-	l.change(k, cur, k.read)
 }
 
 // change makes cur key k's limit at now, by this process's clock. l.mu is
@@ -259,7 +267,11 @@ func (l *Learner) raiseHere(k *learnedKey, configured int, now time.Time) {
 func (l *Learner) tell(key string, configured int) (int, *Change) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := l.key(key, configured)
+	return l.told(l.key(key, configured), key, configured)
+}
+
+// told is tell of key's state k. l.mu is held.
+func (l *Learner) told(k *learnedKey, key string, configured int) (int, *Change) {
 	limit := configured
 	if k.cur.Limit > 0 {
 		limit = min(k.cur.Limit, configured)
