@@ -69,6 +69,9 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 	cl.idempotent = el.ep.Repeatable
 	cl.noToken = el.ep.Token == catalog.NoToken
 	cl.omitsErrcode = el.ep.OmitsErrcode
+	if err := counted(cl, el.rules, false); err != nil { // a rule added by WithRule
+		return nil, err
+	}
 	return el, nil
 }
 
@@ -81,11 +84,13 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 //
 // A path the SDK wraps keeps what the catalog says of it: its method, and
 // whether it is safe to repeat. Do refuses the wrapped endpoints whose limits
-// count per resource (mark_tag and remark lock the customer they edit): only
-// their typed methods name the resource, so a Do could edit a customer at
-// the same time as them and get 45033. It also refuses a path a slip or two
-// away from a wrapped one (another case, a doubled or trailing slash), which
-// would escape that endpoint's limits.
+// count per resource (mark_tag and remark lock the customer they edit), per
+// member or in units: only their typed methods say what to count, so a Do
+// could edit a customer at the same time as them and get 45033. For the
+// same reason Do refuses a path, wrapped or not, with such a limit added by
+// WithRule: the error names the rule, and nothing is sent. Do also refuses a path a slip or two away from a wrapped one
+// (another case, a doubled or trailing slash), which would escape that
+// endpoint's limits.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	if el, ok := c.endpoints[path]; ok && el.ep.Method != "" { // wrapped
 		switch {
@@ -94,8 +99,13 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		case el.ep.Resource != "":
 			return invalid("path", "%s limits calls per %s: call its typed method, which names it", path, el.ep.Resource)
 		}
+		if err := counted(&call{path: path}, el.rules, true); err != nil {
+			return fmt.Errorf("%w: call its typed method", err)
+		}
 	} else if near := c.nearWrapped(path); near != "" {
 		return invalid("path", "%q is not an endpoint the SDK wraps, and would escape its limits: did you mean %q?", path, near)
+	} else if err := counted(&call{path: path}, c.limitsFor(path).rules, true); err != nil {
+		return err
 	}
 	switch {
 	case method != http.MethodGet && method != http.MethodPost:

@@ -209,6 +209,29 @@ func (c *Client) resolveLimits() error {
 	return c.checkShared()
 }
 
+// counted fails, naming the rule, when a rule of cl's endpoint counts what
+// cl does not say: the resource it edits, the members it reaches, or (a
+// call through Do, units: true) its units. Such a call would go out
+// counted against none of them. A typed call that names no units counts
+// one.
+func counted(cl *call, rules []catalog.Rule, units bool) error {
+	for _, r := range rules {
+		what := ""
+		switch {
+		case cl.resource == "" && (r.Scope == catalog.ScopeResource || r.Scope == catalog.ScopeShared || r.Scope == catalog.ScopeRobot):
+			what = "the resource a call edits"
+		case len(cl.members) == 0 && r.Scope == catalog.ScopeAppMember:
+			what = "the members a call reaches"
+		case units && cl.weight == 0 && r.Weighted:
+			what = "the units a call counts"
+		}
+		if what != "" {
+			return invalid("limits", "%s: its limit %q (%s) counts %s, which the call does not say", cl.path, r.Name, r, what)
+		}
+	}
+	return nil
+}
+
 // checkShared fails when the APIs that share a lock (a ScopeShared rule's
 // group, such as mark_tag's and remark's per-customer lock) disagree on it
 // after the overrides: they would count one key under different caps, or
