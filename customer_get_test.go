@@ -247,7 +247,8 @@ func TestGetReadsEveryFollower(t *testing.T) {
 }
 
 // TestCustomerWire: the requests Get and ByMembers send and the answers
-// they read, WeCom's traps included: gender a number, tags as objects from
+// they read, WeCom's traps included: gender a number, phone numbers as
+// numbers in some editions of its examples, tags as objects from
 // get and as ids from batch/get_by_user, an empty page that still has a
 // cursor, members without a license, and a cursor answered twice.
 func TestCustomerWire(t *testing.T) {
@@ -263,7 +264,7 @@ func TestCustomerWire(t *testing.T) {
 				"follow_user":[{"userid":"u1","remark":"r","createtime":1700000000,"tags":[{"group_name":"g","tag_name":"vip","tag_id":"etV","type":1},{"group_name":"","tag_name":"mine","type":2}],"remark_mobiles":["138"],"add_way":1,"oper_userid":"u1","wechat_channels":{"nickname":"频道","source":2}}],
 				"next_cursor":"C1"}`), nil
 		}
-		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","external_contact":{"external_userid":"wmA","name":"李四","type":1,"gender":2},"follow_user":[{"userid":"u2","createtime":1700000001}]}`), nil
+		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","external_contact":{"external_userid":"wmA","name":"李四","type":1,"gender":2},"follow_user":[{"userid":"u2","createtime":1700000001,"remark_mobiles":[13800000000]}]}`), nil
 	})
 	var bodies []string
 	mt.RegisterResponder(http.MethodPost, testBase+"/cgi-bin/externalcontact/batch/get_by_user", func(r *http.Request) (*http.Response, error) {
@@ -301,6 +302,9 @@ func TestCustomerWire(t *testing.T) {
 	if f := d.FollowUsers[0]; !slices.Equal(f.TagIDs, []string{"etV"}) || len(f.Tags) != 2 || f.RemarkMobiles[0] != "138" ||
 		f.WeChatChannels == nil || *f.WeChatChannels != (wecom.WeChatChannels{Nickname: "频道", Source: 2}) {
 		t.Errorf("first follower %+v", f)
+	}
+	if f := d.FollowUsers[1]; !slices.Equal(f.RemarkMobiles, []string{"13800000000"}) { // as numbers in some of WeCom's examples
+		t.Errorf("second follower %+v, want its phone number read from a JSON number", f)
 	}
 
 	var got []string
