@@ -65,6 +65,10 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 	if !ok || el.ep.Method == "" {
 		return nil, fmt.Errorf("wecom: %s is not in the catalog", cl.id)
 	}
+	if t := el.ep.Token; t != catalog.CorpToken && t != catalog.NoToken {
+		// never the corp's access_token in its place
+		return nil, fmt.Errorf("wecom: %s carries a %s, which the client cannot fetch yet", cl.id, t)
+	}
 	cl.path, cl.method = string(cl.id), el.ep.Method
 	cl.idempotent = el.ep.Repeatable
 	cl.noToken = el.ep.Token == catalog.NoToken
