@@ -1,5 +1,5 @@
--- free: the start of the scripts that release leases (acquire, for a
--- hand-over, and release), after the prelude.
+-- free: the start of the release script, after the prelude: it releases
+-- a batch of leases (the releases sent later) or a lease's With leases.
 --
 -- free(holders, waiting, id, wake_prefix, key) gives back lease id's slot in
 -- the holders ZSET and, if it held one, wakes the process that has waited
