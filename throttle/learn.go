@@ -221,8 +221,15 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 	defer l.mu.Unlock()
 	k := l.key(key, configured)
 	k.refusing--
+	eff := func(x Learned) int { // the limit x puts in force
+		if x.Limit == 0 {
+			return configured
+		}
+		return x.Limit
+	}
 	switch {
-	case read:
+	case read && (cur.Since.After(k.cur.Since) || eff(cur) <= eff(k.cur)):
+		// (not an older swap's result over a lower limit applied since)
 		k.read = l.now()
 		l.change(k, cur, k.read)
 	case err != nil:

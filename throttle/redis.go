@@ -185,12 +185,15 @@ type Redis struct {
 	keys map[string]*rkey
 	// hot, held: the hot path without Redis (redis_local.go).
 	hot       map[string]*hot
-	held      map[string]held  // by Redis lease id
-	heldSweep int              // held's size at which expired entries go
-	gen       atomic.Uint64    // names the leases handed on locally
-	cold      bool             // tests of the Redis protocol: no hot path
-	pending   map[string]Lease // releases to send, by lease id (redis_later.go)
-	quietFor  time.Duration    // localSpan, longer in tests that must not race it
+	held      map[string]held // by Redis lease id
+	heldSweep int             // held's size at which expired entries go
+	gen       atomic.Uint64   // names the leases handed on locally
+	cold      bool            // tests of the Redis protocol: no hot path
+	// pending, sending: releases to send later and being sent, by Redis
+	// lease id; sent is closed when a send ends (redis_later.go).
+	pending, sending map[string]Lease
+	sent             chan struct{}
+	quietFor         time.Duration // localSpan, longer in tests that must not race it
 	// health is Redis as this process knows it: healthUnknown until the
 	// first probe answers, then healthUp or healthDown. Written under mu.
 	health  atomic.Int32
@@ -275,6 +278,7 @@ func (b *Redis) Close() error {
 	}
 	close(b.done)
 	b.sendLater() // after done: a release made meanwhile goes at once (later)
+	b.sendingDone()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.pubsub != nil {

@@ -21,7 +21,9 @@ func (b *Redis) precheck(ctx context.Context, r Request, try bool) (l Lease, don
 	if err := ctx.Err(); err != nil {
 		return Lease{}, true, err
 	}
-	b.sendFor(r.Key)
+	if err := b.sendFor(ctx, r.Key); err != nil {
+		return Lease{}, true, err
+	}
 	stop := stallAfter(ctx, r.Key)
 	down, err := b.ready(ctx)
 	stop()

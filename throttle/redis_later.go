@@ -23,7 +23,7 @@ const (
 
 // later defers the release of l, which this process has stopped holding
 // (unhold) and no waiter of it wants, when it may: it reports whether it
-// did. Its letGo comes when the release is sent.
+// did. Its letGo comes when the release has been sent.
 func (b *Redis) later(l Lease) bool {
 	if b.cold || !l.ownSlot() || time.Until(l.Expires) < laterLeft {
 		return false
@@ -34,9 +34,9 @@ func (b *Redis) later(l Lease) bool {
 		return false
 	}
 	if b.pending == nil {
-		b.pending = make(map[string]Lease)
+		b.pending, b.sending, b.sent = make(map[string]Lease), make(map[string]Lease), make(chan struct{})
 	}
-	b.pending[l.ID] = l
+	b.pending[redisID(l.ID)] = l
 	switch {
 	case len(b.pending) >= maxLater:
 		go b.sendLater()
@@ -46,54 +46,128 @@ func (b *Redis) later(l Lease) bool {
 	return true
 }
 
-// pendingOn reports whether a release of key waits to be sent, and
-// whether id is one. The caller holds Redis.mu.
+// pendingOn reports whether a release of key waits to be sent or is being
+// sent, and whether the lease of id (by its Redis id: the lease Redis
+// granted, whoever it was handed on to) is one. The caller holds Redis.mu.
 func (b *Redis) pendingOn(key, id string) (onKey, isID bool) {
-	if _, ok := b.pending[id]; ok {
-		return true, true
+	base := redisID(id)
+	for _, m := range []map[string]Lease{b.pending, b.sending} {
+		if _, ok := m[base]; ok {
+			return true, true
+		}
 	}
-	for _, l := range b.pending {
-		if l.Key == key {
-			return true, false
+	for _, m := range []map[string]Lease{b.pending, b.sending} {
+		for _, l := range m {
+			if l.Key == key {
+				return true, false
+			}
 		}
 	}
 	return false, false
 }
 
-// sendFor sends the deferred releases before this process asks Redis for
-// a slot of key, so that it never waits for its own release.
-func (b *Redis) sendFor(key string) {
-	b.mu.Lock()
-	on, _ := b.pendingOn(key, "")
-	b.mu.Unlock()
-	if on {
-		b.sendLater()
+// sendFor sends the deferred releases of key's hash tag, or waits for
+// those being sent, before this process asks Redis for a slot of key, so
+// that it never waits for its own release. It waits no longer than ctx.
+func (b *Redis) sendFor(ctx context.Context, key string) error {
+	for {
+		b.mu.Lock()
+		on, _ := b.pendingOn(key, "")
+		if !on {
+			b.mu.Unlock()
+			return nil
+		}
+		batch, sent := b.take(hashTag(key)), b.sent
+		b.mu.Unlock()
+		if len(batch) > 0 {
+			done := make(chan struct{})
+			go func() { b.send(batch); close(done) }()
+			sent = done
+		}
+		select {
+		case <-sent:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
-// sendLater sends every deferred release, one script per hash tag. A
-// release Redis did not take is kept to be sent when it answers again.
+// take moves the pending releases of hash tag tag (all of them: "") to
+// sending and returns them. The caller holds Redis.mu.
+func (b *Redis) take(tag string) []Lease {
+	var ls []Lease
+	for id, l := range b.pending {
+		if tag == "" || hashTag(l.Key) == tag {
+			ls = append(ls, l)
+			delete(b.pending, id)
+			b.sending[id] = l
+		}
+	}
+	return ls
+}
+
+// sendLater sends every deferred release, one script per hash tag; once
+// Redis fails, the rest are kept to be sent when it answers again.
 func (b *Redis) sendLater() {
 	b.mu.Lock()
 	byTag := make(map[string][]Lease)
-	for _, l := range b.pending {
+	for _, l := range b.take("") {
 		byTag[hashTag(l.Key)] = append(byTag[hashTag(l.Key)], l)
 	}
-	b.pending = nil
 	b.mu.Unlock()
 	for _, ls := range byTag {
+		b.send(ls)
+	}
+}
+
+// send releases ls, leases of one hash tag, in one script. A release
+// Redis did not take, or that was not tried because Redis is down, is
+// kept as an orphan: released when Redis answers again, else freed by its
+// TTL.
+func (b *Redis) send(ls []Lease) {
+	failed := b.isDown()
+	if !failed {
 		ctx, cancel := b.opCtx(context.Background())
 		_, err := b.releaseScript(ctx, Lease{Key: ls[0].Key, With: ls}, nil, 0)
 		cancel()
 		if err != nil {
-			if outage, _ := b.failed("release", err); outage {
-				for _, l := range ls {
-					b.orphan(l)
-				}
-			}
+			_, _ = b.failed("release", err)
+			failed = true
 		}
-		for _, l := range ls {
-			b.letGo(l.Key)
+	}
+	for _, l := range ls {
+		if failed {
+			b.orphan(l)
+		}
+	}
+	b.mu.Lock()
+	for _, l := range ls {
+		delete(b.sending, redisID(l.ID))
+		if h := b.hot[l.Key]; h != nil { // as letGo does
+			h.leaving--
+		}
+		b.dropHolding(l.Key)
+	}
+	close(b.sent) // wakes those waiting for a send to end
+	b.sent = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// sendingDone waits until no deferred release is being sent, or for the
+// round trip's timeout.
+func (b *Redis) sendingDone() {
+	give := time.After(b.opt.OpTimeout)
+	for {
+		b.mu.Lock()
+		n, sent := len(b.sending), b.sent
+		b.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-sent:
+		case <-give:
+			return
 		}
 	}
 }

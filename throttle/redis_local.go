@@ -343,5 +343,21 @@ func (b *Redis) dropHolding(key string) {
 func (b *Redis) holdsAll(r Request) bool {
 	h := b.hot[r.Key]
 	c := b.capped(r).Concurrency
-	return c > 0 && b.mayHandOn(h) && h.holding-h.leaving >= c
+	if c <= 0 || !b.mayHandOn(h) || h.holding-h.leaving < c {
+		return false
+	}
+	// Leases never released (a caller that died) expire: count only the
+	// live ones, and forget the others.
+	now, live := time.Now(), 0
+	for id, x := range b.held {
+		switch {
+		case x.key != r.Key:
+		case now.After(x.until):
+			delete(b.held, id)
+			b.dropHolding(r.Key)
+		default:
+			live++
+		}
+	}
+	return live >= c
 }
