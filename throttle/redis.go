@@ -116,9 +116,10 @@ type RedisOptions struct {
 // next waiter: without Redis while no other process waits for the key
 // (window units then come from a block taken ahead), else in one round
 // trip, to this process's waiter or, when another has waited longer,
-// another's. A release no waiter wants goes a moment later, with others. Leases expire on the server, so a process that dies
-// frees its slots when their TTL ends. Keys take the hash tag of the
-// throttle key ("{corp}"), so one corp's keys share a Cluster slot.
+// another's. A release no waiter wants goes a moment later, with others.
+// Leases expire on the server, so a process that dies frees its slots when
+// their TTL ends. Keys take the hash tag of the throttle key ("{corp}"), so
+// one corp's keys share a Cluster slot.
 //
 // Faults: no call waits on a Redis known to be down (see Fallback; releases
 // made meanwhile are kept and made when it answers), and a wait of more
@@ -158,10 +159,11 @@ type Redis struct {
 	channel    string // broadcast: cooldowns, to every process
 	wakePrefix string // wake-ups: wakePrefix + proc reaches this process only
 	// grants: a hand-over that yields to another process grants it the
-	// slot in its script. Not on a Cluster, where a script's PUBLISH counts only the listeners on its
-	// own node, so that a grant could reach a process the script took for
-	// gone (and served its own waiter with the same lease): there the
-	// hand-over frees the slot and wakes the other process.
+	// slot in its script. Not on a Cluster, where a script's PUBLISH counts
+	// only the listeners on its own node, so that a grant could reach a
+	// process the script took for gone (and served its own waiter with the
+	// same lease): there the hand-over frees the slot and wakes the other
+	// process.
 	grants    bool
 	acquire   *redis.Script
 	release   *redis.Script

@@ -46,24 +46,26 @@ func (b *Redis) later(l Lease) bool {
 	return true
 }
 
-// pendingOn reports whether a release of key waits to be sent or is being
-// sent, and whether the lease of id (by its Redis id: the lease Redis
-// granted, whoever it was handed on to) is one. The caller holds Redis.mu.
-func (b *Redis) pendingOn(key, id string) (onKey, isID bool) {
-	base := redisID(id)
-	for _, m := range []map[string]Lease{b.pending, b.sending} {
-		if _, ok := m[base]; ok {
-			return true, true
-		}
-	}
+// releasedLater reports whether the lease of id (by its Redis id: the
+// lease Redis granted, whoever it was handed on to) waits to be sent or is
+// being sent. The caller holds Redis.mu.
+func (b *Redis) releasedLater(id string) bool {
+	_, pending := b.pending[redisID(id)]
+	_, sending := b.sending[redisID(id)]
+	return pending || sending
+}
+
+// laterOn reports whether a release of key waits to be sent or is being
+// sent. The caller holds Redis.mu.
+func (b *Redis) laterOn(key string) bool {
 	for _, m := range []map[string]Lease{b.pending, b.sending} {
 		for _, l := range m {
 			if l.Key == key {
-				return true, false
+				return true
 			}
 		}
 	}
-	return false, false
+	return false
 }
 
 // sendFor sends the deferred releases of key's hash tag, or waits for
@@ -72,8 +74,7 @@ func (b *Redis) pendingOn(key, id string) (onKey, isID bool) {
 func (b *Redis) sendFor(ctx context.Context, key string) error {
 	for {
 		b.mu.Lock()
-		on, _ := b.pendingOn(key, "")
-		if !on {
+		if !b.laterOn(key) {
 			b.mu.Unlock()
 			return nil
 		}
@@ -135,18 +136,15 @@ func (b *Redis) send(ls []Lease) {
 			failed = true
 		}
 	}
-	for _, l := range ls {
-		if failed {
+	if failed {
+		for _, l := range ls {
 			b.orphan(l)
 		}
 	}
 	b.mu.Lock()
 	for _, l := range ls {
 		delete(b.sending, redisID(l.ID))
-		if h := b.hot[l.Key]; h != nil { // as letGo does
-			h.leaving--
-		}
-		b.dropHolding(l.Key)
+		b.letGoLocked(l.Key)
 	}
 	close(b.sent) // wakes those waiting for a send to end
 	b.sent = make(chan struct{})

@@ -105,17 +105,8 @@ func TestRedisReleasedLeaseRefusedWhileSuccessorsReleaseWaits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r := Request{Key: "{c}/stale", Concurrency: 1, TTL: time.Minute}
-	first := mustTake(t, b, r)
-	w := acquireAsync(ctx, b, r)
-	headIdle(t, b, r.Key)
-	if err := b.Release(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	got := <-w
-	if got.err != nil || redisID(got.l.ID) == got.l.ID {
-		t.Fatalf("want a local hand-over: %+v %v", got.l, got.err)
-	}
-	if err := b.Release(ctx, got.l); err != nil { // deferred
+	first, next := handOnLocally(ctx, t, b, r)
+	if err := b.Release(ctx, next); err != nil { // deferred
 		t.Fatal(err)
 	}
 	if _, err := b.Extend(ctx, first, time.Minute); !errors.Is(err, ErrLeaseNotHeld) {

@@ -220,17 +220,23 @@ func (b *Redis) holdLocked(l Lease) {
 		return
 	}
 	if len(b.held) >= b.heldSweep {
-		now := time.Now()
-		for k, h := range b.held {
-			if now.After(h.until) {
-				delete(b.held, k)
-				b.dropHolding(h.key)
-			}
-		}
+		b.sweepHeld()
 		b.heldSweep = max(1024, 2*len(b.held))
 	}
 	b.held[redisID(l.ID)] = held{key: l.Key, id: l.ID, until: localUntil(l)}
 	b.hotOf(l.Key).holding++
+}
+
+// sweepHeld forgets the held leases that expired unreleased (a caller that
+// died). The caller holds Redis.mu.
+func (b *Redis) sweepHeld() {
+	now := time.Now()
+	for id, h := range b.held {
+		if now.After(h.until) {
+			delete(b.held, id)
+			b.dropHolding(h.key)
+		}
+	}
 }
 
 // localUntil is when l's slot expires by the local clock, with a second
@@ -254,7 +260,7 @@ func (b *Redis) unhold(l Lease) (known bool, err error) {
 	base := redisID(l.ID)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, later := b.pendingOn(l.Key, l.ID); later {
+	if b.releasedLater(l.ID) {
 		return false, ErrLeaseNotHeld // released already, the script not yet sent
 	}
 	if h, ok := b.held[base]; ok {
@@ -274,11 +280,16 @@ func (b *Redis) unhold(l Lease) (known bool, err error) {
 // letGo counts a lease unhold forgot off key.
 func (b *Redis) letGo(key string) {
 	b.mu.Lock()
+	b.letGoLocked(key)
+	b.mu.Unlock()
+}
+
+// letGoLocked is letGo; the caller holds Redis.mu.
+func (b *Redis) letGoLocked(key string) {
 	if h := b.hot[key]; h != nil {
 		h.leaving--
 	}
 	b.dropHolding(key)
-	b.mu.Unlock()
 }
 
 // stillHeld reports whether l may be extended: not handed on locally nor
@@ -287,7 +298,7 @@ func (b *Redis) stillHeld(l Lease) bool {
 	base := redisID(l.ID)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, later := b.pendingOn(l.Key, l.ID); later {
+	if b.releasedLater(l.ID) {
 		return false
 	}
 	if h, ok := b.held[base]; ok {
@@ -346,18 +357,7 @@ func (b *Redis) holdsAll(r Request) bool {
 	if c <= 0 || !b.mayHandOn(h) || h.holding-h.leaving < c {
 		return false
 	}
-	// Leases never released (a caller that died) expire: count only the
-	// live ones, and forget the others.
-	now, live := time.Now(), 0
-	for id, x := range b.held {
-		switch {
-		case x.key != r.Key:
-		case now.After(x.until):
-			delete(b.held, id)
-			b.dropHolding(r.Key)
-		default:
-			live++
-		}
-	}
-	return live >= c
+	b.sweepHeld() // count only live leases
+	h = b.hot[r.Key]
+	return h != nil && h.holding-h.leaving >= c
 }

@@ -94,16 +94,11 @@ func TestRedisHandsOnLocally(t *testing.T) {
 	}
 }
 
-// A lease handed on locally whose release fails for want of Redis is kept
-// under its Redis id, so that the release made when Redis answers frees
-// the slot rather than being refused as a lease this process no longer
-// holds.
-func TestRedisOrphanHandedOnReleased(t *testing.T) {
-	b, _ := hotBackend(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	r := Request{Key: "{c}/orphan", Concurrency: 1, TTL: time.Minute}
-	first := mustTake(t, b, r)
+// handOnLocally takes r's slot and releases it to a waiter of the same
+// process, which gets it without Redis: it returns both leases.
+func handOnLocally(ctx context.Context, t *testing.T, b *Redis, r Request) (first, next Lease) {
+	t.Helper()
+	first = mustTake(t, b, r)
 	w := acquireAsync(ctx, b, r)
 	headIdle(t, b, r.Key)
 	if err := b.Release(ctx, first); err != nil {
@@ -113,11 +108,24 @@ func TestRedisOrphanHandedOnReleased(t *testing.T) {
 	if got.err != nil || redisID(got.l.ID) == got.l.ID {
 		t.Fatalf("waiter: %+v, %v; want a lease handed on locally", got.l, got.err)
 	}
+	return first, got.l
+}
+
+// A lease handed on locally whose release fails for want of Redis is kept
+// under its Redis id, so that the release made when Redis answers frees
+// the slot rather than being refused as a lease this process no longer
+// holds.
+func TestRedisOrphanHandedOnReleased(t *testing.T) {
+	b, _ := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := Request{Key: "{c}/orphan", Concurrency: 1, TTL: time.Minute}
+	_, next := handOnLocally(ctx, t, b, r)
 	// As releaseOwn does when Redis is down: forgotten here, kept to retry.
-	if known, err := b.unhold(got.l); !known || err != nil {
+	if known, err := b.unhold(next); !known || err != nil {
 		t.Fatalf("unhold: %v, %v", known, err)
 	}
-	b.orphan(got.l)
+	b.orphan(next)
 	b.mu.Lock()
 	kept := b.orphans[len(b.orphans)-1]
 	b.orphans = nil

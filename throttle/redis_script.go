@@ -198,7 +198,6 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	if err != nil {
 		return acquireResult{}, err
 	}
-	n := ans.n
 	b.ref.saw(ans.now)
 	if ans.epoch != "" && ans.reason != reasonLost {
 		b.ledger.learn(r.Key, ans.epoch)
@@ -209,13 +208,13 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		if ans.expires > 0 {
 			l.Expires, l.Concurrency = time.UnixMilli(ans.expires), conc
 		}
-		for j := 2; j <= n && j <= 1+a.batch; j++ {
+		for j := 2; j <= ans.n && j <= 1+a.batch; j++ {
 			e := l
 			e.ID = id + "+" + strconv.Itoa(j)
 			out.extra = append(out.extra, e)
 		}
-		b.ledger.add(r.Key, r.Windows, ans.now, r.units()*n, ans.fills) // none for a check
-		if n > 0 {
+		b.ledger.add(r.Key, r.Windows, ans.now, r.units()*ans.n, ans.fills) // none for a check
+		if ans.n > 0 {
 			b.hold(l)
 			b.hold(out.extra...)
 		}
