@@ -87,28 +87,29 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 // Do cannot know they are safe to repeat.
 //
 // A path the SDK wraps keeps what the catalog says of it: its method, and
-// whether it is safe to repeat. Do refuses the wrapped endpoints whose limits
-// count per resource (mark_tag and remark lock the customer they edit), per
-// member or in units: only their typed methods say what to count, so a Do
-// could edit a customer at the same time as them and get 45033. For the
-// same reason Do refuses a path, wrapped or not, with such a limit added by
-// WithRule: the error names the rule, and nothing is sent. Do also refuses a path a slip or two away from a wrapped one
-// (another case, a doubled or trailing slash), which would escape that
-// endpoint's limits.
+// whether it is safe to repeat. Do refuses a path, wrapped or not, whose
+// limits count per resource (mark_tag and remark lock the customer they
+// edit), per member or in units, whether the catalog or WithRule put them
+// there: a call through Do does not say what to count, so it could edit a
+// customer at the same time as a typed method and get 45033. The error
+// names the rule, and nothing is sent. Do also refuses a path a slip or two
+// away from a wrapped one (another case, a doubled or trailing slash),
+// which would escape that endpoint's limits.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	if el, ok := c.endpoints[path]; ok && el.ep.Method != "" { // wrapped
-		switch {
-		case el.ep.Method != method:
-			return invalid("method", "%s takes %s, not %s", path, el.ep.Method, method)
-		case el.ep.Resource != "":
-			return invalid("path", "%s limits calls per %s: call its typed method, which names it", path, el.ep.Resource)
+	el, wrapped := c.endpoints[path]
+	wrapped = wrapped && el.ep.Method != ""
+	if wrapped && el.ep.Method != method {
+		return invalid("method", "%s takes %s, not %s", path, el.ep.Method, method)
+	}
+	if !wrapped {
+		if near := c.nearWrapped(path); near != "" {
+			return invalid("path", "%q is not an endpoint the SDK wraps, and would escape its limits: did you mean %q?", path, near)
 		}
-		if err := counted(&call{path: path}, el.rules, true); err != nil {
-			return fmt.Errorf("%w: call its typed method", err)
+	}
+	if err := counted(&call{path: path}, c.limitsFor(path).rules, true); err != nil {
+		if wrapped {
+			return fmt.Errorf("%w: call its typed method, which says it", err)
 		}
-	} else if near := c.nearWrapped(path); near != "" {
-		return invalid("path", "%q is not an endpoint the SDK wraps, and would escape its limits: did you mean %q?", path, near)
-	} else if err := counted(&call{path: path}, c.limitsFor(path).rules, true); err != nil {
 		return err
 	}
 	switch {

@@ -86,7 +86,7 @@ func (f *Follow) UnmarshalJSON(b []byte) error {
 		RemarkMobiles lenientStrings `json:"remark_mobiles"`
 		AddWay        lenientInt     `json:"add_way"`
 		TagIDs        lenientStrings `json:"tag_id"`
-	}{plain: (*plain)(f)}
+	}{(*plain)(f), lenientInt(f.CreateTime), f.RemarkMobiles, lenientInt(f.AddWay), f.TagIDs} // a field absent keeps its value, as json does
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
 	}

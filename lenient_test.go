@@ -77,3 +77,16 @@ func normal(f Follow) Follow {
 	}
 	return f
 }
+
+// Decoding into a follower already filled keeps the fields the JSON does
+// not name, as encoding/json does for every other field.
+func TestFollowLenientKeepsAbsentFields(t *testing.T) {
+	f := Follow{UserID: "u1", CreateTime: 7, RemarkMobiles: []string{"138"}, AddWay: 2, TagIDs: []string{"et"}}
+	if err := json.Unmarshal([]byte(`{"remark":"r"}`), &f); err != nil {
+		t.Fatal(err)
+	}
+	want := Follow{UserID: "u1", Remark: "r", CreateTime: 7, RemarkMobiles: []string{"138"}, AddWay: 2, TagIDs: []string{"et"}}
+	if !reflect.DeepEqual(f, want) {
+		t.Errorf("decoded %+v, want %+v", f, want)
+	}
+}
