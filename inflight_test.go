@@ -184,7 +184,13 @@ func TestCallerGivingUpKeepsSlotsUntilAnswer(t *testing.T) {
 			if f.abandoned.Load() != 0 {
 				t.Errorf("%d attempts abandoned, want 0: every detached one got its answer", f.abandoned.Load())
 			}
-			if n := freeSlots(f.limiters[0], faultCorp, "/cgi-bin/externalcontact/mark_tag", 5); n != 5 {
+			// Another process's release no waiter of its wants may reach
+			// Redis up to throttle's linger (20 ms) after its Release.
+			n := 0
+			for give := time.Now().Add(2 * time.Second); n != 5 && time.Now().Before(give); time.Sleep(10 * time.Millisecond) {
+				n = freeSlots(f.limiters[0], faultCorp, "/cgi-bin/externalcontact/mark_tag", 5)
+			}
+			if n != 5 {
 				t.Errorf("%d of 5 slots free after Drain", n)
 			}
 		})
