@@ -116,9 +116,10 @@ type learnedKey struct {
 	cur     Learned // zero: none learned
 	read    time.Time
 	reading bool
-	told    int       // the limit last reported
-	version uint64    // bumped by every change of cur, so a slower read cannot undo one
-	changed time.Time // when cur last changed, by this process's clock
+	done    chan struct{} // closed when the read under way ends
+	told    int           // the limit last reported
+	version uint64        // bumped by every change of cur, so a slower read cannot undo one
+	changed time.Time     // when cur last changed, by this process's clock
 	// refusing: Refused calls under way; a read of the store made
 	// meanwhile is not applied, so that their change is theirs to tell.
 	refusing int
@@ -134,31 +135,54 @@ func NewLearner(store LimitStore, a AIMD, refresh time.Duration) *Learner {
 }
 
 // Limit returns the concurrency in force on key, configured at most, and
-// the change from what it last returned for key, if any.
+// the change from what it last returned for key, if any. Callers of a key
+// never read wait for the first read (or ctx), so that a process that
+// starts does not go at the configured limit while it learns the fleet's.
 func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *Change) {
-	now := l.now()
-	l.mu.Lock()
-	k := l.key(key, configured)
-	due := !k.reading && now.Sub(k.read) >= l.refresh
-	version := k.version
-	if due {
-		k.reading = true
-	}
-	l.mu.Unlock()
-	if due {
-		cur, err := l.read(ctx, key, configured)
+	for {
+		now := l.now()
 		l.mu.Lock()
-		k.reading, k.read = false, now
-		switch {
-		case err != nil && ctx.Err() != nil: // the caller gave up: the store said nothing
-		case err != nil:
-			l.raiseHere(k, configured, now)
-		case k.version == version && k.refusing == 0: // nothing changed it meanwhile
-			l.change(k, cur, now)
+		k := l.key(key, configured)
+		if k.reading && k.read.IsZero() {
+			done := k.done
+			l.mu.Unlock()
+			select {
+			case <-done:
+				continue
+			case <-ctx.Done():
+				return l.tell(key, configured)
+			}
 		}
+		due := !k.reading && now.Sub(k.read) >= l.refresh
+		if due {
+			k.reading, k.done = true, make(chan struct{})
+		}
+		version := k.version
 		l.mu.Unlock()
+		if due {
+			l.refresh1(ctx, k, key, configured, version, now)
+		}
+		return l.tell(key, configured)
 	}
-	return l.tell(key, configured)
+}
+
+// refresh1 reads key's limit into its state k, unless a change was made
+// meanwhile (version), and ends the read.
+func (l *Learner) refresh1(ctx context.Context, k *learnedKey, key string, configured int, version uint64, now time.Time) {
+	cur, err := l.read(ctx, key, configured)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k.reading = false
+	close(k.done)
+	switch {
+	case err != nil && ctx.Err() != nil: // the caller gave up: the store said nothing, the next caller reads
+		return
+	case err != nil:
+		l.raiseHere(k, configured, now)
+	case k.version == version && k.refusing == 0: // nothing changed it meanwhile
+		l.change(k, cur, now)
+	}
+	k.read = now
 }
 
 // read loads key's limit, raised if a quiet period has passed since its

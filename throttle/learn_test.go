@@ -316,3 +316,45 @@ func TestLearnerCallerGivesUp(t *testing.T) {
 		t.Errorf("Limit with a cancelled context = %d, %+v; want 4 and no change", got, ch)
 	}
 }
+
+// TestLearnerFirstReadAwaited: callers of a key this process never read
+// wait for the read under way, so that a process joining a fleet that
+// learned a lower limit never runs at the configured one meanwhile; a
+// caller that gives up while waiting goes with what is known.
+func TestLearnerFirstReadAwaited(t *testing.T) {
+	t.Parallel()
+	clock := &fakeNow{t: time.UnixMilli(1_790_000_000_000)}
+	store := &slowStore{clockStore: newClockStore(clock), loaded: make(chan struct{}), release: make(chan struct{})}
+	store.m["k"] = Learned{Limit: 2, Since: clock.now()}
+	l := NewLearner(store, AIMD{}, time.Second)
+	l.now = clock.now
+	ctx := context.Background()
+	first := make(chan int)
+	go func() {
+		got, _ := l.Limit(ctx, "k", 5)
+		first <- got
+	}()
+	<-store.loaded
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if got, _ := l.Limit(gone, "k", 5); got != 5 {
+		t.Errorf("a caller that gave up: %d, want the configured 5 (it sends nothing)", got)
+	}
+	second := make(chan int)
+	go func() {
+		got, _ := l.Limit(ctx, "k", 5)
+		second <- got
+	}()
+	select {
+	case got := <-second:
+		t.Fatalf("a second caller went at %d during the first read", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(store.release)
+	if got := <-first; got != 2 {
+		t.Errorf("the first caller: %d, want 2", got)
+	}
+	if got := <-second; got != 2 {
+		t.Errorf("the caller that waited: %d, want 2", got)
+	}
+}

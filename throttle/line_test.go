@@ -10,6 +10,7 @@ import (
 
 // TestVerdictFails: which refusals fail a waiter at once.
 func TestVerdictFails(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1000, 0)
 	at := now.Add(time.Second)
 	plain := Request{Key: "k"}
@@ -43,6 +44,7 @@ func TestVerdictFails(t *testing.T) {
 // TestLine: arrival order, the head, leaving twice, and failBehind sparing
 // the head and those who wait.
 func TestLine(t *testing.T) {
+	t.Parallel()
 	var l line[*waiter]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 )
 
 func TestMemoryConformance(t *testing.T) {
+	t.Parallel()
 	throttletest.Run(t, throttletest.Harness{
 		New:      func(*testing.T) throttle.Backend { return throttle.NewMemory() },
 		Synctest: true,
@@ -54,6 +55,7 @@ func BenchmarkMemoryAcquireRelease(b *testing.B) {
 // A lease whose expiry is moved earlier (the hold of an abandoned call) wakes
 // its waiters at the new expiry, not at the old one.
 func TestMemoryShortenedLeaseWakesWaiter(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := throttle.NewMemory()
 		ctx := context.Background()

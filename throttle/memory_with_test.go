@@ -11,6 +11,7 @@ import (
 // up; the key's state is forgotten at the grant, and the With slot must be
 // given back all the same. (Five runs of five failed before the fix.)
 func TestMemoryCancelAtGrantFreesWith(t *testing.T) {
+	t.Parallel()
 	m := NewMemory()
 	ctx := context.Background()
 	lock := Request{Key: "lock", Concurrency: 1, TTL: time.Minute}

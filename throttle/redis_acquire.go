@@ -155,8 +155,7 @@ func (b *Redis) lead(ctx context.Context, r Request, k *rkey, w *rwaiter, served
 		} else if down {
 			return b.instead(ctx, r, false, nil)
 		}
-		skip, more := b.startRound(k, w, first, woken)
-		wait := time.Second
+		skip, more, wait := b.startRound(k, w, first, woken)
 		if !skip {
 			l, d, done, err := b.ask(ctx, r, k, w, woken, more, served)
 			if done {
@@ -242,19 +241,27 @@ func (b *Redis) await(ctx context.Context, k *rkey, w *rwaiter, d time.Duration,
 
 // startRound starts a round of the head w of k (first: its first; woken: the
 // last wake-up was this process's turn). It reports whether w skips asking
-// Redis this round, marking it busy otherwise, and whether more than one
-// waiter queues on the key.
-func (b *Redis) startRound(k *rkey, w *rwaiter, first, woken bool) (skip, more bool) {
+// Redis this round, marking it busy otherwise, whether more than one
+// waiter queues on the key, and how long a round that skips waits at most.
+func (b *Redis) startRound(k *rkey, w *rwaiter, first, woken bool) (skip, more bool, wait time.Duration) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	// A Release handing a slot over (claimed, or already sent): take it
 	// rather than ask. Right after a hand-over that found every slot held
-	// and queued this process again, the next head waits without asking.
-	skip = w.claimed || len(w.slot) > 0 || first && (k.full || b.holdsAll(w.req)) || w.yielded && !woken
+	// and queued this process again, the next head waits without asking;
+	// while this process holds every slot, until the first of them expires.
+	wait = time.Second
+	skip = w.claimed || len(w.slot) > 0 || w.yielded && !woken
+	if first && !skip {
+		all, until := b.holdsAll(w.req)
+		skip = k.full || all
+		if all {
+			wait = min(wait, max(until, time.Millisecond))
+		}
+	}
 	k.full, w.yielded = false, false
 	w.busy = !skip
-	more = k.waiters.len() > 1
-	b.mu.Unlock()
-	return skip, more
+	return skip, k.waiters.len() > 1, wait
 }
 
 // noteAnswer records what Redis answered the head w of k, its round trip

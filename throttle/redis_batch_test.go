@@ -15,6 +15,7 @@ import (
 // cooldown on a key with eight slots; when it ends, the head's one ask
 // grants all eight, not one round trip each.
 func TestRedisBatchedGrants(t *testing.T) {
+	t.Parallel()
 	b, rec := withBackend(t, redistest.Single(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -84,6 +84,7 @@ func numbersIn(arg any) (nums []float64, ok bool) {
 // The grant times the backend reports are checked against the server's
 // TIME, read right after each grant.
 func TestRedisNoClientClock(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Single(t) // a client of its own: the hook sees only this test
 	rec := newCmdRecorder()
 	rdb.AddHook(rec)

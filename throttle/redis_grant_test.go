@@ -25,6 +25,7 @@ import (
 // of waiters: through Redis (the protocol), and with the hot path, where a
 // process hands its slots on locally until it learns that another waits.
 func TestRedisProcessesTakeTurns(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		workers     [2]int
@@ -135,6 +136,7 @@ func takeTurns(ctx context.Context, t *testing.T, bs [2]*Redis, workers [2]int, 
 // without asking Redis again, and the yielding process stays queued, its
 // waiter served by the next release.
 func TestRedisGrantsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	bs, gs := gatedBackends(t, 2)
 	a, b := bs[0], bs[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -225,6 +227,7 @@ func waitProcsQueued(t *testing.T, b *Redis, key string, want []string) {
 // died): each is dropped from the queue, and with nobody else waiting the
 // releasing process's own waiter gets the slot.
 func TestRedisGrantSkipsProcessesGone(t *testing.T) {
+	t.Parallel()
 	a, g := gatedBackend(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -265,6 +268,7 @@ func TestRedisGrantSkipsProcessesGone(t *testing.T) {
 // waiter left without taking a turn), and then with a waiter whose limits
 // differ from those the slot was granted under.
 func TestRedisGrantNobodyCanUseGoesBack(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		bWaiter  bool // b has a waiter, with other limits than a's
@@ -370,6 +374,7 @@ func FuzzParseGrant(f *testing.F) {
 // releases the slot it names: one missing a window's period, and one with
 // the With section an earlier version sent.
 func TestRedisMalformedGrantReleased(t *testing.T) {
+	t.Parallel()
 	for _, tail := range []string{"\n10000", "\n10000\n60000\nw\n{corp}@l\nid.1\n1\n60000"} {
 		bs, _ := gatedBackends(t, 2)
 		a, b := bs[0], bs[1]

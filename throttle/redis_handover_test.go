@@ -240,6 +240,7 @@ func holders(t *testing.T, b *Redis, key string) int64 {
 // head is in a round trip of its own, the next waiter gets the slot, in the
 // release's round trip.
 func TestRedisHandsOverPastABusyHead(t *testing.T) {
+	t.Parallel()
 	b, g := gatedBackend(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -294,6 +295,7 @@ func TestRedisHandsOverPastABusyHead(t *testing.T) {
 // first head's refusal, each release hands its slot to the next waiter in the
 // same round trip, and a new head does not ask Redis first.
 func TestRedisChainOfHandOvers(t *testing.T) {
+	t.Parallel()
 	b, g := gatedBackend(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

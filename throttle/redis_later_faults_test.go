@@ -63,6 +63,7 @@ func releaseGated(t *testing.T, opt RedisOptions) (*Redis, *redis.Client, *relea
 // acquisition of its key from this process, which is not refused by its
 // own released slot.
 func TestRedisReleaseBeingSentIsAwaited(t *testing.T) {
+	t.Parallel()
 	b, _, g := releaseGated(t, RedisOptions{})
 	r := Request{Key: "{c}/inflight", Concurrency: 1, TTL: time.Minute}
 	l := mustTake(t, b, r)
@@ -80,6 +81,7 @@ func TestRedisReleaseBeingSentIsAwaited(t *testing.T) {
 // closed after it does not lose the release (and hold the slot until its
 // TTL).
 func TestRedisCloseWaitsForReleasesBeingSent(t *testing.T) {
+	t.Parallel()
 	b, rdb, g := releaseGated(t, RedisOptions{})
 	r := Request{Key: "{c}/close", Concurrency: 1, TTL: time.Minute}
 	l := mustTake(t, b, r)
@@ -101,6 +103,7 @@ func TestRedisCloseWaitsForReleasesBeingSent(t *testing.T) {
 // holder's lease (base) is refused: a second Release and an Extend say
 // ErrLeaseNotHeld.
 func TestRedisReleasedLeaseRefusedWhileSuccessorsReleaseWaits(t *testing.T) {
+	t.Parallel()
 	b, _, _ := releaseGated(t, RedisOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -123,6 +126,7 @@ func TestRedisReleasedLeaseRefusedWhileSuccessorsReleaseWaits(t *testing.T) {
 // releases left are kept as orphans, not each tried for a round trip's
 // timeout.
 func TestRedisPendingReleasesRespectCtxAndOutage(t *testing.T) {
+	t.Parallel()
 	b, _, g := releaseGated(t, RedisOptions{OpTimeout: 500 * time.Millisecond})
 	var ls []Lease
 	for i := range 4 {
@@ -155,21 +159,22 @@ func TestRedisPendingReleasesRespectCtxAndOutage(t *testing.T) {
 
 // A lease never released (its caller died) does not make a new head wait
 // for a hand-over of this process once it has expired: holdsAll counts
-// only the live leases.
+// only the live leases, and says when the first of them expires.
 func TestRedisHoldsAllForgetsExpiredLeases(t *testing.T) {
+	t.Parallel()
 	b, _, _ := releaseGated(t, RedisOptions{})
 	r := Request{Key: "{c}/expired", Concurrency: 1, TTL: 500 * time.Millisecond}
 	_ = mustTake(t, b, r) // never released
-	holdsAll := func() bool {
+	holdsAll := func() (bool, time.Duration) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return b.holdsAll(r)
 	}
-	if !holdsAll() {
-		t.Fatal("holdsAll = false while the lease is live")
+	if all, until := holdsAll(); !all || until <= 0 || until > r.TTL {
+		t.Fatalf("holdsAll = %v, expiring in %s, while the lease is live, want true within its TTL %s", all, until, r.TTL)
 	}
-	time.Sleep(1600 * time.Millisecond) // past its expiry and the second kept for clocks apart
-	if holdsAll() {
+	time.Sleep(r.TTL + 100*time.Millisecond) // past its expiry by the server's clock
+	if all, _ := holdsAll(); all {
 		t.Error("holdsAll = true for a lease that expired unreleased")
 	}
 }
@@ -193,6 +198,7 @@ func (s *blockSwap) SwapLimit(ctx context.Context, key string, prev Learned, nex
 // (a call granted under 9) swaps 9 -> 8. The first does not apply its
 // older 9 over the 8, nor tell a refusal that raises the limit.
 func TestLearnerRefusalNeverRaises(t *testing.T) {
+	t.Parallel()
 	s := &blockSwap{LimitStore: NewMemory(), swapped: make(chan struct{}), open: make(chan struct{})}
 	l := NewLearner(s, AIMD{}, time.Hour)
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 // this process (a second Release or an Extend is refused), and an Acquire
 // of one of their keys sends them first rather than wait for itself.
 func TestRedisReleasesLater(t *testing.T) {
+	t.Parallel()
 	b, c := hotBackend(t)
 	ctx := context.Background()
 	var ls []Lease
@@ -61,6 +62,7 @@ func TestRedisReleasesLater(t *testing.T) {
 // slot, or when the lease has too little TTL left for its release to be
 // sure to find it held.
 func TestRedisReleasesAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		ttl       time.Duration

@@ -207,7 +207,7 @@ func redisID(id string) string {
 }
 
 // held is a lease of this process's: its id (with the local hand-over's
-// suffix), and when its slot expires by the local clock.
+// suffix), and when its slot expires by the server's clock.
 type held struct {
 	key   string
 	id    string
@@ -220,28 +220,29 @@ func (b *Redis) holdLocked(l Lease) {
 		return
 	}
 	if len(b.held) >= b.heldSweep {
-		b.sweepHeld()
+		b.sweepHeld("")
 		b.heldSweep = max(1024, 2*len(b.held))
 	}
-	b.held[redisID(l.ID)] = held{key: l.Key, id: l.ID, until: localUntil(l)}
+	b.held[redisID(l.ID)] = held{key: l.Key, id: l.ID, until: l.Expires}
 	b.hotOf(l.Key).holding++
 }
 
 // sweepHeld forgets the held leases that expired unreleased (a caller that
-// died). The caller holds Redis.mu.
-func (b *Redis) sweepHeld() {
-	now := time.Now()
+// died), by the server's clock as last seen, and returns when the first of
+// key's others expires (zero: none). The caller holds Redis.mu.
+func (b *Redis) sweepHeld(key string) (first time.Time) {
+	now := b.ref.now()
 	for id, h := range b.held {
-		if now.After(h.until) {
+		switch {
+		case now.After(h.until):
 			delete(b.held, id)
 			b.dropHolding(h.key)
+		case h.key == key && (first.IsZero() || h.until.Before(first)):
+			first = h.until
 		}
 	}
+	return first
 }
-
-// localUntil is when l's slot expires by the local clock, with a second
-// for clocks that run apart.
-func localUntil(l Lease) time.Time { return time.Now().Add(time.Until(l.Expires)).Add(time.Second) }
 
 // hold records leases granted to this process.
 func (b *Redis) hold(ls ...Lease) {
@@ -312,7 +313,7 @@ func (b *Redis) extended(l Lease) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if h, ok := b.held[redisID(l.ID)]; ok && h.id == l.ID {
-		h.until = localUntil(l)
+		h.until = l.Expires
 		b.held[redisID(l.ID)] = h
 	}
 }
@@ -350,14 +351,15 @@ func (b *Redis) dropHolding(key string) {
 // releases none of them yet, so that a new head waits for its own release
 // rather than ask Redis, while no other process waits. (A release under
 // way found no waiter to hand its slot to: the new head must ask.) The
-// caller holds Redis.mu.
-func (b *Redis) holdsAll(r Request) bool {
+// caller holds Redis.mu. until is how long until the first of those
+// leases expires by the server's clock: the head asks then at the latest.
+func (b *Redis) holdsAll(r Request) (yes bool, until time.Duration) {
 	h := b.hot[r.Key]
 	c := b.capped(r).Concurrency
 	if c <= 0 || !b.mayHandOn(h) || h.holding-h.leaving < c {
-		return false
+		return false, 0
 	}
-	b.sweepHeld() // count only live leases
+	first := b.sweepHeld(r.Key) // count only live leases
 	h = b.hot[r.Key]
-	return h != nil && h.holding-h.leaving >= c
+	return h != nil && h.holding-h.leaving >= c, first.Sub(b.ref.now())
 }

@@ -41,6 +41,7 @@ func headIdle(t *testing.T, b *Redis, key string) {
 // first holder's second Release or Extend is refused here and cannot
 // touch the new holder's slot.
 func TestRedisHandsOnLocally(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		windows []Window
@@ -116,6 +117,7 @@ func handOnLocally(ctx context.Context, t *testing.T, b *Redis, r Request) (firs
 // the slot rather than being refused as a lease this process no longer
 // holds.
 func TestRedisOrphanHandedOnReleased(t *testing.T) {
+	t.Parallel()
 	b, _ := hotBackend(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -141,6 +143,7 @@ func TestRedisOrphanHandedOnReleased(t *testing.T) {
 // blockWant: units ahead only for what a hand-over can serve, at most a
 // hundredth of each window.
 func TestBlockWant(t *testing.T) {
+	t.Parallel()
 	minute := []Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}}
 	for _, tc := range []struct {
 		name    string
@@ -166,13 +169,15 @@ func TestBlockWant(t *testing.T) {
 // wait for this process's own release rather than ask Redis: it would
 // wait for a hand-over that never comes, until its poll a second later.
 func TestRedisReleasingSlotNotAwaited(t *testing.T) {
+	t.Parallel()
 	b, _ := hotBackend(t)
 	r := Request{Key: "{c}/leaving", Concurrency: 1, TTL: time.Minute}
 	l := mustTake(t, b, r)
 	holdsAll := func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.holdsAll(r)
+		all, _ := b.holdsAll(r)
+		return all
 	}
 	if !holdsAll() {
 		t.Fatal("holdsAll = false while this process holds the only slot")

@@ -9,6 +9,7 @@ import (
 // becomes, and every shape that is not the script's refused, never
 // guessed at.
 func TestParseAnswer(t *testing.T) {
+	t.Parallel()
 	i := func(v ...int64) []any {
 		out := make([]any, len(v))
 		for j, x := range v {

@@ -43,6 +43,7 @@ func TestRedisClusterConformance(t *testing.T) {
 // Keys that would share a hash tag spelling ("x" and "{x}") keep their own
 // limits.
 func TestRedisKeysNeverShareLimits(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Single(t)
 	b := newRedisBackend(t, rdb, throttle.RedisOptions{})
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 // once while the two holders release, leave no lease, no window count and no
 // goroutine behind.
 func TestRedisThousandWaitersCancelled(t *testing.T) {
+	t.Parallel()
 	const slots, waiters, limit = 2, 1000, 1100
 	rdb := redistest.Single(t)
 	b, _ := robustBackend(t, rdb, throttle.RedisOptions{})

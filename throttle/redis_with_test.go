@@ -67,6 +67,7 @@ func mustTake(t *testing.T, b Backend, r Request) Lease {
 // TestRedisWithKeyLineBreak: a With key is a wake-up's message on Redis,
 // where a line break would make it read as a grant: it is refused.
 func TestRedisWithKeyLineBreak(t *testing.T) {
+	t.Parallel()
 	b, _ := withBackend(t, redistest.Single(t))
 	r := Request{Key: "{c}/api", Concurrency: 1, With: []Request{{Key: "{c}@lock\nx", Concurrency: 1}}}
 	if _, err := b.TryAcquire(context.Background(), r); !errors.Is(err, ErrInvalidRequest) {

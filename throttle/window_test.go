@@ -10,6 +10,7 @@ import (
 // block counts ahead, a grant from another process arrives late), and
 // prunes, counts and refunds by them.
 func TestHistoryOutOfOrder(t *testing.T) {
+	t.Parallel()
 	h := history{period: 600, width: 10}
 	for _, a := range []struct {
 		t     int64

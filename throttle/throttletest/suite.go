@@ -111,7 +111,7 @@ func Run(t *testing.T, h Harness) {
 				})
 				return
 			}
-			tc.fn(t, &env{b: h.New(t), u: 20 * time.Millisecond})
+			tc.fn(t, &env{b: h.New(t), u: 10 * time.Millisecond})
 		})
 	}
 }

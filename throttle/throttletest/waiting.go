@@ -296,8 +296,8 @@ func testWaitersBehindFailOnWindow(t *testing.T, e *env) {
 		e.settle()
 		return c
 	}
-	first, patient := wait(ctx), wait(ctx) // in line for the slot
-	soon, cancelSoon := context.WithTimeout(ctx, 100*e.u)
+	first, patient := wait(ctx), wait(ctx)                // in line for the slot
+	soon, cancelSoon := context.WithTimeout(ctx, 200*e.u) // before the window opens, after a head that waits a second for a hand-over asks
 	defer cancelSoon()
 	hasty := wait(soon)
 
