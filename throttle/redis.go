@@ -190,6 +190,10 @@ type Redis struct {
 	held      map[string]held // by Redis lease id
 	heldSweep int             // held's size at which expired entries go
 	gen       atomic.Uint64   // names the leases handed on locally
+	// era changes when Redis may have lost its state (it went down, the
+	// subscription broke, a key's epoch changed): a lease granted in an
+	// earlier era is never handed on locally, as Redis may not count it.
+	era uint64
 	cold      bool            // tests of the Redis protocol: no hot path
 	// pending, sending: releases to send later and being sent, by Redis
 	// lease id; sent is closed when a send ends (redis_later.go).

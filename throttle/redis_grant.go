@@ -206,7 +206,7 @@ func (b *Redis) giveBack(l Lease, r Request) {
 		return
 	}
 	ctx := context.Background()
-	if known, _ := b.unhold(l); known {
+	if known, _, _ := b.unhold(l); known {
 		b.letGo(l.Key)
 	}
 	octx, cancel := b.opCtx(ctx)

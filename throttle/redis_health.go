@@ -69,6 +69,7 @@ func (b *Redis) markDown() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.setHealth(healthDown)
+	b.newEra()
 	if !b.probing {
 		b.probing = true
 		b.signal()
@@ -86,6 +87,7 @@ func (b *Redis) suspect() {
 	if b.health.Load() == healthUp {
 		b.setHealth(healthUnknown)
 	}
+	b.newEra()
 	if !b.probing {
 		b.probing = true
 		b.signal()

@@ -212,6 +212,7 @@ type held struct {
 	key   string
 	id    string
 	until time.Time
+	era   uint64 // Redis.era at the grant
 }
 
 // hold records l as held by this process. The caller holds Redis.mu.
@@ -223,7 +224,7 @@ func (b *Redis) holdLocked(l Lease) {
 		b.sweepHeld("")
 		b.heldSweep = max(1024, 2*len(b.held))
 	}
-	b.held[redisID(l.ID)] = held{key: l.Key, id: l.ID, until: l.Expires}
+	b.held[redisID(l.ID)] = held{key: l.Key, id: l.ID, until: l.Expires, era: b.era}
 	b.hotOf(l.Key).holding++
 }
 
@@ -254,29 +255,35 @@ func (b *Redis) hold(ls ...Lease) {
 }
 
 // unhold forgets l as held, as it is released: known reports that this
-// process held it, under this very id; the caller then counts it off its
-// key with letGo, once it knows whether it handed the slot on locally. A
-// lease this process handed on locally is not held: ErrLeaseNotHeld.
-func (b *Redis) unhold(l Lease) (known bool, err error) {
+// process held it, under this very id, and fresh that it was granted in
+// the current era (its slot may be handed on locally); the caller then
+// counts it off its key with letGo, once it knows whether it handed the
+// slot on locally. A lease this process handed on locally is not held:
+// ErrLeaseNotHeld.
+func (b *Redis) unhold(l Lease) (known, fresh bool, err error) {
 	base := redisID(l.ID)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.releasedLater(l.ID) {
-		return false, ErrLeaseNotHeld // released already, the script not yet sent
+		return false, false, ErrLeaseNotHeld // released already, the script not yet sent
 	}
 	if h, ok := b.held[base]; ok {
 		if h.id != l.ID {
-			return false, ErrLeaseNotHeld
+			return false, false, ErrLeaseNotHeld
 		}
 		delete(b.held, base)
 		b.hotOf(h.key).leaving++
-		return true, nil
+		return true, h.era == b.era, nil
 	}
 	if base != l.ID {
-		return false, ErrLeaseNotHeld
+		return false, false, ErrLeaseNotHeld
 	}
-	return false, nil
+	return false, false, nil
 }
+
+// newEra records that Redis may have lost its state. The caller holds
+// Redis.mu.
+func (b *Redis) newEra() { b.era++ }
 
 // letGo counts a lease unhold forgot off key.
 func (b *Redis) letGo(key string) {

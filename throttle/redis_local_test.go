@@ -95,6 +95,35 @@ func TestRedisHandsOnLocally(t *testing.T) {
 	}
 }
 
+// A lease granted before Redis may have lost its state (the subscription
+// broke, as when Redis restarts) is not handed on locally: Redis may no
+// longer count its slot, and the next waiter asks Redis for one.
+func TestRedisNoLocalHandOnAcrossEras(t *testing.T) {
+	t.Parallel()
+	b, c := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := Request{Key: "{c}/era", Concurrency: 1, TTL: time.Minute, Windows: []Window{{Limit: 10000, Period: time.Minute}}}
+	first := mustTake(t, b, r)
+	w := acquireAsync(ctx, b, r)
+	headIdle(t, b, r.Key)
+	b.suspect()
+	c.runs()
+	if err := b.Release(ctx, first); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	got := <-w
+	if got.err != nil {
+		t.Fatalf("waiter: %v", got.err)
+	}
+	if redisID(got.l.ID) != got.l.ID || c.runs() == 0 {
+		t.Errorf("the waiter got %q without Redis, handed on from a lease of the era before", got.l.ID)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Errorf("Release of the waiter's lease: %v", err)
+	}
+}
+
 // handOnLocally takes r's slot and releases it to a waiter of the same
 // process, which gets it without Redis: it returns both leases.
 func handOnLocally(ctx context.Context, t *testing.T, b *Redis, r Request) (first, next Lease) {
@@ -124,7 +153,7 @@ func TestRedisOrphanHandedOnReleased(t *testing.T) {
 	r := Request{Key: "{c}/orphan", Concurrency: 1, TTL: time.Minute}
 	_, next := handOnLocally(ctx, t, b, r)
 	// As releaseOwn does when Redis is down: forgotten here, kept to retry.
-	if known, err := b.unhold(next); !known || err != nil {
+	if known, _, err := b.unhold(next); !known || err != nil {
 		t.Fatalf("unhold: %v, %v", known, err)
 	}
 	b.orphan(next)
@@ -182,7 +211,7 @@ func TestRedisReleasingSlotNotAwaited(t *testing.T) {
 	if !holdsAll() {
 		t.Fatal("holdsAll = false while this process holds the only slot")
 	}
-	if known, err := b.unhold(l); !known || err != nil { // as releaseOwn does, before its script
+	if known, _, err := b.unhold(l); !known || err != nil { // as releaseOwn does, before its script
 		t.Fatalf("unhold: %v, %v", known, err)
 	}
 	if holdsAll() {

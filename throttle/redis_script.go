@@ -106,6 +106,9 @@ func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, erro
 		}
 		// Redis lost the key's state: write back what this process knows
 		// before it takes more, then ask again.
+		b.mu.Lock()
+		b.newEra()
+		b.mu.Unlock()
 		if err = b.restore(ctx, a.r.Key); err != nil {
 			break
 		}
