@@ -193,8 +193,8 @@ type Redis struct {
 	// era changes when Redis may have lost its state (it went down, the
 	// subscription broke, a key's epoch changed): a lease granted in an
 	// earlier era is never handed on locally, as Redis may not count it.
-	era uint64
-	cold      bool            // tests of the Redis protocol: no hot path
+	era  uint64
+	cold bool // tests of the Redis protocol: no hot path
 	// pending, sending: releases to send later and being sent, by Redis
 	// lease id; sent is closed when a send ends (redis_later.go).
 	pending, sending map[string]Lease
