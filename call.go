@@ -5,11 +5,13 @@ package wecom
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,7 +61,7 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 			cl.idempotent = el.ep.Repeatable
 		}
 		cl.omitsErrcode = el.ep.OmitsErrcode || omitsErrcode(cl.path)
-		return el, nil
+		return el, c.readKeys(cl, el)
 	}
 	el, ok := c.endpoints[string(cl.id)]
 	if !ok || el.ep.Method == "" {
@@ -73,10 +75,33 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 	cl.idempotent = el.ep.Repeatable
 	cl.noToken = el.ep.Token == catalog.NoToken
 	cl.omitsErrcode = el.ep.OmitsErrcode
-	if err := counted(cl, el.rules, false); err != nil { // a rule added by WithRule
-		return nil, err
+	return el, c.readKeys(cl, el)
+}
+
+// readKeys reads what cl's rules count per resource, per member or in
+// units from its request, with its endpoint's Keys, the function the mock
+// reads them with too. The body is encoded once, here, and sent as is. A
+// call whose rules need what it does not say is refused: nothing is sent.
+func (c *Client) readKeys(cl *call, el *endpointLimits) error {
+	if !slices.ContainsFunc(el.rules, catalog.Rule.NeedsKeys) {
+		return nil
 	}
-	return el, nil
+	if el.ep.Keys != nil {
+		var body []byte
+		if cl.body != nil {
+			b, err := json.Marshal(cl.body)
+			if err != nil {
+				return invalid("body", "%s: %v", cl.path, err)
+			}
+			body, cl.body = b, b
+		}
+		k, err := el.ep.Keys(cl.query, body)
+		if err != nil {
+			return &ValidationError{Field: "request", Reason: fmt.Sprintf("%s: %v", cl.path, err), Err: err}
+		}
+		cl.resource, cl.members, cl.weight = k.Resource, k.Members, k.Weight
+	}
+	return counted(cl, el.rules)
 }
 
 // Do calls an API the SDK does not wrap, through the same pipeline as every
@@ -86,15 +111,15 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 // not nil. GETs are retried after -1 and transport errors; POSTs are not, as
 // Do cannot know they are safe to repeat.
 //
-// A path the SDK wraps keeps what the catalog says of it: its method, and
-// whether it is safe to repeat. Do refuses a path, wrapped or not, whose
-// limits count per resource (mark_tag and remark lock the customer they
-// edit), per member or in units, whether the catalog or WithRule put them
-// there: a call through Do does not say what to count, so it could edit a
-// customer at the same time as a typed method and get 45033. The error
-// names the rule, and nothing is sent. Do also refuses a path a slip or two
-// away from a wrapped one (another case, a doubled or trailing slash),
-// which would escape that endpoint's limits.
+// A path the SDK wraps keeps what the catalog says of it: its method,
+// whether it is safe to repeat, and the limits it counts per resource (the
+// customer mark_tag edits), per member or in units, read from query and
+// body by the endpoint's Keys as for its typed method. A request that does
+// not say what they count is refused, as is a path without Keys whose
+// limits (added by WithRule, say) count per resource, per member or in
+// units: the error names the rule, and nothing is sent. Do also refuses a
+// path a slip or two away from a wrapped one (another case, a doubled or
+// trailing slash), which would escape that endpoint's limits.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	el, wrapped := c.endpoints[path]
 	wrapped = wrapped && el.ep.Method != ""
@@ -105,12 +130,6 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		if near := c.nearWrapped(path); near != "" {
 			return invalid("path", "%q is not an endpoint the SDK wraps, and would escape its limits: did you mean %q?", path, near)
 		}
-	}
-	if err := counted(&call{path: path}, c.limitsFor(path).rules, true); err != nil {
-		if wrapped {
-			return fmt.Errorf("%w: call its typed method, which says it", err)
-		}
-		return err
 	}
 	switch {
 	case method != http.MethodGet && method != http.MethodPost:

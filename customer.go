@@ -51,7 +51,7 @@ func (s *CustomerService) Remark(ctx context.Context, req RemarkRequest) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
-	return s.client.do(ctx, &call{id: catalog.CustomerRemark, body: req, resource: customerResource(req.UserID, req.ExternalUserID)})
+	return s.client.do(ctx, &call{id: catalog.CustomerRemark, body: req})
 }
 
 func (r RemarkRequest) validate() error {
@@ -69,10 +69,6 @@ func (r RemarkRequest) validate() error {
 	}
 	return nil
 }
-
-// customerResource names a customer of a member in limiter keys, for the
-// rules counted per customer.
-func customerResource(userID, externalUserID string) string { return userID + "|" + externalUserID }
 
 // FollowUsers returns the members who have customers, as far as the app can
 // see them (externalcontact/get_follow_user_list, document/path/92571).

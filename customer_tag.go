@@ -181,6 +181,5 @@ func (s *CustomerTagService) Mark(ctx context.Context, req MarkTagRequest) error
 	case len(req.AddTags) == 0 && len(req.RemoveTags) == 0:
 		return invalid("tags", "nothing to add or remove")
 	}
-	return s.client.do(ctx, &call{id: catalog.MarkTag, body: req,
-		resource: customerResource(req.UserID, req.ExternalUserID)})
+	return s.client.do(ctx, &call{id: catalog.MarkTag, body: req})
 }

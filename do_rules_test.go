@@ -2,9 +2,13 @@ package wecom_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/mock"
 )
 
 // unwrapped is a path the SDK does not wrap, as a user calls it through Do.
@@ -55,11 +60,10 @@ func doClient(t *testing.T, url string, opts ...wecom.Option) *wecom.Client {
 	return c
 }
 
-// A limit added with WithRule that counts what a call through Do does not
-// say (its members, the resource it edits, its units) is refused, by New
-// (a per-resource rule on an endpoint that names none) or at the call, the
-// error naming the rule, and nothing is sent: Do would otherwise send every
-// such call counted against none of it.
+// A limit added with WithRule that counts what a request says (its
+// members, the resource it edits, its units), on a path whose requests
+// nothing reads it from, is refused by New, the error naming the rule:
+// Do would otherwise send every such call counted against none of it.
 func TestDoRefusesRulesItCannotCount(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -81,8 +85,8 @@ func TestDoRefusesRulesItCannotCount(t *testing.T) {
 			if err == nil {
 				err = c.Do(context.Background(), http.MethodPost, tc.path, nil, map[string]any{"x": 1}, nil)
 			}
-			if !errors.Is(err, wecom.ErrInvalidRequest) || !strings.Contains(err.Error(), tc.rule.Name) {
-				t.Errorf("Do = %v, want ErrInvalidRequest naming the rule %q", err, tc.rule.Name)
+			if !errors.Is(err, wecom.ErrInvalidRequest) || !strings.Contains(err.Error(), tc.rule.Name) || !strings.Contains(err.Error(), "WithKeys") {
+				t.Errorf("New or Do = %v, want ErrInvalidRequest naming the rule %q and WithKeys", err, tc.rule.Name)
 			}
 			if n := calls.Load(); n != 0 {
 				t.Errorf("%d requests sent", n)
@@ -91,16 +95,17 @@ func TestDoRefusesRulesItCannotCount(t *testing.T) {
 	}
 }
 
-// A typed method whose endpoint got a per-member limit with WithRule fails
-// naming the rule rather than send a call it cannot count.
+// A typed method whose endpoint reads its keys, given with WithRule a
+// limit its keys do not say (members, for mark_tag that names a customer),
+// fails naming the rule rather than send a call it cannot count.
 func TestTypedCallRefusesRulesItCannotCount(t *testing.T) {
 	t.Parallel()
 	url, _, calls := inFlightServer(t, 0)
 	rule := catalog.Rule{Name: "member-minute", Scope: catalog.ScopeAppMember, Group: "msg", Limit: 30, Per: catalog.Minute}
-	c := doClient(t, url, wecom.WithRule(catalog.TagCreate.Path(), rule))
-	_, err := c.Tags.Create(context.Background(), wecom.TagCreateRequest{Name: "t"})
+	c := doClient(t, url, wecom.WithRule(catalog.MarkTag.Path(), rule))
+	err := c.CustomerTags.Mark(context.Background(), wecom.MarkTagRequest{UserID: "u", ExternalUserID: "wm", AddTags: []string{"et1"}})
 	if !errors.Is(err, wecom.ErrInvalidRequest) || !strings.Contains(err.Error(), rule.Name) {
-		t.Errorf("Tags.Create = %v, want ErrInvalidRequest naming the rule %q", err, rule.Name)
+		t.Errorf("CustomerTags.Mark = %v, want ErrInvalidRequest naming the rule %q", err, rule.Name)
 	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("%d requests sent", n)
@@ -128,5 +133,106 @@ func TestDoEnforcesRulesItCanCount(t *testing.T) {
 	}
 	if n := calls.Load(); n != 12 {
 		t.Errorf("%d calls reached the server, want 12", n)
+	}
+}
+
+// resourceServer answers every call with success after latency and
+// records, per resource (the body's "id"), the most calls it had in flight
+// at once.
+func resourceServer(t *testing.T, latency time.Duration) (url string, peaks func() map[string]int) {
+	t.Helper()
+	var mu sync.Mutex
+	now, peak := map[string]int{}, map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ ID string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		now[body.ID]++
+		peak[body.ID] = max(peak[body.ID], now[body.ID])
+		mu.Unlock()
+		time.Sleep(latency)
+		mu.Lock()
+		now[body.ID]--
+		mu.Unlock()
+		_, _ = w.Write([]byte(`{"errcode":0,"errmsg":"ok"}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(peak)
+	}
+}
+
+// idKeys reads a test request's resource, its "id".
+func idKeys(_ url.Values, body []byte) (catalog.Keys, error) {
+	var r struct{ ID string }
+	if err := json.Unmarshal(body, &r); err != nil || r.ID == "" {
+		return catalog.Keys{}, fmt.Errorf("%w: no id", catalog.ErrNoKeys)
+	}
+	return catalog.Keys{Resource: r.ID}, nil
+}
+
+// Do enforces a per-resource rule on a path the SDK does not wrap once
+// WithKeys says how to read the resource: one call at a time per resource,
+// resources side by side; a request without it is refused unsent.
+func TestDoEnforcesKeyedRules(t *testing.T) {
+	t.Parallel()
+	srv, peaks := resourceServer(t, 10*time.Millisecond)
+	c := doClient(t, srv, wecom.WithKeys(unwrapped, idKeys),
+		wecom.WithRule(unwrapped, catalog.Rule{Name: "one-at-a-time", Scope: catalog.ScopeResource, InFlight: 1}))
+	var wg sync.WaitGroup
+	for i := range 24 {
+		wg.Go(func() {
+			if err := c.Do(context.Background(), http.MethodPost, unwrapped, nil, map[string]any{"id": fmt.Sprint("r", i%3)}, nil); err != nil {
+				t.Errorf("Do: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := peaks(); len(got) != 3 || got["r0"] != 1 || got["r1"] != 1 || got["r2"] != 1 {
+		t.Errorf("the most calls in flight per resource: %v, want 1 for each of r0, r1, r2", got)
+	}
+	err := c.Do(context.Background(), http.MethodPost, unwrapped, nil, map[string]any{"x": 1}, nil)
+	if !errors.Is(err, wecom.ErrInvalidRequest) || !errors.Is(err, catalog.ErrNoKeys) {
+		t.Errorf("Do without the resource = %v, want ErrInvalidRequest matching catalog.ErrNoKeys", err)
+	}
+}
+
+// Do on mark_tag takes the lock of the customer its body names, with the
+// catalog's Keys, as the typed method does: many Do calls on three
+// customers at once, against the mock that refuses two edits of one
+// customer at a time with 45033, all succeed and none is refused.
+func TestDoLocksTheCustomerItEdits(t *testing.T) {
+	t.Parallel()
+	srv, err := mock.New(mock.Config{Latency: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddApp("wwdo", "secret-do")
+	srv.AddCustomers("wwdo", "u1", "wm0", "wm1", "wm2")
+	hs := srv.Start()
+	t.Cleanup(hs.Close)
+	c, err := wecom.New("wwdo", "secret-do", wecom.WithBaseURL(hs.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	g, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: "g", Tags: []wecom.CorpTagSpec{{Name: "t"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Go(func() {
+			body := map[string]any{"userid": "u1", "external_userid": fmt.Sprint("wm", i%3), "add_tag": []string{g.Tags[0].ID}}
+			if err := c.Do(ctx, http.MethodPost, catalog.MarkTag.Path(), nil, body, nil); err != nil {
+				t.Errorf("Do: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if st := srv.Stats(); st.Refusals[wecom.CodeConcurrencyLimited] != 0 || st.MarkCalls != 30 {
+		t.Errorf("%d answers 45033 and %d marks, want none and 30", st.Refusals[wecom.CodeConcurrencyLimited], st.MarkCalls)
 	}
 }

@@ -232,6 +232,9 @@ func (e *RateLimitError) Unwrap() error { return e.Err }
 type ValidationError struct {
 	Field  string
 	Reason string
+	// Err is the cause, when another package found the problem (a
+	// catalog.KeysFunc's error, matching catalog.ErrNoKeys).
+	Err error
 }
 
 // Error describes the problem.
@@ -241,6 +244,9 @@ func (e *ValidationError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidRequest) true.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// Unwrap returns the cause, if any.
+func (e *ValidationError) Unwrap() error { return e.Err }
 
 func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}

@@ -180,8 +180,9 @@ func (c *Client) block(path string, el *endpointLimits, now time.Time) time.Dura
 // resolves it against the catalog.
 type override struct {
 	limits  Limits
-	rules   []catalog.Rule // added or replaced, by name
-	without []string       // rules removed, by name
+	rules   []catalog.Rule   // added or replaced, by name
+	without []string         // rules removed, by name
+	keys    catalog.KeysFunc // WithKeys
 }
 
 // resolveLimits builds the client's table: every catalog endpoint and every
@@ -210,11 +211,9 @@ func (c *Client) resolveLimits() error {
 }
 
 // counted fails, naming the rule, when a rule of cl's endpoint counts what
-// cl does not say: the resource it edits, the members it reaches, or (a
-// call through Do, units: true) its units. Such a call would go out
-// counted against none of them. A typed call that names no units counts
-// one.
-func counted(cl *call, rules []catalog.Rule, units bool) error {
+// cl does not say: the resource it edits, the members it reaches, or its
+// units. Such a call would go out counted against none of them.
+func counted(cl *call, rules []catalog.Rule) error {
 	for _, r := range rules {
 		what := ""
 		switch {
@@ -222,7 +221,7 @@ func counted(cl *call, rules []catalog.Rule, units bool) error {
 			what = "the resource a call edits"
 		case len(cl.members) == 0 && r.Scope == catalog.ScopeAppMember:
 			what = "the members a call reaches"
-		case units && cl.weight == 0 && r.Weighted:
+		case cl.weight == 0 && r.Weighted:
 			what = "the units a call counts"
 		}
 		if what != "" {
@@ -284,16 +283,20 @@ func (o *override) resolve(el *endpointLimits) error {
 		rules = slices.Delete(rules, i, i+1)
 	}
 	for _, r := range o.rules {
-		if r.Scope == catalog.ScopeResource || r.Scope == catalog.ScopeShared {
-			if el.ep.Resource == "" {
-				return invalid("limits "+path, "rule %q is %s but the endpoint has no resource", r.Name, r.Scope)
-			}
-		}
 		rules = slices.DeleteFunc(rules, func(old catalog.Rule) bool { return old.Name == r.Name })
 		rules = append(rules, r)
 	}
 	if err := catalog.ValidateRules(rules); err != nil {
 		return invalid("limits "+path, "%v", err)
+	}
+	if o.keys != nil {
+		if el.ep.Method != "" {
+			return invalid("limits "+path, "the SDK wraps it and reads its keys itself")
+		}
+		el.ep.Keys = o.keys
+	}
+	if i := slices.IndexFunc(rules, catalog.Rule.NeedsKeys); i >= 0 && el.ep.Keys == nil {
+		return invalid("limits "+path, "rule %q (%s) counts what a request says (a resource, its members or its units), and nothing reads it: give a catalog.KeysFunc with WithKeys", rules[i].Name, rules[i])
 	}
 	el.rules, el.blockFor = rules, o.limits.BlockFor
 	return nil

@@ -2,7 +2,10 @@ package wecom
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -168,7 +171,8 @@ func TestOverrideMistakes(t *testing.T) {
 		{"remove unknown", WithoutRule(mark, "custmer"), `no rule "custmer"`},
 		{"bad rule", WithRule(mark, catalog.Rule{Name: "x", Scope: catalog.ScopeAPI}), "exactly one"},
 		{"second in-flight cap", WithRule(mark, catalog.Rule{Name: "x", Scope: catalog.ScopeAPI, InFlight: 2}), "second cap"},
-		{"shared rule without resource", WithRule(catalog.TagList.Path(), catalog.Rule{Name: "x", Scope: catalog.ScopeShared, Group: "g", InFlight: 1}), "no resource"},
+		{"shared rule without keys", WithRule(catalog.TagList.Path(), catalog.Rule{Name: "x", Scope: catalog.ScopeShared, Group: "g", InFlight: 1}), "WithKeys"},
+		{"keys of a wrapped path", WithKeys(mark, catalog.CustomerKeys), "reads its keys itself"},
 		{"relative path", WithLimits("cgi-bin/x", Limits{}), "limits path"},
 		{"negative block", WithLimits(mark, Limits{BlockFor: -time.Second}), "BlockFor"},
 	} {
@@ -265,7 +269,7 @@ func TestRequestsFromRules(t *testing.T) {
 			{"{wwcorp}" + catalog.TagList.Path(), 5, base, false},
 			{"{wwcorp}" + catalog.TagList.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 7, Period: dayWindow}}, true},
 		}},
-		{"per app and member", []Option{WithAgentID(1000002), WithRule("/cgi-bin/message/send",
+		{"per app and member", []Option{WithAgentID(1000002), WithKeys("/cgi-bin/message/send", unitKeys), WithRule("/cgi-bin/message/send",
 			catalog.Rule{Name: "member", Scope: catalog.ScopeAppMember, Group: "message", Limit: 30, Per: catalog.Minute})},
 			&call{path: "/cgi-bin/message/send", members: []string{"a", "b"}}, []want{
 				{"{wwcorp}/cgi-bin/message/send", 0, base, false},
@@ -374,11 +378,11 @@ func TestWeightedRule(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock(time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC))
 	path := "/cgi-bin/message/send"
-	f := setup(t, withClock(clock.Now), WithAgentID(1000002),
+	f := setup(t, withClock(clock.Now), WithAgentID(1000002), WithKeys(path, unitKeys),
 		WithRule(path, catalog.Rule{Name: "recipients", Scope: catalog.ScopeApp, Group: "message", Limit: 10, Per: catalog.Day, Weighted: true}))
 	f.respond("POST", path, `{"errcode":0,"errmsg":"ok"}`)
 	send := func(n int) error {
-		return f.record(f.c.do(context.Background(), &call{method: "POST", path: path, body: map[string]any{}, weight: n}))
+		return f.record(f.c.Do(context.Background(), "POST", path, nil, map[string]any{"units": n}, nil))
 	}
 	for _, n := range []int{4, 4} {
 		if err := send(n); err != nil {
@@ -427,4 +431,16 @@ func TestRenewSkipsLeasesWithoutSlot(t *testing.T) {
 	if leases[1].Expires.Before(slot.Expires) {
 		t.Errorf("the slot's expiry went back: %s -> %s", slot.Expires, leases[1].Expires)
 	}
+}
+
+// unitKeys reads a test request's members ("members") and units ("units").
+func unitKeys(_ url.Values, body []byte) (catalog.Keys, error) {
+	var r struct {
+		Members []string `json:"members"`
+		Units   int      `json:"units"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return catalog.Keys{}, fmt.Errorf("%w: %v", catalog.ErrNoKeys, err)
+	}
+	return catalog.Keys{Members: r.Members, Weight: r.Units}, nil
 }

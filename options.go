@@ -115,6 +115,16 @@ func WithRule(path string, r catalog.Rule) Option {
 	return withOverride(path, func(o *override) { o.rules = append(o.rules, r) })
 }
 
+// WithKeys tells the client how to read, from the requests of a path the
+// SDK does not wrap, what its rules count per resource, per member or in
+// units (see catalog.KeysFunc), so that Do enforces the rules WithRule
+// gives it. Without it, New refuses such a rule on such a path; a wrapped
+// path reads its keys with the catalog's function, and New refuses
+// WithKeys on it.
+func WithKeys(path string, keys catalog.KeysFunc) Option {
+	return withOverride(path, func(o *override) { o.keys = keys })
+}
+
 // WithoutRule removes the limit named name from one API path. New fails if
 // the path has no such rule.
 func WithoutRule(path, name string) Option {

@@ -78,13 +78,21 @@ type Endpoint struct {
 	// ScopeShared), such as "customer (userid, external_userid)"; empty when
 	// there is none.
 	Resource string
+	// Keys reads from a request what its rules count per resource, per
+	// member or in units (see NeedsKeys); nil when they count none of it.
+	Keys KeysFunc
+	// Sample is a valid request, as WeCom's page shows it: the query of a
+	// GET ("tagid=12"), the JSON body of a POST. The shared tests send it
+	// to check the pipeline on every endpoint, and the mock reads it.
+	Sample string
 	// Rules are its default limits.
 	Rules []Rule
 }
 
-// Validate reports whether e is well formed: a path, GET or POST, and valid
-// rules with distinct names, at most one cap in flight per key, and a
-// Resource for the rules that need one.
+// Validate reports whether e is well formed: a path, GET or POST, valid
+// rules with distinct names, at most one cap in flight per key, a Resource
+// for the rules that need one, Keys for the rules that count what a request
+// says, and a Sample that is a request (whose Keys it says).
 func (e Endpoint) Validate() error {
 	if len(e.ID) < 2 || e.ID[0] != '/' {
 		return fmt.Errorf("catalog: endpoint %q: the path must start with /", e.ID)
@@ -99,6 +107,19 @@ func (e Endpoint) Validate() error {
 		if r.Scope.needsResource() && e.Resource == "" {
 			return fmt.Errorf("catalog: endpoint %s: rule %q is %s but the endpoint names no resource", e.ID, r.Name, r.Scope)
 		}
+	}
+	if r, ok := e.NeedsKeys(); ok && e.Keys == nil {
+		return fmt.Errorf("catalog: endpoint %s: rule %q (%s) counts what a request says, but the endpoint has no Keys to read it", e.ID, r.Name, r)
+	}
+	if e.Sample == "" {
+		return nil
+	}
+	q, body, err := e.SampleRequest()
+	if err == nil && e.Keys != nil {
+		_, err = e.Keys(q, body)
+	}
+	if err != nil {
+		return fmt.Errorf("catalog: endpoint %s: sample: %w", e.ID, err)
 	}
 	return nil
 }

@@ -20,6 +20,9 @@ func TestEndpointsValid(t *testing.T) {
 			t.Errorf("%s declared twice", e.ID)
 		}
 		seen[e.ID] = true
+		if e.Sample == "" && e.Method == "POST" {
+			t.Errorf("%s: a POST without a sample body", e.ID)
+		}
 		for _, r := range e.Rules {
 			if r.Source == "" {
 				t.Errorf("%s: rule %q has no source", e.ID, r.Name)
@@ -121,5 +124,34 @@ func TestDayIsChinaStandardTime(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
 	if got := Minute.BlockAt(at); got.Sub(at) != time.Minute {
 		t.Errorf("Minute.BlockAt = +%s", got.Sub(at))
+	}
+}
+
+// TestEndpointKeys: an endpoint whose rules count what a request says
+// reads it, refuses a request that does not say it, and is refused by
+// Validate without its Keys.
+func TestEndpointKeys(t *testing.T) {
+	t.Parallel()
+	e, _ := Lookup(MarkTag.Path())
+	q, body, err := e.SampleRequest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := e.Keys(q, body)
+	if err != nil || k.Resource != CustomerResource("zhangsan", "woAJ2GCAAAXtWyujaWJHDDGi0mACH71w") {
+		t.Errorf("Keys(sample) = %+v, %v", k, err)
+	}
+	for _, bad := range []string{`{"userid":"zhangsan","add_tag":["et1"]}`, `{"userid":1}`, `[`, ``} {
+		if _, err := e.Keys(nil, []byte(bad)); !errors.Is(err, ErrNoKeys) {
+			t.Errorf("Keys(%s) = %v, want ErrNoKeys", bad, err)
+		}
+	}
+	e.Keys = nil
+	if err := e.Validate(); err == nil {
+		t.Error("Validate accepted a per-customer rule without Keys")
+	}
+	e.Keys, e.Sample = CustomerKeys, `{"userid":"zhangsan"}`
+	if err := e.Validate(); !errors.Is(err, ErrNoKeys) {
+		t.Errorf("Validate of a sample without the customer = %v, want ErrNoKeys", err)
 	}
 }

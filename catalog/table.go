@@ -43,6 +43,12 @@ const (
 	GroupChatTransfer ID = "/cgi-bin/externalcontact/groupchat/transfer"
 )
 
+// The sample bodies of the transfer endpoints, on-job and resigned alike.
+const (
+	transferSample       = `{"handover_userid":"zhangsan","takeover_userid":"lisi","external_userid":["woAJ2GCAAAXtWyujaWJHDDGi0mACH71w"]}`
+	transferResultSample = `{"handover_userid":"zhangsan","takeover_userid":"lisi"}`
+)
+
 // customerSubject is the resource of the customer-edit APIs.
 const customerSubject = "customer (userid, external_userid)"
 
@@ -86,32 +92,35 @@ const (
 // Endpoints returns the catalog: every endpoint the SDK wraps, in a new
 // slice the caller may keep or change.
 func Endpoints() []Endpoint {
-	tag := func(id ID, method string, doc int, repeatable bool) Endpoint {
-		return Endpoint{ID: id, Method: method, Doc: doc, Repeatable: repeatable,
+	tag := func(id ID, method string, doc int, repeatable bool, sample string) Endpoint {
+		return Endpoint{ID: id, Method: method, Doc: doc, Repeatable: repeatable, Sample: sample,
 			Rules: with(inFlight(RuleInFlight, 5, srcTags))}
 	}
 	return []Endpoint{
 		{ID: GetToken, Method: http.MethodGet, Doc: 91039, Repeatable: true, Token: NoToken,
-			Rules: with(Rule{Name: RuleFetch, Scope: ScopeApp, InFlight: 1, Source: srcFetch})},
-		tag(TagCreate, http.MethodPost, 90210, false),
-		tag(TagUpdate, http.MethodPost, 90211, true),
-		tag(TagDelete, http.MethodGet, 90212, true),
-		tag(TagGet, http.MethodGet, 90213, true),
-		tag(TagAddUsers, http.MethodPost, 90214, true),
-		tag(TagDelUsers, http.MethodPost, 90215, true),
-		tag(TagList, http.MethodGet, 90216, true),
-		tag(CorpTagList, http.MethodPost, 92117, true),
-		tag(CorpTagAdd, http.MethodPost, 92117, false),
-		tag(CorpTagEdit, http.MethodPost, 92117, true),
-		tag(CorpTagDel, http.MethodPost, 92117, true),
-		{ID: MarkTag, Method: http.MethodPost, Doc: 92118, Repeatable: true, Resource: customerSubject,
-			Rules: with(inFlight(RuleInFlight, 5, srcMark), customerEdit())},
-		{ID: CustomerRemark, Method: http.MethodPost, Doc: 96317, Repeatable: true, Resource: customerSubject,
-			Rules: with(inFlight(RuleInFlight, 5, srcRem), customerEdit())},
+			Sample: "corpid=ww0a1b2c3d4e5f6a7b&corpsecret=SECRET",
+			Rules:  with(Rule{Name: RuleFetch, Scope: ScopeApp, InFlight: 1, Source: srcFetch})},
+		tag(TagCreate, http.MethodPost, 90210, false, `{"tagname":"UI","tagid":12}`),
+		tag(TagUpdate, http.MethodPost, 90211, true, `{"tagid":12,"tagname":"UI design"}`),
+		tag(TagDelete, http.MethodGet, 90212, true, "tagid=12"),
+		tag(TagGet, http.MethodGet, 90213, true, "tagid=12"),
+		tag(TagAddUsers, http.MethodPost, 90214, true, `{"tagid":12,"userlist":["zhangsan"],"partylist":[4]}`),
+		tag(TagDelUsers, http.MethodPost, 90215, true, `{"tagid":12,"userlist":["zhangsan"],"partylist":[4]}`),
+		tag(TagList, http.MethodGet, 90216, true, ""),
+		tag(CorpTagList, http.MethodPost, 92117, true, `{"group_id":["etXXXXXXXXXX"]}`),
+		tag(CorpTagAdd, http.MethodPost, 92117, false, `{"group_id":"etXXXXXXXXXX","tag":[{"name":"VIP"}]}`),
+		tag(CorpTagEdit, http.MethodPost, 92117, true, `{"id":"etYYYYYYYYYY","name":"VIP"}`),
+		tag(CorpTagDel, http.MethodPost, 92117, true, `{"tag_id":["etYYYYYYYYYY"]}`),
+		{ID: MarkTag, Method: http.MethodPost, Doc: 92118, Repeatable: true, Resource: customerSubject, Keys: CustomerKeys,
+			Sample: `{"userid":"zhangsan","external_userid":"woAJ2GCAAAXtWyujaWJHDDGi0mACH71w","add_tag":["etYYYYYYYYYY"]}`,
+			Rules:  with(inFlight(RuleInFlight, 5, srcMark), customerEdit())},
+		{ID: CustomerRemark, Method: http.MethodPost, Doc: 96317, Repeatable: true, Resource: customerSubject, Keys: CustomerKeys,
+			Sample: `{"userid":"zhangsan","external_userid":"woAJ2GCAAAXtWyujaWJHDDGi0mACH71w","remark":"VIP"}`,
+			Rules:  with(inFlight(RuleInFlight, 5, srcRem), customerEdit())},
 		{ID: FollowUserList, Method: http.MethodGet, Doc: 92571, Repeatable: true, Rules: base()},
-		{ID: CustomerList, Method: http.MethodGet, Doc: 96314, Repeatable: true, Rules: base()},
-		{ID: CustomerGet, Method: http.MethodGet, Doc: 92114, Repeatable: true, Rules: base()},
-		{ID: CustomerBatch, Method: http.MethodPost, Doc: 96316, Repeatable: true,
+		{ID: CustomerList, Method: http.MethodGet, Doc: 96314, Repeatable: true, Sample: "userid=zhangsan", Rules: base()},
+		{ID: CustomerGet, Method: http.MethodGet, Doc: 92114, Repeatable: true, Sample: "external_userid=woAJ2GCAAAXtWyujaWJHDDGi0mACH71w", Rules: base()},
+		{ID: CustomerBatch, Method: http.MethodPost, Doc: 96316, Repeatable: true, Sample: `{"userid_list":["zhangsan"],"limit":100}`,
 			Rules: with(inFlight(RuleInFlight, 5, srcBatch))},
 
 		// Transfers are not repeatable: an on-job one sent twice may count
@@ -119,13 +128,15 @@ func Endpoints() []Endpoint {
 		// (document/path/92125; a cap no Rule expresses, answered per
 		// customer with 40128), and a repeat of either kind would report
 		// customers it had just handed over as pending (40129).
-		{ID: TransferCustomer, Method: http.MethodPost, Doc: 92125, Rules: base()},
-		{ID: TransferResult, Method: http.MethodPost, Doc: 94088, Repeatable: true, Rules: base()},
-		{ID: ResignedTransferCustomer, Method: http.MethodPost, Doc: 94081, Rules: base()},
-		{ID: ResignedTransferResult, Method: http.MethodPost, Doc: 94082, Repeatable: true, Rules: base()},
+		{ID: TransferCustomer, Method: http.MethodPost, Doc: 92125, Sample: transferSample, Rules: base()},
+		{ID: TransferResult, Method: http.MethodPost, Doc: 94088, Repeatable: true, Sample: transferResultSample, Rules: base()},
+		{ID: ResignedTransferCustomer, Method: http.MethodPost, Doc: 94081, Sample: transferSample, Rules: base()},
+		{ID: ResignedTransferResult, Method: http.MethodPost, Doc: 94082, Repeatable: true, Sample: transferResultSample, Rules: base()},
 
-		{ID: GroupChatList, Method: http.MethodPost, Doc: 93414, Repeatable: true, Rules: base()},
-		{ID: GroupChatGet, Method: http.MethodPost, Doc: 96338, Repeatable: true, Rules: base()},
+		{ID: GroupChatList, Method: http.MethodPost, Doc: 93414, Repeatable: true,
+			Sample: `{"status_filter":0,"owner_filter":{"userid_list":["zhangsan"]},"limit":10}`, Rules: base()},
+		{ID: GroupChatGet, Method: http.MethodPost, Doc: 96338, Repeatable: true,
+			Sample: `{"chat_id":"wrOgQhDgAAMYQiS5ol9G7gK9JVAAAA","need_name":1}`, Rules: base()},
 		// groupchat/transfer (document/path/92127; 96334 in the
 		// service-provider edition) is not repeatable. Sending it twice
 		// does not move a group twice, but the second call finds the
@@ -135,7 +146,8 @@ func Endpoints() []Endpoint {
 		// error of unknown outcome reads the groups with groupchat/get.
 		// Its 300 groups a day per former owner is a cap per member and
 		// day that no Rule expresses.
-		{ID: GroupChatTransfer, Method: http.MethodPost, Doc: 92127, Rules: base()},
+		{ID: GroupChatTransfer, Method: http.MethodPost, Doc: 92127,
+			Sample: `{"chat_id_list":["wrOgQhDgAAMYQiS5ol9G7gK9JVAAAA"],"new_owner":"lisi"}`, Rules: base()},
 	}
 }
 

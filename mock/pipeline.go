@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -119,13 +117,8 @@ type tokenAnswer struct {
 type token struct {
 	value   string
 	corp    string
+	app     string // the app it was issued to (appOf its secret)
 	expires time.Time
-}
-
-// rateLog is the sliding log of one (corp, API).
-type rateLog struct {
-	calls        []time.Time // sorted
-	blockedUntil time.Time
 }
 
 type faultKind int
@@ -169,13 +162,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	now := s.now()
-	var c *corp
+	var (
+		c   *corp
+		tok *token
+		cs  []counted
+	)
 	aerr := wrongMethod(r.Method, rt.Method)
 	if aerr == nil {
-		c, aerr = s.checkToken(query.Get("access_token"), now)
+		c, tok, aerr = s.checkToken(query.Get("access_token"), now)
 	}
-	if aerr == nil && !s.admitRate(apiKey{c.id, path}, rt, now) {
-		aerr = errf(codeFreqLimit, "api freq out of limit")
+	if aerr == nil {
+		var units int
+		cs, units = countedKeys(rt, c, tok, ip, in)
+		if !s.admitRate(cs, units, now) {
+			aerr = errf(codeFreqLimit, "api freq out of limit")
+		}
 	}
 	if aerr != nil {
 		out := s.errorAnswer(aerr, ip, now, true)
@@ -199,7 +200,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, badGatewayBody)
 		return
 	}
-	adm, aerr := s.admit(c.id, rt, in)
+	adm, aerr := s.admit(rt, cs)
 	if aerr != nil {
 		out := s.errorAnswer(aerr, ip, now, true)
 		s.mu.Unlock()
@@ -315,7 +316,7 @@ func (s *Server) getToken(q url.Values, ip string) []byte {
 		return s.errorAnswer(errf(codeInvalidSecret, "invalid credential"), ip, now, true)
 	}
 	if tok == nil || !now.Before(tok.expires) {
-		tok = &token{value: newTokenValue(), corp: c.id, expires: now.Add(s.tokenTTL)}
+		tok = &token{value: newTokenValue(), corp: c.id, app: appOf(secret), expires: now.Add(s.tokenTTL)}
 		s.tokens[tok.value] = tok
 		c.apps[secret] = tok
 	}
@@ -334,56 +335,18 @@ func newTokenValue() string {
 }
 
 // checkToken finds the corp of an access token. s.mu must be held.
-func (s *Server) checkToken(value string, now time.Time) (*corp, *apiError) {
+func (s *Server) checkToken(value string, now time.Time) (*corp, *token, *apiError) {
 	if value == "" {
-		return nil, errf(codeTokenMissing, "access_token missing")
+		return nil, nil, errf(codeTokenMissing, "access_token missing")
 	}
 	tok := s.tokens[value]
 	if tok == nil {
-		return nil, errf(codeInvalidToken, "invalid access_token")
+		return nil, nil, errf(codeInvalidToken, "invalid access_token")
 	}
 	if !now.Before(tok.expires) {
-		return nil, errf(codeTokenExpired, "access_token expired")
+		return nil, nil, errf(codeTokenExpired, "access_token expired")
 	}
-	return s.corps[tok.corp], nil
-}
-
-// admitRate records a call in the sliding log of key, or reports false when
-// the key is blocked or the call would exceed a window (which blocks the
-// key for that window's period). Refused calls are not recorded. s.mu must
-// be held.
-func (s *Server) admitRate(key apiKey, rt *route, now time.Time) bool {
-	if len(rt.windows) == 0 {
-		return true
-	}
-	rl := s.rates[key]
-	if rl == nil {
-		rl = &rateLog{}
-		s.rates[key] = rl
-	}
-	if now.Before(rl.blockedUntil) {
-		return false
-	}
-	// after returns the index of the first call later than t.
-	after := func(t time.Time) int {
-		return sort.Search(len(rl.calls), func(i int) bool { return rl.calls[i].After(t) })
-	}
-	rl.calls = rl.calls[after(now.Add(-rt.maxPeriod)):]
-	end := after(now) // calls in (now-Period, now] are [after(now-Period), end)
-	exceeded := false
-	for _, w := range rt.windows {
-		if end-after(now.Add(-w.Period))+1 > w.Limit {
-			exceeded = true
-			if until := now.Add(w.Period); until.After(rl.blockedUntil) {
-				rl.blockedUntil = until
-			}
-		}
-	}
-	if exceeded {
-		return false
-	}
-	rl.calls = slices.Insert(rl.calls, end, now)
-	return true
+	return s.corps[tok.corp], tok, nil
 }
 
 // drawFault decides the fault of one call. s.mu must be held.
@@ -413,61 +376,6 @@ func (s *Server) serviceTime() time.Duration {
 		d += time.Duration((2*s.rng.Float64() - 1) * float64(s.jitter))
 	}
 	return max(d, 0)
-}
-
-// admission is the in-flight slots one call holds.
-type admission struct {
-	key         apiKey
-	customer    customerKey
-	hasCustomer bool
-}
-
-// admit takes the call's in-flight slots, or refuses it with 45033.
-// s.mu must be held.
-func (s *Server) admit(corpID string, rt *route, in *input) (admission, *apiError) {
-	adm := admission{key: apiKey{corpID, string(rt.ID)}}
-	if rt.lock != "" {
-		var req customerRef
-		if !in.bodyErr && json.Unmarshal(in.body, &req) == nil &&
-			req.UserID != "" && req.ExternalUserID != "" {
-			adm.customer = customerKey{corpID, rt.lock, req.UserID, req.ExternalUserID}
-			adm.hasCustomer = true
-		}
-	}
-	if rt.inFlight > 0 && s.inFlight[adm.key] >= rt.inFlight {
-		return adm, errf(codeConcurrent, "api concurrent out of limit")
-	}
-	if adm.hasCustomer && rt.perCustomer > 0 && s.customerInFlight[adm.customer] >= rt.perCustomer {
-		return adm, errf(codeConcurrent, "api concurrent out of limit")
-	}
-	s.inFlight[adm.key]++
-	if n := s.inFlight[adm.key]; n > s.stats.MaxInFlight[string(rt.ID)] {
-		s.stats.MaxInFlight[string(rt.ID)] = n
-	}
-	if adm.hasCustomer {
-		s.customerInFlight[adm.customer]++
-	}
-	return adm, nil
-}
-
-// customerRef is the customer a customer-edit request names.
-type customerRef struct {
-	UserID         string `json:"userid"`
-	ExternalUserID string `json:"external_userid"`
-}
-
-// release gives back the slots taken by admit.
-func (s *Server) release(adm admission) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inFlight[adm.key]--; s.inFlight[adm.key] <= 0 {
-		delete(s.inFlight, adm.key)
-	}
-	if adm.hasCustomer {
-		if s.customerInFlight[adm.customer]--; s.customerInFlight[adm.customer] <= 0 {
-			delete(s.customerInFlight, adm.customer)
-		}
-	}
 }
 
 // errorAnswer renders an error answer with WeCom's errmsg suffix and, when

@@ -2,7 +2,6 @@ package mock
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/wecomkit/wecom/catalog"
 )
@@ -14,15 +13,8 @@ type route struct {
 	catalog.Endpoint
 	// apply is nil for gettoken, which has its own path through serve.
 	apply func(c *corp, in *input) (any, *apiError)
-	// inFlight caps the calls in flight per (corp, API); 0: no cap.
-	inFlight int
-	// lock names the per-customer lock (a rule's group, shared by the APIs
-	// naming it) and perCustomer caps its calls in flight; "" or 0: none.
-	lock        string
-	perCustomer int
-	// windows are the rate windows per (corp, API), maxPeriod the longest.
-	windows   []Window
-	maxPeriod time.Duration
+	// limits are its rules as the Server enforces them (see admission.go).
+	limits []limit
 }
 
 // handlers maps every endpoint of the catalog to the Server's handler.
@@ -75,35 +67,11 @@ func newRoutes(cfg Config) (map[string]*route, error) {
 			rt.apply = settlingTransfers(h)
 		}
 		if h != nil { // gettoken is not limited
-			rt.limit(cfg)
+			rt.limits = limits(e.Rules, cfg)
 		}
 		rts[string(e.ID)] = rt
 	}
 	return rts, nil
-}
-
-// limit sets the route's limits from its rules and cfg. Day rules are not
-// enforced: the mock's windows slide.
-func (rt *route) limit(cfg Config) {
-	for _, r := range rt.Rules {
-		switch {
-		case r.Scope == catalog.ScopeAPI && r.InFlight > 0:
-			rt.inFlight = override(cfg.Concurrency, r.InFlight)
-		case (r.Scope == catalog.ScopeShared || r.Scope == catalog.ScopeResource) && r.InFlight > 0:
-			rt.lock, rt.perCustomer = r.Group, override(cfg.PerCustomerConcurrency, r.InFlight)
-			if rt.lock == "" {
-				rt.lock = string(rt.ID)
-			}
-		case r.Scope == catalog.ScopeAPI && r.IsRate() && r.Per != catalog.Day && cfg.Windows == nil:
-			rt.windows = append(rt.windows, Window{Limit: r.Limit, Period: r.Per.Duration()})
-		}
-	}
-	if cfg.Windows != nil {
-		rt.windows = cfg.Windows
-	}
-	for _, w := range rt.windows {
-		rt.maxPeriod = max(rt.maxPeriod, w.Period)
-	}
 }
 
 // override returns the cap a Config field sets over the catalog's: zero

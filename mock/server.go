@@ -148,23 +148,18 @@ type Server struct {
 	routes   map[string]*route
 	jitter   time.Duration
 
-	mu               sync.Mutex
-	latency          time.Duration
-	faults           Faults
-	rng              *rand.Rand
-	corps            map[string]*corp
-	tokens           map[string]*token
-	rates            map[apiKey]*rateLog
-	inFlight         map[apiKey]int
-	customerInFlight map[customerKey]int
-	stats            Stats
-	scripts          []*Script
-	hintSeq          uint64
+	mu       sync.Mutex
+	latency  time.Duration
+	faults   Faults
+	rng      *rand.Rand
+	corps    map[string]*corp
+	tokens   map[string]*token
+	rates    map[limitKey]*rateLog
+	inFlight map[limitKey]int
+	stats    Stats
+	scripts  []*Script
+	hintSeq  uint64
 }
-
-type apiKey struct{ corp, path string }
-
-type customerKey struct{ corp, lock, user, external string }
 
 // New returns a Server configured by cfg. It fails when cfg.Latency or
 // cfg.TokenTTL is negative, when cfg.LatencyJitter is negative or over
@@ -195,17 +190,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		now:              cfg.Now,
-		tokenTTL:         cfg.TokenTTL,
-		routes:           routes,
-		jitter:           cfg.LatencyJitter,
-		latency:          cfg.Latency,
-		corps:            make(map[string]*corp),
-		tokens:           make(map[string]*token),
-		rates:            make(map[apiKey]*rateLog),
-		inFlight:         make(map[apiKey]int),
-		customerInFlight: make(map[customerKey]int),
-		stats:            newStats(),
+		now:      cfg.Now,
+		tokenTTL: cfg.TokenTTL,
+		routes:   routes,
+		jitter:   cfg.LatencyJitter,
+		latency:  cfg.Latency,
+		corps:    make(map[string]*corp),
+		tokens:   make(map[string]*token),
+		rates:    make(map[limitKey]*rateLog),
+		inFlight: make(map[limitKey]int),
+		stats:    newStats(),
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -1,0 +1,87 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+)
+
+// Keys is what one call counts against the rules that count per resource,
+// per member or in units: read from the call's request by its endpoint's
+// KeysFunc, the same function for the client, Client.Do and the mock.
+type Keys struct {
+	// Resource is what ScopeResource, ScopeShared and ScopeRobot rules count
+	// per (a customer, a robot); empty when the call names none.
+	Resource string
+	// Members are the members a call reaches, each counted by the
+	// ScopeAppMember rules.
+	Members []string
+	// Weight is the units a call counts against weighted rules (0: 1).
+	Weight int
+}
+
+// A KeysFunc reads a call's Keys from its request: the query and, for a
+// POST, the JSON body. It fails when the request does not say what the
+// endpoint's rules count (a customer edit without the customer): such a
+// call is never sent.
+type KeysFunc func(query url.Values, body []byte) (Keys, error)
+
+// ErrNoKeys matches the errors of a KeysFunc: the request does not say what
+// the endpoint's rules count.
+var ErrNoKeys = errors.New("the request does not say what its limits count")
+
+// CustomerKeys reads the customer a customer edit names (userid and
+// external_userid of its body): the resource of mark_tag and remark.
+func CustomerKeys(_ url.Values, body []byte) (Keys, error) {
+	var c struct {
+		UserID         string `json:"userid"`
+		ExternalUserID string `json:"external_userid"`
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
+		return Keys{}, fmt.Errorf("%w: the customer: %v", ErrNoKeys, err)
+	}
+	if c.UserID == "" || c.ExternalUserID == "" {
+		return Keys{}, fmt.Errorf("%w: the customer: userid and external_userid are required", ErrNoKeys)
+	}
+	return Keys{Resource: CustomerResource(c.UserID, c.ExternalUserID)}, nil
+}
+
+// CustomerResource names the customer externalUserID of member userID as a
+// resource.
+func CustomerResource(userID, externalUserID string) string {
+	return userID + "|" + externalUserID
+}
+
+// NeedsKeys reports whether r counts what only a request says: a
+// resource, members, or units.
+func (r Rule) NeedsKeys() bool {
+	return r.Scope.needsResource() || r.Scope == ScopeRobot || r.Scope == ScopeAppMember || r.Weighted
+}
+
+// NeedsKeys reports whether a call of e must say what its rules count, and
+// returns the first rule that needs it.
+func (e Endpoint) NeedsKeys() (Rule, bool) {
+	for _, r := range e.Rules {
+		if r.NeedsKeys() {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// SampleRequest returns the query and body of e's Sample: for a GET, the
+// query it holds; for a POST, the JSON body.
+func (e Endpoint) SampleRequest() (url.Values, []byte, error) {
+	if e.Method == "GET" {
+		q, err := url.ParseQuery(e.Sample)
+		if err != nil {
+			return nil, nil, fmt.Errorf("catalog: endpoint %s: sample query: %w", e.ID, err)
+		}
+		return q, nil, nil
+	}
+	if !json.Valid([]byte(e.Sample)) {
+		return nil, nil, fmt.Errorf("catalog: endpoint %s: the sample body is not JSON", e.ID)
+	}
+	return url.Values{}, []byte(e.Sample), nil
+}

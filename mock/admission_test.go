@@ -1,0 +1,93 @@
+package mock
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/wecomkit/wecom/catalog"
+)
+
+// sendKeys reads a test send: its robot or customer ("key"), its members
+// ("to") and its units (one per member).
+func sendKeys(_ url.Values, body []byte) (catalog.Keys, error) {
+	var r struct {
+		Key string
+		To  []string
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return catalog.Keys{}, fmt.Errorf("%w: %v", catalog.ErrNoKeys, err)
+	}
+	return catalog.Keys{Resource: r.Key, Members: r.To, Weight: len(r.To)}, nil
+}
+
+// TestAdmissionEveryScope: the Server enforces a rule of every scope from
+// the catalog's declaration alone, on the keys the endpoint's KeysFunc
+// reads: per app and member (each member a send names), weighted per app,
+// per robot, per resource in flight, per source IP.
+func TestAdmissionEveryScope(t *testing.T) {
+	t.Parallel()
+	rt := &route{Endpoint: catalog.Endpoint{ID: "/cgi-bin/test/send", Method: "POST", Keys: sendKeys, Resource: "thing", Rules: []catalog.Rule{
+		{Name: "member", Scope: catalog.ScopeAppMember, Group: "msg", Limit: 2, Per: catalog.Minute},
+		{Name: "units", Scope: catalog.ScopeApp, Group: "msg", Limit: 5, Per: catalog.Hour, Weighted: true},
+		{Name: "robot", Scope: catalog.ScopeRobot, Limit: 3, Per: catalog.Minute},
+		{Name: "one", Scope: catalog.ScopeResource, InFlight: 1},
+		{Name: "ip", Scope: catalog.ScopeIP, Limit: 100, Per: catalog.Minute},
+	}}}
+	rt.limits = limits(rt.Rules, Config{})
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &corp{id: "ww1"}
+	app1, app2, app3 := &token{app: appOf("s1")}, &token{app: appOf("s2")}, &token{app: appOf("s3")}
+	now := time.Unix(1_790_000_000, 0)
+	send := func(tok *token, body string) (admission, bool) {
+		t.Helper()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		cs, units := countedKeys(rt, c, tok, "10.0.0.1", &input{body: []byte(body)})
+		if !s.admitRate(cs, units, now) {
+			return admission{}, false
+		}
+		adm, aerr := s.admit(rt, cs)
+		return adm, aerr == nil
+	}
+	steps := []struct {
+		name string
+		tok  *token
+		body string
+		want bool
+	}{
+		{"a to a and b", app1, `{"key":"k1","to":["a","b"]}`, true},
+		{"a again: its second", app1, `{"key":"k2","to":["a"]}`, true},
+		{"a a third time, with c: none of it", app1, `{"key":"k3","to":["c","a"]}`, false},
+		{"c alone: the refusal above took nothing", app1, `{"key":"k3","to":["c"]}`, true},
+		{"the app's 5 units are used up by 2 more", app1, `{"key":"k3","to":["d","e"]}`, false},
+		{"another app counts apart", app2, `{"key":"k3","to":["a","b"]}`, true},
+		{"robot k3's third message", app2, `{"key":"k3","to":["x"]}`, true},
+		{"robot k3's fourth message", app2, `{"key":"k3","to":["y"]}`, false},
+	}
+	for _, st := range steps {
+		adm, ok := send(st.tok, st.body)
+		if ok != st.want {
+			t.Errorf("%s: admitted %v, want %v", st.name, ok, st.want)
+		}
+		if ok {
+			s.release(adm)
+		}
+	}
+	held, ok := send(app3, `{"key":"k9","to":["y"]}`)
+	if !ok {
+		t.Fatal("a send on a fresh robot and member was refused")
+	}
+	if _, ok := send(app3, `{"key":"k9","to":["z"]}`); ok {
+		t.Error("a second call of resource k9 in flight was admitted")
+	}
+	s.release(held)
+	if _, ok := send(app3, `{"key":"k9","to":["w"]}`); !ok {
+		t.Error("a call of resource k9, released, was refused")
+	}
+}
