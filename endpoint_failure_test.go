@@ -2,6 +2,7 @@ package wecom
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -26,13 +27,37 @@ type failureEndpoint struct {
 	idempotent   bool
 }
 
-// failureEndpoints lists every endpoint method of the SDK, completed from
-// the catalog.
+// failureEndpoints lists every endpoint method of the SDK, and every row of
+// the catalog called with its sample request (so that a row is covered the
+// day it is added, typed method or not), completed from the catalog.
 func failureEndpoints() []failureEndpoint {
-	eps := typedEndpoints()
+	eps := append(typedEndpoints(), rowEndpoints()...)
 	for i, ep := range eps {
 		e, _ := catalog.Lookup(ep.id.Path())
 		eps[i].method, eps[i].path, eps[i].idempotent = e.Method, e.ID.Path(), e.Repeatable
+	}
+	return eps
+}
+
+// rowEndpoints calls every row of the catalog but gettoken (which the
+// token manager calls) through the pipeline with its sample request.
+func rowEndpoints() []failureEndpoint {
+	var eps []failureEndpoint
+	for _, e := range catalog.Endpoints() {
+		if e.ID == catalog.GetToken {
+			continue
+		}
+		eps = append(eps, failureEndpoint{name: "row " + e.ID.Path(), id: e.ID, call: func(ctx context.Context, c *Client) error {
+			q, body, err := e.SampleRequest()
+			if err != nil {
+				return err
+			}
+			cl := &call{id: e.ID, query: q}
+			if body != nil {
+				cl.body = json.RawMessage(body)
+			}
+			return c.do(ctx, cl)
+		}})
 	}
 	return eps
 }
