@@ -91,3 +91,29 @@ func TestAdmissionEveryScope(t *testing.T) {
 		t.Error("a call of resource k9, released, was refused")
 	}
 }
+
+// TestAnswerOK: a row with no handler of its own is served: a request its
+// catalog row accepts succeeds, a POST body that is no JSON object answers
+// 47001, and one whose keys the row cannot read 40058.
+func TestAnswerOK(t *testing.T) {
+	t.Parallel()
+	e := catalog.Endpoint{ID: "/cgi-bin/test/edit", Method: "POST", Keys: catalog.CustomerKeys}
+	h := answerOK(e)
+	for _, tc := range []struct {
+		body string
+		code int
+	}{
+		{`{"userid":"u1","external_userid":"wm1"}`, 0},
+		{`[1]`, codeDataFormat},
+		{`{"userid":"u1"}`, codeInvalidParam},
+	} {
+		_, aerr := h(&corp{id: "ww1"}, &input{body: []byte(tc.body)})
+		code := 0
+		if aerr != nil {
+			code = aerr.code
+		}
+		if code != tc.code {
+			t.Errorf("%s: errcode %d, want %d", tc.body, code, tc.code)
+		}
+	}
+}
