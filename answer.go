@@ -26,6 +26,9 @@ type envelope struct {
 // may be running at WeCom while no answer (no HTTP status) came back: it was
 // written to a connection, or the transport cannot tell.
 func (c *Client) send(ctx context.Context, cl *call, q url.Values) (unanswered bool, err error) {
+	if cl.upload != nil || cl.download != nil {
+		return c.sendStream(ctx, cl, q)
+	}
 	var w wire
 	req := c.http.R().SetContext(httptrace.WithClientTrace(ctx, w.trace())).
 		SetQueryParamsFromValues(q).SetDoNotParseResponse(true)
@@ -48,13 +51,19 @@ func (c *Client) send(ctx context.Context, cl *call, q url.Values) (unanswered b
 	if resp.StatusCode() != http.StatusOK {
 		return false, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
 	}
+	return false, c.answer(cl, raw)
+}
+
+// answer decodes the JSON answer raw of cl (its HTTP status 200) into
+// cl.out, or into the error a caller sees.
+func (c *Client) answer(cl *call, raw []byte) error {
 	// errmsg, or a proxy's body, may echo the request: its token, our secret.
-	err = c.redactErr(decode(cl.path, cl.omitsErrcode, raw, cl.out))
+	err := c.redactErr(decode(cl.path, cl.omitsErrcode, raw, cl.out))
 	var ae *APIError
 	if errors.As(err, &ae) {
 		ae.CorpID, ae.AgentID = c.corpID, c.agentID
 	}
-	return false, err
+	return err
 }
 
 // validator is an answer type that knows what a success must carry; decode

@@ -35,6 +35,10 @@ type call struct {
 	members []string
 	// weight is the units a call counts against weighted rules (0: 1).
 	weight int
+	// upload, download: the file a call sends as multipart, or receives
+	// (codec.go); nil for JSON.
+	upload   *upload
+	download *download
 	// Set by each attempt's acquisition: the calls-in-flight cap of the
 	// API it was granted under and the configured one (0: none), and a
 	// change of the learned limit to report.
@@ -48,6 +52,17 @@ type call struct {
 	idempotent   bool
 	noToken      bool
 	omitsErrcode bool
+}
+
+// leave stops the attempt going on in the background from reading or
+// writing the file of a caller who gave up: the call returns to it.
+func (cl *call) leave() {
+	if cl.upload != nil {
+		cl.upload.g.leave()
+	}
+	if cl.download != nil {
+		cl.download.g.leave()
+	}
 }
 
 // prepare completes a call from the client's table and returns its limits.
@@ -292,6 +307,7 @@ func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, lea
 		c.observe(ctx, r.a)
 		return r.a.Err
 	case <-ctx.Done():
+		cl.leave()
 		return fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller): %w", cl.path, ctx.Err())
 	}
 }

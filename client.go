@@ -52,6 +52,8 @@ type Client struct {
 	CustomerTags *CustomerTagService
 	// Customers calls the customer contact (客户联系) APIs about customers.
 	Customers *CustomerService
+	// Media uploads and downloads files (素材).
+	Media *MediaService
 }
 
 type service struct{ client *Client }
@@ -103,6 +105,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	c.Tags = &TagService{client: c}
 	c.CustomerTags = &CustomerTagService{client: c}
 	c.Customers = &CustomerService{client: c}
+	c.Media = &MediaService{client: c}
 	return c, nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,8 +55,14 @@ func rowEndpoints() []failureEndpoint {
 				return err
 			}
 			cl := &call{id: e.ID, query: q}
-			if body != nil {
+			switch {
+			case e.Body == catalog.MultipartBody:
+				cl.upload = &upload{field: "media", filename: "a.txt", size: 12, r: strings.NewReader("hello, wecom")}
+			case body != nil:
 				cl.body = json.RawMessage(body)
+			}
+			if e.Answer == catalog.FileAnswer {
+				cl.download = &download{w: io.Discard, chunk: catalog.MediaChunkBytes, total: -1}
 			}
 			return c.do(ctx, cl)
 		}})
@@ -106,6 +114,14 @@ func typedEndpoints() []failureEndpoint {
 		}},
 		{name: "CustomerTags.Mark", id: catalog.MarkTag, call: func(ctx context.Context, c *Client) error {
 			return c.CustomerTags.Mark(ctx, MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmX", AddTags: []string{"etT"}})
+		}},
+		{name: "Media.Upload", id: catalog.MediaUpload, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Media.Upload(ctx, UploadRequest{Type: MediaFile, Filename: "a.txt", Body: strings.NewReader("hello, wecom")})
+			return err
+		}},
+		{name: "Media.Download", id: catalog.MediaGet, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Media.Download(ctx, "3a8asd892asd8asd", io.Discard)
+			return err
 		}},
 		{name: "Customers.FollowUsers", id: catalog.FollowUserList, call: func(ctx context.Context, c *Client) error {
 			_, err := c.Customers.FollowUsers(ctx)

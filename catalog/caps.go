@@ -76,3 +76,20 @@ const (
 	// (chat_id_list).
 	GroupChatTransferIDs = 100
 )
+
+// Caps of media/upload (MediaUpload, document/path/90253 and 96484) and
+// media/get (MediaGet, document/path/90254).
+const (
+	// MediaMinBytes: a file must be larger than this.
+	MediaMinBytes = 5
+	// MediaImageBytes, MediaVoiceBytes, MediaVideoBytes and MediaFileBytes
+	// are the largest uploads of each type (older pages say 2 MB for
+	// images).
+	MediaImageBytes = 10 << 20
+	MediaVoiceBytes = 2 << 20
+	MediaVideoBytes = 10 << 20
+	MediaFileBytes  = 20 << 20
+	// MediaChunkBytes is the largest Range one media/get may ask; a file
+	// larger than it fetched without Range answers 830002.
+	MediaChunkBytes = 20 << 20
+)

@@ -82,9 +82,14 @@ type Endpoint struct {
 	// member or in units (see NeedsKeys); nil when they count none of it.
 	Keys KeysFunc
 	// Sample is a valid request, as WeCom's page shows it: the query of a
-	// GET ("tagid=12"), the JSON body of a POST. The shared tests send it
-	// to check the pipeline on every endpoint, and the mock reads it.
+	// GET ("tagid=12") or of a multipart upload ("type=file"), the JSON
+	// body of another POST. The shared tests send it to check the pipeline
+	// on every endpoint, and the mock reads it.
 	Sample string
+	// Body is how a POST's request is encoded: JSON unless said.
+	Body Body
+	// Answer is how a success answers: a JSON object unless said.
+	Answer Answer
 	// Rules are its default limits.
 	Rules []Rule
 }

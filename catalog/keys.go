@@ -70,10 +70,42 @@ func (e Endpoint) NeedsKeys() (Rule, bool) {
 	return Rule{}, false
 }
 
-// SampleRequest returns the query and body of e's Sample: for a GET, the
-// query it holds; for a POST, the JSON body.
+// Body is how an endpoint's request body is encoded.
+type Body int
+
+const (
+	// JSONBody: a JSON object (the default).
+	JSONBody Body = iota
+	// MultipartBody: a multipart/form-data upload of one file (media/upload).
+	MultipartBody
+)
+
+// Answer is how an endpoint answers a success.
+type Answer int
+
+const (
+	// JSONAnswer: a JSON object with errcode 0 (the default).
+	JSONAnswer Answer = iota
+	// FileAnswer: the bytes of a file, streamed, with Range (media/get);
+	// an error still answers JSON.
+	FileAnswer
+)
+
+// MediaKeys reads the media_id of a download's query: the resource of
+// media/get, which WeCom refuses with 45033 when fetched again while it
+// serves it.
+func MediaKeys(q url.Values, _ []byte) (Keys, error) {
+	id := q.Get("media_id")
+	if id == "" {
+		return Keys{}, fmt.Errorf("%w: media_id is required", ErrNoKeys)
+	}
+	return Keys{Resource: id}, nil
+}
+
+// SampleRequest returns the query and body of e's Sample: for a GET or a
+// multipart upload, the query it holds; for another POST, the JSON body.
 func (e Endpoint) SampleRequest() (url.Values, []byte, error) {
-	if e.Method == "GET" {
+	if e.Method == "GET" || e.Body == MultipartBody {
 		q, err := url.ParseQuery(e.Sample)
 		if err != nil {
 			return nil, nil, fmt.Errorf("catalog: endpoint %s: sample query: %w", e.ID, err)

@@ -35,6 +35,13 @@ const (
 	ResignedTransferResult   ID = "/cgi-bin/externalcontact/resigned/transfer_result"
 )
 
+// The media (素材) endpoints: a temporary file uploaded for three days, and
+// a file downloaded by its media_id.
+const (
+	MediaUpload ID = "/cgi-bin/media/upload"
+	MediaGet    ID = "/cgi-bin/media/get"
+)
+
 // The customer group chat (客户群) endpoints: the groups the app can see, one
 // group's members, and handing the groups of a member who left to another.
 const (
@@ -67,6 +74,8 @@ const (
 	// RuleCustomer lets one call at a time edit a customer, across the APIs
 	// of GroupCustomerEdit.
 	RuleCustomer = "customer"
+	// RuleMedia lets one download of a media_id run at a time.
+	RuleMedia = "media"
 	// RuleFetch lets one token fetch at a time run per app: the client holds
 	// it around looking in the token store, fetching and storing, so that a
 	// process that waited finds the token another one fetched.
@@ -86,6 +95,7 @@ const (
 	srcEdit  = "staff answer: two edits of one customer at once fail with 45033"
 	srcMark  = "staff answer: mark_tag at most 5 in flight"
 	srcBatch = "community: 45033 reported on batch/get_by_user with no number given; the SDK assumes 5 in flight, as staff gave for mark_tag and remark"
+	srcMedia = "official help for 45033 (wecom-api.md): fetching the same media_id repeatedly; one at a time is the SDK's assumption"
 	srcRem   = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
 )
 
@@ -146,6 +156,11 @@ func Endpoints() []Endpoint {
 		// error of unknown outcome reads the groups with groupchat/get.
 		// Its 300 groups a day per former owner is a cap per member and
 		// day that no Rule expresses.
+		// A repeated upload stores a second copy, harmless: media expire
+		// after three days.
+		{ID: MediaUpload, Method: http.MethodPost, Doc: 90253, Repeatable: true, Body: MultipartBody, Sample: "type=file", Rules: base()},
+		{ID: MediaGet, Method: http.MethodGet, Doc: 90254, Repeatable: true, Answer: FileAnswer, Resource: "media (media_id)", Keys: MediaKeys,
+			Sample: "media_id=3a8asd892asd8asd", Rules: with(Rule{Name: RuleMedia, Scope: ScopeResource, InFlight: 1, Source: srcMedia})},
 		{ID: GroupChatTransfer, Method: http.MethodPost, Doc: 92127,
 			Sample: `{"chat_id_list":["wrOgQhDgAAMYQiS5ol9G7gK9JVAAAA"],"new_owner":"lisi"}`, Rules: base()},
 	}

@@ -43,6 +43,8 @@ type corp struct {
 	// groupChats: chat_id → the customer group chat (nil until one is
 	// added).
 	groupChats map[string]*GroupChat
+	// media: the files (nil until one is stored).
+	media *mediaStore
 }
 
 type markKey struct{ user, external string }

@@ -17,12 +17,14 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 )
 
-// maxBodyBytes bounds the request body read; a longer body answers 47001.
-const maxBodyBytes int64 = 8 << 20
+// maxBodyBytes bounds the request body read (a 20 MB upload and its
+// multipart framing); a longer body answers 47001.
+const maxBodyBytes int64 = 21 << 20
 
 // input is what an endpoint sees of a request.
 type input struct {
 	query   url.Values
+	header  http.Header
 	body    []byte
 	bodyErr bool // the body could not be read whole
 	now     time.Time
@@ -158,7 +160,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, s.getToken(query, ip))
 		return
 	}
-	in := &input{query: query, body: body, bodyErr: bodyErr}
+	in := &input{query: query, header: r.Header, body: body, bodyErr: bodyErr}
 
 	s.mu.Lock()
 	now := s.now()
@@ -215,20 +217,28 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
-	writeJSON(w, s.execute(adm, wait, c, rt, in, ip, fault == faultMalformed))
+	out, file := s.execute(adm, wait, c, rt, in, ip, fault == faultMalformed)
+	if file != nil {
+		s.writeFile(w, in, file, ip)
+		return
+	}
+	writeJSON(w, out)
 }
 
 // execute waits the service time, then applies the call, and releases the
 // call's concurrency slots before its answer can be seen. Nothing the client
 // does ends it early.
 func (s *Server) execute(adm admission, wait time.Duration,
-	c *corp, rt *route, in *input, ip string, malformed bool) []byte {
+	c *corp, rt *route, in *input, ip string, malformed bool) ([]byte, *fileAnswer) {
 	defer s.release(adm)
 	sleepCtx(context.Background(), wait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in.now = s.now()
 	answer, aerr := rt.apply(c, in)
+	if f, ok := answer.(*fileAnswer); ok && aerr == nil && !malformed {
+		return nil, f
+	}
 	var out []byte
 	if aerr != nil {
 		out = s.errorAnswer(aerr, ip, in.now, !malformed)
@@ -242,7 +252,7 @@ func (s *Server) execute(adm admission, wait time.Duration,
 		// Half of a JSON object never holds its closing brace.
 		out = out[:len(out)/2]
 	}
-	return out
+	return out, nil
 }
 
 // spinFor is the end of a wait that sleepCtx spends yielding rather than on a

@@ -50,6 +50,9 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.TransferResult:           (*corp).transferResult,
 		catalog.ResignedTransferCustomer: (*corp).resignedTransferCustomer,
 		catalog.ResignedTransferResult:   (*corp).resignedTransferResult,
+
+		catalog.MediaUpload: (*corp).mediaUpload,
+		catalog.MediaGet:    (*corp).mediaGet,
 	}
 }
 

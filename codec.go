@@ -1,0 +1,238 @@
+// The bodies other than JSON: a multipart upload streamed from an
+// io.Reader, and a file downloaded to an io.Writer in Range chunks. Both
+// go through the pipeline as any call (limits, token, retries); only the
+// HTTP exchange differs.
+
+package wecom
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// guard stops a caller's reader or writer being used once the caller has
+// gone: an attempt whose caller gave up goes on in the background (see
+// exchange), and must not touch the caller's file after the call returned.
+type guard struct {
+	mu   sync.Mutex
+	gone bool
+}
+
+// leave marks the caller gone, once no read or write is under way.
+func (g *guard) leave() {
+	g.mu.Lock()
+	g.gone = true
+	g.mu.Unlock()
+}
+
+var errCallerGone = errors.New("the caller gave up: its reader or writer is no longer used")
+
+// upload is a call's multipart body: one file in the form field field.
+type upload struct {
+	field, filename string
+	size            int64
+	r               io.Reader
+	started         bool // a previous attempt read from r
+	g               guard
+}
+
+// Read reads the caller's file, until the caller has gone.
+func (u *upload) Read(p []byte) (int, error) {
+	u.g.mu.Lock()
+	defer u.g.mu.Unlock()
+	if u.g.gone {
+		return 0, errCallerGone
+	}
+	return u.r.Read(p)
+}
+
+// body returns the request body of one attempt and its length: the file
+// from its start (an io.Seeker is rewound for a retry; another reader can
+// be sent once), between a multipart head and tail.
+func (u *upload) body() (io.Reader, int64, string, error) {
+	if u.started {
+		s, ok := u.r.(io.Seeker)
+		if !ok {
+			return nil, 0, "", invalid("upload", "the file was read by an attempt that failed, and cannot be read again: give an io.ReadSeeker to let the SDK retry")
+		}
+		if _, err := s.Seek(0, io.SeekStart); err != nil {
+			return nil, 0, "", fmt.Errorf("wecom: rewinding the upload: %w", err)
+		}
+	}
+	u.started = true
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	boundary := hex.EncodeToString(b[:])
+	// WeCom reads the name raw, in UTF-8: not RFC 2231's filename*, not
+	// URL-encoded (peers that did so got mangled names).
+	head := fmt.Sprintf("--%s\r\nContent-Disposition: form-data; name=%q; filename=\"%s\"; filelength=%d\r\nContent-Type: application/octet-stream\r\n\r\n",
+		boundary, u.field, u.filename, u.size)
+	tail := "\r\n--" + boundary + "--\r\n"
+	body := io.MultiReader(strings.NewReader(head), io.LimitReader(u, u.size), strings.NewReader(tail))
+	return body, int64(len(head)) + u.size + int64(len(tail)), "multipart/form-data; boundary=" + boundary, nil
+}
+
+// download receives a file in Range chunks of at most chunk bytes into w.
+type download struct {
+	w      io.Writer
+	chunk  int64
+	offset int64 // bytes written to w
+	total  int64 // the file's size; -1 until an answer says it
+	file   DownloadedFile
+	g      guard
+}
+
+// Write writes to the caller's writer, until the caller has gone.
+func (d *download) Write(p []byte) (int, error) {
+	d.g.mu.Lock()
+	defer d.g.mu.Unlock()
+	if d.g.gone {
+		return 0, errCallerGone
+	}
+	n, err := d.w.Write(p)
+	d.offset += int64(n)
+	return n, err
+}
+
+// receive copies one answer that carries file bytes into the writer: a
+// 206 whose Content-Range starts where the writer is, or a 200 with the
+// whole file (the part already written skipped).
+func (d *download) receive(resp *http.Response) error {
+	start, total := int64(0), resp.ContentLength
+	if resp.StatusCode == http.StatusPartialContent {
+		var err error
+		if start, total, err = contentRange(resp.Header.Get("Content-Range")); err != nil {
+			return err
+		}
+	}
+	name := ""
+	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
+		name = params["filename"]
+	}
+	d.g.mu.Lock()
+	offset := d.offset
+	d.file.Name, d.file.ContentType = name, resp.Header.Get("Content-Type")
+	d.g.mu.Unlock()
+	if start > offset || total >= 0 && offset > total {
+		return fmt.Errorf("the answer starts at byte %d of %d, not %d", start, total, offset)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, offset-start); err != nil {
+		return err
+	}
+	_, err := io.Copy(d, resp.Body)
+	d.g.mu.Lock()
+	defer d.g.mu.Unlock()
+	if err == nil && total < 0 { // no length said: the end of the body is the end of the file
+		total = d.offset
+	}
+	d.total, d.file.Size = total, total
+	return err
+}
+
+// state returns what the download has written and knows, once no attempt
+// writes.
+func (d *download) state() (offset int64, done bool, file DownloadedFile) {
+	d.g.mu.Lock()
+	defer d.g.mu.Unlock()
+	return d.offset, d.total >= 0 && d.offset >= d.total, d.file
+}
+
+// rangeHeader asks for the next chunk.
+func (d *download) rangeHeader() string {
+	d.g.mu.Lock()
+	defer d.g.mu.Unlock()
+	return fmt.Sprintf("bytes=%d-%d", d.offset, d.offset+d.chunk-1)
+}
+
+// contentRange reads "bytes start-end/total" (total "*": unknown, -1).
+func contentRange(v string) (start, total int64, err error) {
+	rest, ok := strings.CutPrefix(v, "bytes ")
+	span, size, ok2 := strings.Cut(rest, "/")
+	first, _, ok3 := strings.Cut(span, "-")
+	if !ok || !ok2 || !ok3 {
+		return 0, 0, fmt.Errorf("bad Content-Range %q", v)
+	}
+	if start, err = strconv.ParseInt(first, 10, 64); err != nil || start < 0 {
+		return 0, 0, fmt.Errorf("bad Content-Range %q", v)
+	}
+	if size == "*" {
+		return start, -1, nil
+	}
+	if total, err = strconv.ParseInt(size, 10, 64); err != nil || total < start {
+		return 0, 0, fmt.Errorf("bad Content-Range %q", v)
+	}
+	return start, total, nil
+}
+
+// sendStream is send for a call with an upload or a download: the request
+// goes through the client's http.Client (not resty, which buffers a
+// multipart body whole), with its length when it has a body.
+func (c *Client) sendStream(ctx context.Context, cl *call, q url.Values) (unanswered bool, err error) {
+	var (
+		w      wire
+		body   io.Reader
+		length int64
+		ctype  string
+	)
+	if cl.upload != nil {
+		if body, length, ctype, err = cl.upload.body(); err != nil {
+			return false, err
+		}
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, w.trace()), cl.method, c.baseURL+cl.path+"?"+q.Encode(), body)
+	if err != nil {
+		return false, invalid("request", "%s: %v", cl.path, c.redactErr(err))
+	}
+	if body != nil {
+		req.ContentLength = length
+		req.Header.Set("Content-Type", ctype)
+	}
+	if cl.download != nil {
+		req.Header.Set("Range", cl.download.rangeHeader())
+	}
+	resp, err := c.http.GetClient().Do(req)
+	if err != nil {
+		sent := w.mayHaveArrived()
+		return sent, &TransportError{Path: cl.path, Sent: sent, Timeout: ctx.Err() != nil, Err: c.redactErr(err)}
+	}
+	defer resp.Body.Close()
+	ok := resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent
+	if cl.download != nil && ok && isFileAnswer(resp.Header) {
+		if err := cl.download.receive(resp); err != nil {
+			return false, &TransportError{Path: cl.path, Sent: true, Timeout: ctx.Err() != nil, Err: fmt.Errorf("reading the file: %w", c.redactErr(err))}
+		}
+		return false, nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return false, &TransportError{Path: cl.path, Sent: true, Timeout: ctx.Err() != nil, Err: fmt.Errorf("reading the answer: %w", c.redactErr(err))}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode}
+	}
+	err = c.answer(cl, raw)
+	if err == nil && cl.download != nil {
+		err = &ResponseError{Path: cl.path, StatusCode: resp.StatusCode, Err: errors.New("a JSON success instead of the file")}
+	}
+	return false, err
+}
+
+// isFileAnswer reports whether an answer of media/get is the file rather
+// than WeCom's JSON (an error, or a proxy's body): WeCom names the file in
+// Content-Disposition, and answers JSON without it.
+func isFileAnswer(h http.Header) bool {
+	_, params, err := mime.ParseMediaType(h.Get("Content-Disposition"))
+	t, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && params["filename"] != "" && t != "application/json"
+}

@@ -1,0 +1,340 @@
+package wecom_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/mock"
+)
+
+// mediaClient is a client of a fresh mock with one app.
+func mediaClient(t *testing.T) (*wecom.Client, *mock.Server) {
+	t.Helper()
+	srv, err := mock.New(mock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddApp("wwmedia", "secret-media")
+	hs := srv.Start()
+	t.Cleanup(hs.Close)
+	c, err := wecom.New("wwmedia", "secret-media", wecom.WithBaseURL(hs.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, srv
+}
+
+// onlyReader hides every method of a reader but Read.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// An upload goes to the mock as WeCom reads it: the file whole, its name
+// raw in UTF-8, its type; the media_id comes back and downloads the same
+// bytes and name.
+func TestMediaUploadAndDownload(t *testing.T) {
+	t.Parallel()
+	c, srv := mediaClient(t)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("季度报告 quarterly\n"), 5000)
+	for _, tc := range []struct {
+		name string
+		body io.Reader
+		size int64
+	}{
+		{"a bytes.Reader", bytes.NewReader(data), 0},
+		{"a reader with its size", onlyReader{bytes.NewReader(data)}, int64(len(data))},
+	} {
+		m, err := c.Media.Upload(ctx, wecom.UploadRequest{Type: wecom.MediaFile, Filename: "报告 2026.txt", Body: tc.body, Size: tc.size})
+		if err != nil {
+			t.Fatalf("%s: Upload: %v", tc.name, err)
+		}
+		if m.ID == "" || m.Type != wecom.MediaFile || m.CreatedAt.IsZero() {
+			t.Errorf("%s: Upload = %+v", tc.name, m)
+		}
+		name, got, ok := srv.MediaData("wwmedia", m.ID)
+		if !ok || name != "报告 2026.txt" || !bytes.Equal(got, data) {
+			t.Errorf("%s: the mock holds %q, %d bytes (equal: %v), want the name raw and the file whole", tc.name, name, len(got), bytes.Equal(got, data))
+		}
+		var out bytes.Buffer
+		f, err := c.Media.Download(ctx, m.ID, &out)
+		if err != nil || !bytes.Equal(out.Bytes(), data) || f.Name != "报告 2026.txt" || f.Size != int64(len(data)) {
+			t.Errorf("%s: Download = %+v, %v; %d bytes (equal: %v)", tc.name, f, err, out.Len(), bytes.Equal(out.Bytes(), data))
+		}
+	}
+}
+
+// Bad uploads are refused before anything is sent.
+func TestMediaUploadValidates(t *testing.T) {
+	t.Parallel()
+	c, srv := mediaClient(t)
+	for _, tc := range []struct {
+		name string
+		req  wecom.UploadRequest
+	}{
+		{"no type", wecom.UploadRequest{Filename: "a", Body: strings.NewReader("123456")}},
+		{"no name", wecom.UploadRequest{Type: wecom.MediaFile, Body: strings.NewReader("123456")}},
+		{"a quote in the name", wecom.UploadRequest{Type: wecom.MediaFile, Filename: `a"b`, Body: strings.NewReader("123456")}},
+		{"5 bytes", wecom.UploadRequest{Type: wecom.MediaFile, Filename: "a", Body: strings.NewReader("12345")}},
+		{"a voice over 2 MB", wecom.UploadRequest{Type: wecom.MediaVoice, Filename: "a", Body: bytes.NewReader(make([]byte, catalog.MediaVoiceBytes+1))}},
+		{"a size nobody says", wecom.UploadRequest{Type: wecom.MediaFile, Filename: "a", Body: onlyReader{strings.NewReader("123456")}}},
+		{"no body", wecom.UploadRequest{Type: wecom.MediaFile, Filename: "a"}},
+	} {
+		if _, err := c.Media.Upload(context.Background(), tc.req); !errors.Is(err, wecom.ErrInvalidRequest) {
+			t.Errorf("%s: %v, want ErrInvalidRequest", tc.name, err)
+		}
+	}
+	if n := srv.Stats().Calls[catalog.MediaUpload.Path()]; n != 0 {
+		t.Errorf("%d uploads sent", n)
+	}
+}
+
+// busyOnce answers the first upload "system busy" and records every body.
+func busyOnce(t *testing.T) (url string, bodies func() [][]byte) {
+	t.Helper()
+	var mu sync.Mutex
+	var got [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == catalog.GetToken.Path() {
+			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"tok-media","expires_in":7200}`)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, b)
+		n := len(got)
+		mu.Unlock()
+		if n == 1 {
+			_, _ = io.WriteString(w, `{"errcode":-1,"errmsg":"system busy"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","type":"file","media_id":"m1","created_at":"1380000000"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() [][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+}
+
+// A failed upload is sent again from the file's start when the body can be
+// rewound, and refused, saying why, when it cannot.
+func TestMediaUploadRetry(t *testing.T) {
+	t.Parallel()
+	policy := wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond})
+	data := []byte("the whole file, twice")
+	url, bodies := busyOnce(t)
+	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(url), policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: bytes.NewReader(data)}); err != nil {
+		t.Fatalf("Upload of a bytes.Reader after a busy answer: %v", err)
+	}
+	if got := bodies(); len(got) != 2 || !bytes.Contains(got[0], data) || !bytes.Contains(got[1], data) {
+		t.Errorf("%d bodies sent, want two with the whole file", len(got))
+	}
+	url, bodies = busyOnce(t)
+	c, err = wecom.New("wwmedia", "secret", wecom.WithBaseURL(url), policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: onlyReader{bytes.NewReader(data)}, Size: int64(len(data))})
+	if !errors.Is(err, wecom.ErrInvalidRequest) || !strings.Contains(err.Error(), "io.ReadSeeker") {
+		t.Errorf("Upload of a reader that cannot be rewound, after a busy answer: %v, want ErrInvalidRequest naming io.ReadSeeker", err)
+	}
+	if n := len(bodies()); n != 1 {
+		t.Errorf("%d bodies sent, want 1", n)
+	}
+}
+
+// hashWriter hashes and counts what it is given.
+type hashWriter struct {
+	h interface {
+		io.Writer
+		Sum([]byte) []byte
+	}
+	n atomic.Int64
+}
+
+func (w *hashWriter) Write(p []byte) (int, error) {
+	w.n.Add(int64(len(p)))
+	return w.h.Write(p)
+}
+
+// A 50 MB file comes in Range chunks of at most 20 MB (the mock refuses a
+// larger answer with 830002, as WeCom does), streamed: the client allocates
+// a small fraction of the file. (Not parallel: other tests' allocations
+// would count.)
+func TestMediaDownloadLargeStreamed(t *testing.T) {
+	c, srv := mediaClient(t)
+	data := make([]byte, 50<<20)
+	_, _ = rand.Read(data)
+	id := srv.AddMedia("wwmedia", "big.bin", "application/octet-stream", data)
+	want := sha256.Sum256(data)
+	data = nil
+	w := &hashWriter{h: sha256.New()}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f, err := c.Media.Download(context.Background(), id, w)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatalf("Download: %v", err)
+	}
+	if !bytes.Equal(w.h.Sum(nil), want[:]) || f.Size != 50<<20 || f.Name != "big.bin" {
+		t.Errorf("Download = %+v, %d bytes, hash equal %v", f, w.n.Load(), bytes.Equal(w.h.Sum(nil), want[:]))
+	}
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a 50 MB download allocated %.1f MB (client and in-process mock)", float64(allocated)/(1<<20))
+	if allocated > 10<<20 {
+		t.Errorf("a 50 MB download allocated %d bytes, want far less than the file", allocated)
+	}
+	if n := srv.Stats().Calls[catalog.MediaGet.Path()]; n != 3 {
+		t.Errorf("%d requests, want 3 chunks", n)
+	}
+}
+
+// cutServer serves file through a Range, but cuts the first answer's body
+// off after cut bytes; it records each Range asked.
+func cutServer(t *testing.T, file []byte, cut int) (url string, ranges func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == catalog.GetToken.Path() {
+			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"tok-media","expires_in":7200}`)
+			return
+		}
+		mu.Lock()
+		asked = append(asked, r.Header.Get("Range"))
+		first := len(asked) == 1
+		mu.Unlock()
+		var start, end int
+		_, _ = fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &start, &end)
+		end = min(end, len(file)-1)
+		w.Header().Set("Content-Disposition", `attachment; filename="f.bin"`)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end, len(file)))
+		w.Header().Set("Content-Length", fmt.Sprint(end-start+1))
+		w.WriteHeader(http.StatusPartialContent)
+		if first {
+			_, _ = w.Write(file[start : start+cut])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the connection drops mid-body
+		}
+		_, _ = w.Write(file[start : end+1])
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked
+	}
+}
+
+// An answer cut off mid-file is asked again from the first byte not
+// written: the writer gets every byte once.
+func TestMediaDownloadResumes(t *testing.T) {
+	t.Parallel()
+	file := make([]byte, 300_000)
+	_, _ = rand.Read(file)
+	url, ranges := cutServer(t, file, 100_000)
+	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(url),
+		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := c.Media.Download(context.Background(), "m1", &out); err != nil {
+		t.Fatalf("Download: %v", err)
+	}
+	if !bytes.Equal(out.Bytes(), file) {
+		t.Errorf("got %d bytes, equal %v, want the file once", out.Len(), bytes.Equal(out.Bytes(), file))
+	}
+	if got := ranges(); len(got) != 2 || !strings.HasPrefix(got[1], "bytes=100000-") {
+		t.Errorf("ranges asked %q, want the second from byte 100000", got)
+	}
+}
+
+// A download of an unknown media_id is WeCom's error, and the writer gets
+// nothing.
+func TestMediaDownloadError(t *testing.T) {
+	t.Parallel()
+	c, _ := mediaClient(t)
+	var out bytes.Buffer
+	_, err := c.Media.Download(context.Background(), "nope", &out)
+	var ae *wecom.APIError
+	if !errors.As(err, &ae) || ae.Code != 40007 || out.Len() != 0 {
+		t.Errorf("Download = %v, %d bytes written, want APIError 40007 and nothing", err, out.Len())
+	}
+}
+
+// slowFile serves a file in small pieces, slowly.
+func slowFile(t *testing.T, size int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == catalog.GetToken.Path() {
+			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"tok-media","expires_in":7200}`)
+			return
+		}
+		w.Header().Set("Content-Disposition", `attachment; filename="slow.bin"`)
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		piece := make([]byte, 1000)
+		for sent := 0; sent < size; sent += len(piece) {
+			if _, err := w.Write(piece); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A caller who gives up mid-download gets its error, and its writer is
+// never written after Download returned.
+func TestMediaDownloadCallerGivesUp(t *testing.T) {
+	t.Parallel()
+	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(slowFile(t, 200_000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &hashWriter{h: sha256.New()}
+	go func() {
+		for w.n.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err = c.Media.Download(ctx, "m1", w)
+	at := w.n.Load()
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Download = %v, want context.Canceled", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := w.n.Load(); n != at || n >= 200_000 {
+		t.Errorf("the writer got %d bytes after Download returned with %d", n-at, at)
+	}
+	if err := c.Drain(context.Background()); err != nil {
+		t.Errorf("Drain: %v", err)
+	}
+}
