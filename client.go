@@ -25,7 +25,7 @@ type Client struct {
 	baseURL         string
 	http            *resty.Client
 	limiter         throttle.Backend
-	tokens          *tokenManager
+	tokens          *credential
 	overrides       map[string]*override
 	endpoints       map[string]*endpointLimits
 	generic         *endpointLimits
@@ -74,7 +74,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		attemptTimeout: 30 * time.Second,
 		leaseTTLOpt:    DefaultLeaseTTL,
 	}
-	c.tokens = &tokenManager{c: c, store: NewMemoryTokenStore(), refreshAhead: 5 * time.Minute, badFor: time.Minute}
+	c.tokens = &credential{c: c, store: NewMemoryTokenStore(), refreshAhead: 5 * time.Minute, badFor: time.Minute}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, invalid("option", "nil")
@@ -97,7 +97,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	if c.limiter == nil {
 		c.limiter = throttle.NewMemory()
 	}
-	c.tokens.init()
+	c.tokens.initCorp()
 	c.learner = c.newLearner()
 	if err := c.resolveLimits(); err != nil {
 		return nil, err
