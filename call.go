@@ -48,9 +48,10 @@ type call struct {
 	// got.
 	block time.Duration
 
-	// Set by prepare, from the catalog for a typed call.
+	// Set by prepare, from the catalog for a typed call: cred is the
+	// credential the call carries (nil: none, gettoken's own calls).
 	idempotent   bool
-	noToken      bool
+	cred         *credential
 	omitsErrcode bool
 }
 
@@ -76,21 +77,40 @@ func (c *Client) prepare(cl *call) (*endpointLimits, error) {
 			cl.idempotent = el.ep.Repeatable
 		}
 		cl.omitsErrcode = el.ep.OmitsErrcode || omitsErrcode(cl.path)
+		var err error
+		if cl.cred, err = c.credentialOf(el.ep); err != nil {
+			return nil, err
+		}
 		return el, c.readKeys(cl, el)
 	}
 	el, ok := c.endpoints[string(cl.id)]
 	if !ok || el.ep.Method == "" {
 		return nil, fmt.Errorf("wecom: %s is not in the catalog", cl.id)
 	}
-	if t := el.ep.Token; t != catalog.CorpToken && t != catalog.NoToken {
-		// never the corp's access_token in its place
-		return nil, fmt.Errorf("wecom: %s carries a %s, which the client cannot fetch yet", cl.id, t)
+	var err error
+	if cl.cred, err = c.credentialOf(el.ep); err != nil {
+		return nil, err
 	}
 	cl.path, cl.method = string(cl.id), el.ep.Method
 	cl.idempotent = el.ep.Repeatable
-	cl.noToken = el.ep.Token == catalog.NoToken
 	cl.omitsErrcode = el.ep.OmitsErrcode
 	return el, c.readKeys(cl, el)
+}
+
+// credentialOf returns the credential calls of e carry, by the catalog's
+// token kind (the corp's access token for a path the catalog does not
+// declare), or nil for none. A kind the client was not given fails: never
+// the corp's access_token in its place.
+func (c *Client) credentialOf(e catalog.Endpoint) (*credential, error) {
+	switch {
+	case e.Method == "" || e.Token == catalog.CorpToken:
+		return c.tokens, nil
+	case e.Token == catalog.NoToken:
+		return nil, nil
+	case e.Token == catalog.SuiteToken && c.suite != nil:
+		return c.suite, nil
+	}
+	return nil, invalid("credential", "%s carries a %s, which the client was not given (WithSuite)", e.ID, e.Token)
 }
 
 // readKeys reads what cl's rules count per resource, per member or in
@@ -184,10 +204,10 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 			code = ae.Code
 		}
 		switch {
-		case isTokenCode(code) && !cl.noToken && !tokenRetried:
+		case cl.cred != nil && cl.cred.refused(code) && !tokenRetried:
 			tokenRetried = true
-			c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: access token rejected, fetching a new one", slog.String("path", cl.path), slog.Int("errcode", code))
-			c.tokens.invalidate(ctx, tok)
+			c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: "+cl.cred.name+" rejected, fetching a new one", slog.String("path", cl.path), slog.Int("errcode", code))
+			cl.cred.invalidate(ctx, tok)
 			continue
 		case code == CodeFrequencyLimited:
 			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", cl.block))
@@ -240,8 +260,8 @@ func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n in
 			c.release(ctx, leases)
 		}
 	}()
-	if !cl.noToken {
-		if tok, err = c.tokens.token(ctx); err != nil {
+	if cl.cred != nil {
+		if tok, err = cl.cred.token(ctx); err != nil {
 			final = true
 		}
 	}
@@ -330,8 +350,8 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, le
 	for k, v := range cl.query {
 		q[k] = v
 	}
-	if !cl.noToken {
-		q.Set("access_token", tok)
+	if cl.cred != nil {
+		q.Set(cl.cred.param, tok)
 	}
 	start := time.Now()
 	unanswered, err := c.send(actx, cl, q)

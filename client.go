@@ -25,7 +25,10 @@ type Client struct {
 	baseURL         string
 	http            *resty.Client
 	limiter         throttle.Backend
-	tokens          *credential
+	tokens          *credential // the corp's access token
+	suite           *credential // WithSuite's suite_access_token, or nil
+	suiteCfg        *suiteConfig
+	jsapi, agentTkt *credential // the JS-SDK tickets
 	overrides       map[string]*override
 	endpoints       map[string]*endpointLimits
 	generic         *endpointLimits
@@ -98,6 +101,10 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		c.limiter = throttle.NewMemory()
 	}
 	c.tokens.initCorp()
+	c.initTickets()
+	if c.suiteCfg != nil {
+		c.initSuite()
+	}
 	c.learner = c.newLearner()
 	if err := c.resolveLimits(); err != nil {
 		return nil, err

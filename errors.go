@@ -46,6 +46,15 @@ const (
 	CodeFrequencyLimited = 45009
 	// CodeConcurrencyLimited (45033): too many calls in flight at once.
 	CodeConcurrencyLimited = 45033
+	// CodeInvalidSuiteToken (40082): the suite_access_token is not valid.
+	CodeInvalidSuiteToken = 40082
+	// CodeInvalidSuiteID (40083): no such suite, or a wrong suite_secret.
+	CodeInvalidSuiteID = 40083
+	// CodeInvalidSuiteTicket (40085): the suite_ticket is not valid (a
+	// stale one: WeCom pushes a new one every 10 minutes).
+	CodeInvalidSuiteTicket = 40085
+	// CodeSuiteTokenExpired (42009): the suite_access_token expired.
+	CodeSuiteTokenExpired = 42009
 	// CodeAPINotAllowed (48002): the API is not allowed for this app.
 	CodeAPINotAllowed = 48002
 	// CodeNoPrivilege (60011): no privilege on the member, department or tag.
@@ -169,11 +178,16 @@ func (e *APIError) Is(target error) bool {
 }
 
 func isTokenCode(code int) bool {
-	return code == CodeInvalidAccessToken || code == CodeAccessTokenExpired
+	return code == CodeInvalidAccessToken || code == CodeAccessTokenExpired || isSuiteTokenCode(code)
+}
+
+// isSuiteTokenCode reports a refused suite_access_token.
+func isSuiteTokenCode(code int) bool {
+	return code == CodeInvalidSuiteToken || code == CodeSuiteTokenExpired
 }
 
 func isCredentialCode(code int) bool {
-	return code == CodeInvalidSecret || code == CodeInvalidCorpID || code == CodeSecretOfOtherCorp
+	return code == CodeInvalidSecret || code == CodeInvalidCorpID || code == CodeSecretOfOtherCorp || code == CodeInvalidSuiteID
 }
 
 // RateLimitError reports that an API may not be called until RetryAfter has

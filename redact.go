@@ -417,13 +417,22 @@ func (r *redactor) dirty(err error, depth int) bool {
 	return false
 }
 
-// redactor returns the client's redactor: its secret and every token it has
-// held.
+// redactor returns the client's redactor: its secrets and every value its
+// credentials have held.
 func (c *Client) redactor() *redactor {
 	if c.tokens == nil {
 		return newRedactor(c.secret)
 	}
-	return c.tokens.redactor()
+	var more []string
+	for _, m := range []*credential{c.suite, c.jsapi, c.agentTkt} {
+		if m != nil {
+			more = append(more, m.values()...)
+		}
+	}
+	if len(more) == 0 {
+		return c.tokens.redactor()
+	}
+	return newRedactor(append(c.tokens.values(), more...)...)
 }
 
 // redactErr returns err with its text, and any URL in it, free of the client's

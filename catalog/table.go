@@ -35,6 +35,20 @@ const (
 	ResignedTransferResult   ID = "/cgi-bin/externalcontact/resigned/transfer_result"
 )
 
+// The credential endpoints other than gettoken: the JS-SDK tickets of a
+// corp and of an app, a third-party suite's token, and the first call that
+// carries it.
+const (
+	JSAPITicket    ID = "/cgi-bin/get_jsapi_ticket"
+	AgentTicket    ID = "/cgi-bin/ticket/get"
+	GetSuiteToken  ID = "/cgi-bin/service/get_suite_token"
+	GetPreAuthCode ID = "/cgi-bin/service/get_pre_auth_code"
+)
+
+// GroupJSAPITicket is the group of the JS-SDK ticket APIs, whose fetches
+// count together per app.
+const GroupJSAPITicket = "jsapi-ticket"
+
 // The media (素材) endpoints: a temporary file uploaded for three days, and
 // a file downloaded by its media_id.
 const (
@@ -74,6 +88,8 @@ const (
 	// RuleCustomer lets one call at a time edit a customer, across the APIs
 	// of GroupCustomerEdit.
 	RuleCustomer = "customer"
+	// RuleTicketApp caps an app's JS-SDK ticket fetches.
+	RuleTicketApp = "ticket-app"
 	// RuleMedia lets one download of a media_id run at a time.
 	RuleMedia = "media"
 	// RuleFetch lets one token fetch at a time run per app: the client holds
@@ -88,15 +104,16 @@ const GroupCustomerEdit = "customer-edit"
 
 // Where the numbers come from.
 const (
-	srcFetch = "official, document/path/91039: do not call gettoken frequently, or be throttled"
-	srcBase  = "official, document/path/90312 and 90454 (2023-08-28)"
-	srcIP    = "official, document/path/90454; staff: counted across all corps served from the IP"
-	srcTags  = "staff answer: mark_tag at most 5 in flight (45033 beyond); the SDK applies it to every tag API"
-	srcEdit  = "staff answer: two edits of one customer at once fail with 45033"
-	srcMark  = "staff answer: mark_tag at most 5 in flight"
-	srcBatch = "community: 45033 reported on batch/get_by_user with no number given; the SDK assumes 5 in flight, as staff gave for mark_tag and remark"
-	srcMedia = "official help for 45033 (wecom-api.md): fetching the same media_id repeatedly; one at a time is the SDK's assumption"
-	srcRem   = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
+	srcFetch  = "official, document/path/91039: do not call gettoken frequently, or be throttled"
+	srcBase   = "official, document/path/90312 and 90454 (2023-08-28)"
+	srcIP     = "official, document/path/90454; staff: counted across all corps served from the IP"
+	srcTags   = "staff answer: mark_tag at most 5 in flight (45033 beyond); the SDK applies it to every tag API"
+	srcEdit   = "staff answer: two edits of one customer at once fail with 45033"
+	srcMark   = "staff answer: mark_tag at most 5 in flight"
+	srcBatch  = "community: 45033 reported on batch/get_by_user with no number given; the SDK assumes 5 in flight, as staff gave for mark_tag and remark"
+	srcTicket = "official, document/path/96909 and 90454: jsapi tickets at most 400 an hour per corp and 100 an hour per app"
+	srcMedia  = "official help for 45033 (wecom-api.md): fetching the same media_id repeatedly; one at a time is the SDK's assumption"
+	srcRem    = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
 )
 
 // Endpoints returns the catalog: every endpoint the SDK wraps, in a new
@@ -156,6 +173,11 @@ func Endpoints() []Endpoint {
 		// error of unknown outcome reads the groups with groupchat/get.
 		// Its 300 groups a day per former owner is a cap per member and
 		// day that no Rule expresses.
+		{ID: JSAPITicket, Method: http.MethodGet, Doc: 90506, Repeatable: true, Rules: ticketRules()},
+		{ID: AgentTicket, Method: http.MethodGet, Doc: 90506, Repeatable: true, Sample: "type=agent_config", Rules: ticketRules()},
+		{ID: GetSuiteToken, Method: http.MethodPost, Doc: 90600, Repeatable: true, Token: NoToken, OmitsErrcode: true,
+			Sample: `{"suite_id":"wwddddccc7775555aaa","suite_secret":"SECRET","suite_ticket":"TICKET"}`, Rules: base()},
+		{ID: GetPreAuthCode, Method: http.MethodGet, Doc: 90601, Repeatable: true, Token: SuiteToken, Rules: base()},
 		// A repeated upload stores a second copy, harmless: media expire
 		// after three days.
 		{ID: MediaUpload, Method: http.MethodPost, Doc: 90253, Repeatable: true, Body: MultipartBody, Sample: "type=file", Rules: base()},
@@ -175,6 +197,18 @@ func base() []Rule {
 		{Name: RuleIPPerMinute, Scope: ScopeIP, Limit: 20000, Per: Minute, Source: srcIP},
 		{Name: RuleIPPerHour, Scope: ScopeIP, Limit: 600000, Per: Hour, Source: srcIP},
 	}
+}
+
+// ticketRules returns the limits of the JS-SDK ticket APIs: 400 fetches an
+// hour per corp, and 100 per app across both.
+func ticketRules() []Rule {
+	rs := base()
+	for i := range rs {
+		if rs[i].Name == RulePerHour {
+			rs[i].Limit, rs[i].Source = 400, srcTicket
+		}
+	}
+	return append(rs, Rule{Name: RuleTicketApp, Scope: ScopeApp, Group: GroupJSAPITicket, Limit: 100, Per: Hour, Source: srcTicket})
 }
 
 // with returns the base rules and more.

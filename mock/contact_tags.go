@@ -45,6 +45,9 @@ type corp struct {
 	groupChats map[string]*GroupChat
 	// media: the files (nil until one is stored).
 	media *mediaStore
+	// tickets: the JS-SDK tickets, "jsapi" and "agent:<app>" (nil until one
+	// is asked).
+	tickets map[string]*token
 }
 
 type markKey struct{ user, external string }

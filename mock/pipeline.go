@@ -23,6 +23,7 @@ const maxBodyBytes int64 = 21 << 20
 
 // input is what an endpoint sees of a request.
 type input struct {
+	app     string // the app (or suite) the call's token was issued to
 	query   url.Values
 	header  http.Header
 	body    []byte
@@ -156,7 +157,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	ip := clientIP(r)
 	query := r.URL.Query()
-	if rt.apply == nil {
+	switch {
+	case rt.apply == nil && r.Method != rt.Method:
+		s.mu.Lock()
+		out := s.errorAnswer(wrongMethod(r.Method, rt.Method), ip, s.now(), true)
+		s.mu.Unlock()
+		writeJSON(w, out)
+		return
+	case rt.ID == catalog.GetSuiteToken:
+		writeJSON(w, s.getSuiteToken(body, ip))
+		return
+	case rt.apply == nil:
 		writeJSON(w, s.getToken(query, ip))
 		return
 	}
@@ -170,8 +181,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		cs  []counted
 	)
 	aerr := wrongMethod(r.Method, rt.Method)
-	if aerr == nil {
+	if aerr == nil && rt.Token == catalog.SuiteToken {
+		c, tok, aerr = s.checkSuiteToken(query.Get("suite_access_token"), now)
+	} else if aerr == nil {
 		c, tok, aerr = s.checkToken(query.Get("access_token"), now)
+	}
+	if aerr == nil {
+		in.app = tok.app
 	}
 	if aerr == nil {
 		var units int

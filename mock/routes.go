@@ -51,6 +51,11 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.ResignedTransferCustomer: (*corp).resignedTransferCustomer,
 		catalog.ResignedTransferResult:   (*corp).resignedTransferResult,
 
+		catalog.JSAPITicket:    (*corp).jsapiTicket,
+		catalog.AgentTicket:    (*corp).jsapiTicket,
+		catalog.GetSuiteToken:  nil,
+		catalog.GetPreAuthCode: (*corp).preAuthCode,
+
 		catalog.MediaUpload: (*corp).mediaUpload,
 		catalog.MediaGet:    (*corp).mediaGet,
 	}

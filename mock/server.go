@@ -148,17 +148,20 @@ type Server struct {
 	routes   map[string]*route
 	jitter   time.Duration
 
-	mu       sync.Mutex
-	latency  time.Duration
-	faults   Faults
-	rng      *rand.Rand
-	corps    map[string]*corp
-	tokens   map[string]*token
-	rates    map[limitKey]*rateLog
-	inFlight map[limitKey]int
-	stats    Stats
-	scripts  []*Script
-	hintSeq  uint64
+	mu      sync.Mutex
+	latency time.Duration
+	faults  Faults
+	rng     *rand.Rand
+	corps   map[string]*corp
+	tokens  map[string]*token
+	// suites and their tokens (credentials.go).
+	suites      map[string]*suite
+	suiteTokens map[string]*token
+	rates       map[limitKey]*rateLog
+	inFlight    map[limitKey]int
+	stats       Stats
+	scripts     []*Script
+	hintSeq     uint64
 }
 
 // New returns a Server configured by cfg. It fails when cfg.Latency or
@@ -190,16 +193,18 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		now:      cfg.Now,
-		tokenTTL: cfg.TokenTTL,
-		routes:   routes,
-		jitter:   cfg.LatencyJitter,
-		latency:  cfg.Latency,
-		corps:    make(map[string]*corp),
-		tokens:   make(map[string]*token),
-		rates:    make(map[limitKey]*rateLog),
-		inFlight: make(map[limitKey]int),
-		stats:    newStats(),
+		now:         cfg.Now,
+		tokenTTL:    cfg.TokenTTL,
+		routes:      routes,
+		jitter:      cfg.LatencyJitter,
+		latency:     cfg.Latency,
+		corps:       make(map[string]*corp),
+		tokens:      make(map[string]*token),
+		suites:      make(map[string]*suite),
+		suiteTokens: make(map[string]*token),
+		rates:       make(map[limitKey]*rateLog),
+		inFlight:    make(map[limitKey]int),
+		stats:       newStats(),
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -1,0 +1,382 @@
+// Credentials: the values a call carries or a caller signs with (the
+// corp's access_token, a suite's or a provider's token, the JS-SDK
+// tickets), each kept locally and in a store shared by the fleet, fetched
+// once at a time fleet-wide, refreshed ahead of expiry, dropped exactly
+// when WeCom refuses it, and redacted from every error and log.
+
+package wecom
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+const (
+	// tokenSkew is how long before its expiry a token stops being used.
+	tokenSkew = 10 * time.Second
+	// tokenRefreshRetry is how long a failed refresh ahead waits to retry,
+	// the old token being still good.
+	tokenRefreshRetry = 30 * time.Second
+)
+
+// credential hands out one credential of the client: from its local copy,
+// else from the store, else from one fetch shared by every caller that
+// needs it.
+type credential struct {
+	c            *Client
+	name         string // for logs and errors: "access token", "jsapi ticket"
+	store        TokenStore
+	source       TokenSource // the corp's access token only
+	refreshAhead time.Duration
+	badFor       time.Duration
+	key          string // store key
+	app          string // app id for limiter keys: a hash of the secret
+	// secrets are the values the fetch sends (a secret, a suite ticket):
+	// redacted with the values held.
+	secrets []string
+	// ask asks WeCom (or the source) for a new value.
+	ask func(ctx context.Context) (Token, error)
+	// lock, when set, holds the fetch's fleet-wide lock; it returns its
+	// release.
+	lock func(ctx context.Context) (release func(), err error)
+	// param is the query parameter a call carries it in ("access_token");
+	// refused reports the errcodes that say WeCom refused it.
+	param   string
+	refused func(code int) bool
+
+	mu       sync.Mutex
+	cur      cachedToken
+	flight   *tokenFlight
+	bad      error
+	badUntil time.Time
+	// held: the last maxHeldTokens distinct tokens this client accepted or saw
+	// (from the store, the source or gettoken), oldest first, for redaction:
+	// a token dropped or replaced may still be echoed in outside text.
+	held []string
+	red  *redactor // of held and the secret; nil when held changed
+}
+
+// maxHeldTokens bounds credential.held.
+const maxHeldTokens = 8
+
+type cachedToken struct {
+	tok Token
+	// usable: before this the token is handed out; refresh: from this on one
+	// caller fetches a new one while the others keep using this one.
+	usable, refresh time.Time
+}
+
+type tokenFlight struct {
+	done     chan struct{}
+	tok      Token
+	err      error
+	panicked any // re-panicked in every waiting caller
+}
+
+// initCorp completes the corp's access token once the options are in.
+func (m *credential) initCorp() {
+	c := m.c
+	if c.secret != "" {
+		sum := sha256.Sum256([]byte(c.corpID + "\x00" + c.secret))
+		m.app = hex.EncodeToString(sum[:8])
+	} else {
+		m.app = "source-" + strconv.Itoa(c.agentID)
+	}
+	m.name, m.key, m.secrets = "access token", "wecom:token:{"+c.corpID+"}:"+m.app, []string{c.secret}
+	m.ask, m.lock = m.accessToken, c.fetchLock
+	m.param, m.refused = catalog.CorpToken.String(), func(code int) bool {
+		return code == CodeInvalidAccessToken || code == CodeAccessTokenExpired
+	}
+}
+
+// token returns a usable value. A caller waits only when there is none; a
+// refresh ahead of expiry runs in the background.
+func (m *credential) token(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("wecom: waiting for the %s: %w", m.name, err)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	if m.cur.tok.Value != "" && now.Before(m.cur.usable) {
+		v := m.cur.tok.Value
+		if !now.Before(m.cur.refresh) && m.flight == nil && !now.Before(m.badUntil) {
+			m.start(ctx)
+		}
+		m.mu.Unlock()
+		return v, nil
+	}
+	if now.Before(m.badUntil) {
+		err := m.bad
+		m.mu.Unlock()
+		return "", fmt.Errorf("wecom: not fetching the %s again before %s: %w", m.name, m.badUntil.Format(time.RFC3339), err)
+	}
+	f := m.flight
+	if f == nil {
+		f = m.start(ctx)
+	}
+	m.mu.Unlock()
+	select {
+	case <-f.done:
+		if f.panicked != nil {
+			panic(f.panicked)
+		}
+		if f.err != nil {
+			return "", f.err
+		}
+		return f.tok.Value, nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("wecom: waiting for the %s: %w", m.name, ctx.Err())
+	}
+}
+
+// start launches the fetch every caller that needs a token shares. It runs
+// detached from the caller's cancellation and ends by itself within
+// fetchTimeout. Called with m.mu held.
+func (m *credential) start(ctx context.Context) *tokenFlight {
+	f := &tokenFlight{done: make(chan struct{})}
+	m.flight = f
+	go m.fetch(context.WithoutCancel(ctx), f, m.cur)
+	return f
+}
+
+// invalidate drops tok, WeCom having refused it, unless a newer token already
+// replaced it.
+func (m *credential) invalidate(ctx context.Context, tok string) {
+	m.mu.Lock()
+	if m.cur.tok.Value == tok {
+		m.cur = cachedToken{}
+	}
+	m.mu.Unlock()
+	if err := m.store.Delete(context.WithoutCancel(ctx), m.key, tok); err != nil {
+		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store delete failed", slog.String("error", m.c.redactText(err.Error())))
+	}
+}
+
+// fetch gets a token for flight f, replacing prev (empty, expiring, or
+// refused), and publishes it.
+func (m *credential) fetch(ctx context.Context, f *tokenFlight, prev cachedToken) {
+	ctx, cancel := context.WithTimeout(ctx, m.c.fetchTimeout())
+	defer cancel()
+	tok, panicked, err := m.safeObtain(ctx, prev)
+	// Before taking m.mu: redaction reads the tokens held under it. The
+	// callers and the log get the same clean error.
+	err = m.c.redactErr(err)
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.flight = nil
+	f.panicked = panicked
+	if err != nil {
+		if errors.Is(err, ErrBadCredentials) {
+			m.bad, m.badUntil = err, now.Add(m.badFor)
+		}
+		if m.cur.tok.Value != "" && m.cur.tok.Value == prev.tok.Value {
+			// A refresh ahead failed: keep the token, try again later.
+			m.cur.refresh = now.Add(tokenRefreshRetry)
+		}
+		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: "+m.name+" fetch failed", slog.String("corp", m.c.corpID), slog.String("error", err.Error()))
+		f.err = err
+	} else {
+		m.remember(tok.Value)
+		m.cur = m.accept(prev, tok, now)
+		f.tok = tok
+	}
+	close(f.done)
+}
+
+// safeObtain is obtain with a panic (in an observer or a log handler, say)
+// caught, so that it reaches the waiting callers instead of killing the
+// process from the detached fetch goroutine.
+func (m *credential) safeObtain(ctx context.Context, prev cachedToken) (t Token, panicked any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked, err = p, fmt.Errorf("wecom: %s fetch panicked: %v", m.name, p)
+		}
+	}()
+	t, err = m.obtain(ctx, prev)
+	return t, nil, err
+}
+
+// remember records v among the tokens held. Called with m.mu held.
+func (m *credential) remember(v string) {
+	if v == "" {
+		return
+	}
+	for i, h := range m.held {
+		if h == v {
+			// Most recent last, so that the token in use is dropped last.
+			m.held = append(append(m.held[:i:i], m.held[i+1:]...), v)
+			return
+		}
+	}
+	m.red = nil
+	if len(m.held) == maxHeldTokens {
+		m.held = append(m.held[:0:0], m.held[1:]...)
+	}
+	m.held = append(m.held, v)
+}
+
+// values returns the secrets and the values held, for redaction.
+func (m *credential) values() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append(append([]string(nil), m.held...), m.secrets...)
+}
+
+// redactor returns the redactor of the secrets and the values held, built
+// again only when they change.
+func (m *credential) redactor() *redactor {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.red == nil {
+		m.red = newRedactor(append(append([]string(nil), m.held...), m.secrets...)...)
+	}
+	return m.red
+}
+
+// better reports whether a stored token t can replace prev: it must be valid
+// for a while and, when prev is being refreshed, newer than prev.
+func better(prev cachedToken, t Token, now time.Time) bool {
+	if !now.Add(tokenSkew).Before(t.ExpiresAt) {
+		return false
+	}
+	return prev.tok.Value == "" || (t.Value != prev.tok.Value && t.ExpiresAt.After(prev.tok.ExpiresAt))
+}
+
+func (m *credential) obtain(ctx context.Context, prev cachedToken) (Token, error) {
+	if t, ok := m.stored(ctx, prev); ok {
+		return t, nil
+	}
+	// One fetch at a time, across everything that shares the limiter.
+	if m.lock != nil {
+		release, err := m.lock(ctx)
+		if err != nil {
+			return Token{}, err
+		}
+		defer release()
+		// Whoever held the lock before us may have stored a fresh value.
+		if t, ok := m.stored(ctx, prev); ok {
+			return t, nil
+		}
+	}
+	t, err := m.ask(ctx)
+	if err != nil {
+		return Token{}, err
+	}
+	if err := m.store.Set(ctx, m.key, t); err != nil {
+		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store set failed", slog.String("error", m.c.redactText(err.Error())))
+	}
+	m.c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: "+m.name+" fetched", slog.String("corp", m.c.corpID), slog.Time("expires", t.ExpiresAt))
+	return t, nil
+}
+
+// stored returns a token from the store that can replace prev.
+func (m *credential) stored(ctx context.Context, prev cachedToken) (Token, bool) {
+	t, err := m.store.Get(ctx, m.key)
+	if err != nil {
+		if !errors.Is(err, ErrNoToken) {
+			m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store get failed", slog.String("error", m.c.redactText(err.Error())))
+		}
+		return Token{}, false
+	}
+	m.mu.Lock()
+	m.remember(t.Value)
+	m.mu.Unlock()
+	return t, better(prev, t, time.Now())
+}
+
+// accessToken asks the token source, or gettoken.
+func (m *credential) accessToken(ctx context.Context) (Token, error) {
+	if m.source != nil {
+		t, err := m.source.Token(ctx)
+		m.mu.Lock()
+		m.remember(t.Value)
+		m.mu.Unlock()
+		if err != nil {
+			return Token{}, fmt.Errorf("wecom: token source: %w", m.c.redactErr(err))
+		}
+		if t.Value == "" || !time.Now().Before(t.ExpiresAt) {
+			return Token{}, fmt.Errorf("wecom: token source returned an empty or expired token")
+		}
+		return t, nil
+	}
+	var out tokenAnswer
+	q := url.Values{"corpid": {m.c.corpID}, "corpsecret": {m.c.secret}}
+	start := time.Now()
+	if err := m.c.do(ctx, &call{id: catalog.GetToken, query: q, out: &out}); err != nil {
+		return Token{}, err
+	}
+	return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+}
+
+// tokenAnswer is gettoken's answer.
+type tokenAnswer struct {
+	AccessToken string `json:"access_token"`
+	ExpiresIn   int64  `json:"expires_in"`
+}
+
+// validate: a token answer carries a token and its lifetime.
+func (a *tokenAnswer) validate() error {
+	if a.AccessToken == "" || a.ExpiresIn <= 0 {
+		return errors.New("gettoken answered no access_token or no positive expires_in")
+	}
+	return nil
+}
+
+// accept turns a fetched token into the local copy, with its refresh time.
+func (m *credential) accept(prev cachedToken, t Token, now time.Time) cachedToken {
+	if t.Value == prev.tok.Value {
+		// WeCom hands out the same token until it expires, so refreshing it
+		// early again gains nothing: use it to its end (the earlier of the
+		// two expiries seen), then fetch.
+		if prev.tok.ExpiresAt.Before(t.ExpiresAt) {
+			t.ExpiresAt = prev.tok.ExpiresAt
+		}
+		return cachedToken{tok: t, usable: t.ExpiresAt, refresh: t.ExpiresAt}
+	}
+	skew := min(tokenSkew, t.ExpiresAt.Sub(now)/2)
+	ahead := m.refreshAhead - time.Duration(rand.Int64N(int64(m.refreshAhead)/5+1))
+	return cachedToken{tok: t, usable: t.ExpiresAt.Add(-skew), refresh: t.ExpiresAt.Add(-ahead)}
+}
+
+// fetchLock holds the lock of the corp token's fetch: the RuleFetch rule of
+// gettoken, one fetch at a time per app, renewed while the fetch runs.
+func (c *Client) fetchLock(ctx context.Context) (func(), error) {
+	r, ok := c.limitsFor(string(catalog.GetToken)).rule(catalog.RuleFetch)
+	if !ok {
+		return func() {}, nil
+	}
+	fetch := &call{id: catalog.GetToken, path: string(catalog.GetToken)}
+	keys := c.ruleKeys(fetch, r, c.now())
+	if len(keys) != 1 || r.InFlight == 0 {
+		return nil, invalid("limits "+fetch.path, "rule %q must cap the fetches in flight per app", r.Name)
+	}
+	return c.lockKey(ctx, fetch.path, throttle.Request{Key: keys[0], Concurrency: r.InFlight, TTL: c.leaseTTL()})
+}
+
+// lockKey takes the lease r, renewed until the returned release gives it
+// back.
+func (c *Client) lockKey(ctx context.Context, path string, r throttle.Request) (func(), error) {
+	l, err := c.limiter.Acquire(ctx, r)
+	if err != nil {
+		return nil, c.limitError(path, false, err)
+	}
+	leases := []throttle.Lease{l}
+	stop := c.keepAlive(ctx, leases) // the fetch may outlast the TTL
+	return func() {
+		stop()
+		c.release(ctx, leases)
+	}, nil
+}

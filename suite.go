@@ -1,0 +1,90 @@
+package wecom
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// suiteConfig is what WithSuite gave.
+type suiteConfig struct {
+	id, secret string
+	ticket     func(ctx context.Context) (string, error)
+}
+
+// WithSuite gives the client a third-party suite (第三方应用): the calls
+// whose endpoints carry a suite_access_token get one fetched from suiteID,
+// secret and the newest suite_ticket that ticket returns (WeCom pushes one
+// to the suite's command URL every 10 minutes, each valid 30 minutes; keep
+// the newest). The token is cached and shared through the token store,
+// fetched once at a time by the whole fleet (through the limiter),
+// refreshed ahead of expiry, dropped when WeCom refuses it (40082, 42009),
+// and redacted, with the secret and the tickets, from every error and log.
+func WithSuite(suiteID, secret string, ticket func(ctx context.Context) (string, error)) Option {
+	return func(c *Client) error {
+		if suiteID == "" || secret == "" || ticket == nil {
+			return invalid("suite", "a suite id, its secret and a source of suite tickets are required")
+		}
+		c.suiteCfg = &suiteConfig{id: suiteID, secret: secret, ticket: ticket}
+		return nil
+	}
+}
+
+// initSuite makes the suite's credential.
+func (c *Client) initSuite() {
+	cfg := c.suiteCfg
+	m := &credential{c: c, name: "suite access token", store: c.tokens.store, refreshAhead: c.tokens.refreshAhead, badFor: c.tokens.badFor,
+		key: "wecom:suite:{" + cfg.id + "}", app: cfg.id, secrets: []string{cfg.secret},
+		param: catalog.SuiteToken.String(), refused: isSuiteTokenCode}
+	m.lock = func(ctx context.Context) (func(), error) {
+		return c.lockKey(ctx, catalog.GetSuiteToken.Path(), throttle.Request{Key: "{" + cfg.id + "}#fetch:suite", Concurrency: 1, TTL: c.leaseTTL()})
+	}
+	m.ask = func(ctx context.Context) (Token, error) {
+		ticket, err := cfg.ticket(ctx)
+		m.mu.Lock()
+		m.remember(ticket) // a ticket is a secret too
+		m.mu.Unlock()
+		if err != nil || ticket == "" {
+			return Token{}, errors.Join(invalid("suite ticket", "none to fetch the suite access token with"), c.redactErr(err))
+		}
+		var out suiteTokenAnswer
+		start := time.Now()
+		body := map[string]string{"suite_id": cfg.id, "suite_secret": cfg.secret, "suite_ticket": ticket}
+		if err := c.do(ctx, &call{id: catalog.GetSuiteToken, body: body, out: &out}); err != nil {
+			return Token{}, err
+		}
+		return Token{Value: out.SuiteAccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+	}
+	c.suite = m
+}
+
+// suiteTokenAnswer is get_suite_token's answer (no errcode on success).
+type suiteTokenAnswer struct {
+	SuiteAccessToken string `json:"suite_access_token"`
+	ExpiresIn        int64  `json:"expires_in"`
+}
+
+func (a *suiteTokenAnswer) validate() error {
+	if a.SuiteAccessToken == "" || a.ExpiresIn <= 0 {
+		return errors.New("get_suite_token answered no suite_access_token or no positive expires_in")
+	}
+	return nil
+}
+
+// PreAuthCode returns a pre-authorization code of the client's suite
+// (service/get_pre_auth_code, document/path/90601), valid until the time
+// returned: the start of a corp's installation of the suite.
+func (c *Client) PreAuthCode(ctx context.Context) (string, time.Time, error) {
+	var out struct {
+		PreAuthCode string `json:"pre_auth_code"`
+		ExpiresIn   int64  `json:"expires_in"`
+	}
+	start := time.Now()
+	if err := c.do(ctx, &call{id: catalog.GetPreAuthCode, out: &out}); err != nil {
+		return "", time.Time{}, err
+	}
+	return out.PreAuthCode, start.Add(time.Duration(out.ExpiresIn) * time.Second), nil
+}
