@@ -59,13 +59,16 @@ func (c *Client) newLearner() *throttle.Learner {
 	return throttle.NewLearner(store, c.adaptive.aimd, 0)
 }
 
+// apiSlot is the calls-in-flight cap of its API an attempt asks or was
+// granted under (learned, at most the configured one); zero: none.
+type apiSlot struct{ limit, configured int }
+
 // adapt lowers the calls-in-flight cap of the call's API in reqs to the
-// limit learned for it, and notes on cl what it was granted under and any
-// change to report.
-func (c *Client) adapt(ctx context.Context, cl *call, reqs []leaseRequest) {
-	cl.apiLimit, cl.apiConfigured = 0, 0
+// limit learned for it, and returns what it asked under and the changes
+// to report.
+func (c *Client) adapt(ctx context.Context, cl *call, reqs []leaseRequest) (slot apiSlot, changes []LimitChange) {
 	if c.learner == nil {
-		return
+		return apiSlot{}, nil
 	}
 	key := c.apiKey(cl.path)
 	for i := range reqs {
@@ -73,36 +76,38 @@ func (c *Client) adapt(ctx context.Context, cl *call, reqs []leaseRequest) {
 			continue
 		}
 		limit, ch := c.learner.Limit(ctx, key, reqs[i].Concurrency)
-		cl.apiLimit, cl.apiConfigured = limit, reqs[i].Concurrency
+		slot = apiSlot{limit: limit, configured: reqs[i].Concurrency}
 		reqs[i].Concurrency = limit
 		if ch != nil {
-			cl.limitChanges = append(cl.limitChanges, *c.limitChange(ctx, cl, ch))
+			changes = append(changes, *c.limitChange(ctx, cl.path, slot.configured, ch))
 		}
 	}
+	return slot, changes
 }
 
-// granted notes on cl the cap its API's slot was granted under, which may
-// be lower than adapt asked for: the backend caps every acquisition by the
+// granted returns the cap the API's slot was granted under, which may be
+// lower than adapt asked for: the backend caps every acquisition by the
 // limit learned on its key when it keeps learned limits.
-func (c *Client) granted(cl *call, leases []throttle.Lease) {
-	if cl.apiLimit == 0 {
-		return
+func (c *Client) granted(cl *call, slot apiSlot, leases []throttle.Lease) apiSlot {
+	if slot.limit == 0 {
+		return slot
 	}
 	key := c.apiKey(cl.path)
 	for _, l := range leases {
 		if l.Key == key && l.Concurrency > 0 {
-			cl.apiLimit = l.Concurrency
+			slot.limit = l.Concurrency
 		}
 	}
+	return slot
 }
 
 // refused learns from a 45033 to a call that held a slot of its API's
 // calls-in-flight cap, and returns the change to report, if any.
-func (c *Client) refused(ctx context.Context, cl *call) *LimitChange {
-	if c.learner == nil || cl.apiLimit == 0 {
+func (c *Client) refused(ctx context.Context, cl *call, slot apiSlot) *LimitChange {
+	if c.learner == nil || slot.limit == 0 {
 		return nil
 	}
-	ch, err := c.learner.Refused(ctx, c.apiKey(cl.path), cl.apiConfigured, cl.apiLimit)
+	ch, err := c.learner.Refused(ctx, c.apiKey(cl.path), slot.configured, slot.limit)
 	if err != nil {
 		c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: the limit learned from a 45033 holds in this client only",
 			slog.String("path", cl.path), slog.String("error", err.Error()))
@@ -110,7 +115,7 @@ func (c *Client) refused(ctx context.Context, cl *call) *LimitChange {
 	if ch == nil {
 		return nil
 	}
-	return c.limitChange(ctx, cl, ch)
+	return c.limitChange(ctx, cl.path, slot.configured, ch)
 }
 
 // LimitChange is a change of the calls-in-flight limit the client applies
@@ -129,9 +134,9 @@ type LimitChange struct {
 	Refused bool
 }
 
-func (c *Client) limitChange(ctx context.Context, cl *call, ch *throttle.Change) *LimitChange {
-	lc := &LimitChange{Path: cl.path, From: ch.From, To: ch.To, Configured: cl.apiConfigured, Refused: ch.Refused}
+func (c *Client) limitChange(ctx context.Context, path string, configured int, ch *throttle.Change) *LimitChange {
+	lc := &LimitChange{Path: path, From: ch.From, To: ch.To, Configured: configured, Refused: ch.Refused}
 	c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: calls-in-flight limit learned from WeCom",
-		slog.String("path", cl.path), slog.Int("from", ch.From), slog.Int("to", ch.To), slog.Bool("refused", ch.Refused))
+		slog.String("path", path), slog.Int("from", ch.From), slog.Int("to", ch.To), slog.Bool("refused", ch.Refused))
 	return lc
 }

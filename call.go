@@ -39,15 +39,6 @@ type call struct {
 	// (codec.go); nil for JSON.
 	upload   *upload
 	download *download
-	// Set by each attempt's acquisition: the calls-in-flight cap of the
-	// API it was granted under and the configured one (0: none), and a
-	// change of the learned limit to report.
-	apiLimit, apiConfigured int
-	limitChanges            []LimitChange
-	// block is how long the API is left alone after the 45009 an attempt
-	// got.
-	block time.Duration
-
 	// Set by prepare, from the catalog for a typed call: cred is the
 	// credential the call carries (nil: none, gettoken's own calls).
 	idempotent   bool
@@ -185,11 +176,8 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	if err != nil {
 		return err
 	}
-	var (
-		bo                       = c.retry.newBackOff()
-		tokenRetried             bool
-		busyRetries, concRetries int
-	)
+	bo := c.retry.newBackOff()
+	var st retryState
 	for n := 1; ; n++ {
 		tok, final, err := c.attempt(ctx, cl, el, n)
 		if err == nil {
@@ -198,31 +186,19 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 		if final || ctx.Err() != nil {
 			return err
 		}
-		var ae *APIError
-		code := 0
-		if errors.As(err, &ae) {
-			code = ae.Code
-		}
-		switch {
-		case cl.cred != nil && cl.cred.refused(code) && !tokenRetried:
-			tokenRetried = true
+		deadline, _ := ctx.Deadline()
+		var act retryAction
+		act, st = c.decide(err, cl, st, time.Now(), deadline)
+		code := errcodeOf(err)
+		switch act {
+		case retryStop:
+			return err
+		case retryNewCredential:
 			c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: "+cl.cred.name+" rejected, fetching a new one", slog.String("path", cl.path), slog.Int("errcode", code))
 			cl.cred.invalidate(ctx, tok)
 			continue
-		case code == CodeFrequencyLimited:
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: rate limited, API cooling down", slog.String("path", cl.path), slog.Duration("block", cl.block))
-			rl := &RateLimitError{Path: cl.path, RetryAfter: cl.block, Err: ae}
-			if c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) && busyRetries < c.retry.MaxRetries {
-				busyRetries++
-				continue // the next lease waits out the cooldown
-			}
-			return rl
-		case code == CodeConcurrencyLimited && concRetries < c.retry.MaxConcurrencyRetries:
-			concRetries++
-		case retryable(err) && cl.idempotent && busyRetries < c.retry.MaxRetries:
-			busyRetries++
-		default:
-			return err
+		case retryAfterCooldown:
+			continue // the next lease waits out the cooldown
 		}
 		d := bo.NextBackOff()
 		if deadlineBefore(ctx, time.Now().Add(d)) {
@@ -242,10 +218,8 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 // no token could be had, the fetch having made its own retries.
 func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n int) (tok string, final bool, err error) {
 	waitStart := time.Now()
-	leases, err := c.acquire(ctx, cl, el)
-	c.granted(cl, leases)
-	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChanges: cl.limitChanges}
-	cl.limitChanges = nil
+	leases, slot, changes, err := c.acquire(ctx, cl, el)
+	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChanges: changes}
 	if err != nil {
 		a.Err = err
 		c.observe(ctx, a)
@@ -277,7 +251,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n in
 		return tok, final, err
 	}
 	handedOn = true
-	return tok, false, c.exchange(ctx, cl, el, leases, stop, tok, a)
+	return tok, false, c.exchange(ctx, cl, el, sent{leases, slot, stop, tok}, a)
 }
 
 // attemptResult is what an attempt run in the background hands its caller.
@@ -293,9 +267,9 @@ type attemptResult struct {
 // client's attempt timeout, its leases going back when the answer arrives
 // (see Client.Drain). A panic in the background reaches the caller, or is
 // logged when the caller has gone.
-func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, leases []throttle.Lease, stop func(), tok string, a Attempt) error {
+func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, s sent, a Attempt) error {
 	if ctx.Done() == nil { // the caller cannot give up: no goroutine needed
-		a = c.roundTrip(ctx, cl, el, leases, stop, tok, a)
+		a = c.roundTrip(ctx, cl, el, s, a)
 		c.observe(ctx, a)
 		return a.Err
 	}
@@ -306,7 +280,7 @@ func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, lea
 		var r attemptResult
 		func() {
 			defer func() { r.panicked = recover() }()
-			r.a = c.roundTrip(ctx, cl, el, leases, stop, tok, a)
+			r.a = c.roundTrip(ctx, cl, el, s, a)
 		}()
 		select {
 		case answered <- r:
@@ -336,12 +310,12 @@ func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, lea
 // by the attempt timeout and not by the caller's context, and then gives the
 // leases back: at once if an answer came or the request never left, and
 // otherwise (the request may be running at WeCom) only when their hold ends.
-func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, leases []throttle.Lease, stop func(), tok string, a Attempt) Attempt {
+func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, s sent, a Attempt) Attempt {
 	settled := false
 	defer func() {
 		if !settled { // a panic while the request may have left: hold, as for no answer
-			stop()
-			c.hold(ctx, cl.path, leases)
+			s.stop()
+			c.hold(ctx, cl.path, s.leases)
 		}
 	}()
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout)
@@ -351,33 +325,43 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, le
 		q[k] = v
 	}
 	if cl.cred != nil {
-		q.Set(cl.cred.param, tok)
+		q.Set(cl.cred.param, s.tok)
 	}
 	start := time.Now()
 	unanswered, err := c.send(actx, cl, q)
-	stop()
+	s.stop()
 	a.Duration, a.Err = time.Since(start), err
 	var ae *APIError
 	if errors.As(err, &ae) {
 		a.ErrCode = ae.Code
 		if ae.Code == CodeConcurrencyLimited {
-			if ch := c.refused(context.WithoutCancel(ctx), cl); ch != nil {
+			if ch := c.refused(context.WithoutCancel(ctx), cl, s.slot); ch != nil {
 				a.LimitChanges = append(a.LimitChanges, *ch)
 			}
 		}
 		if ae.Code == CodeFrequencyLimited {
 			// Before the leases go back: nobody starts on this API until the block ends.
-			cl.block = c.block(cl.path, el, c.now())
-			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), cl.block); cerr != nil {
+			block := c.block(cl.path, el, c.now())
+			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), block); cerr != nil {
 				c.logger.LogAttrs(ctx, slog.LevelError, "wecom: could not record cooldown", slog.String("path", cl.path), slog.String("error", cerr.Error()))
 			}
+			a.Err = &RateLimitError{Path: cl.path, RetryAfter: block, Err: ae}
 		}
 	}
 	settled = true
 	if unanswered {
-		a.Abandoned = c.hold(ctx, cl.path, leases)
+		a.Abandoned = c.hold(ctx, cl.path, s.leases)
 	} else {
-		c.release(ctx, leases)
+		c.release(ctx, s.leases)
 	}
 	return a
+}
+
+// sent is what an attempt sends under: its leases (renewed until stop), the
+// cap its API's slot was granted under, and its credential's value.
+type sent struct {
+	leases []throttle.Lease
+	slot   apiSlot
+	stop   func()
+	tok    string
 }

@@ -181,16 +181,19 @@ func (c *Client) appID() string {
 }
 
 // acquire takes the call's leases in order, giving back those taken if one
-// fails. An earlier lease's TTL runs while the call waits for a later one, so
+// fails, and returns the cap its API's slot was granted under and the
+// learned-limit changes to report. An earlier lease's TTL runs while the call waits for a later one, so
 // after a long wait the earlier ones are renewed; one that expired meanwhile
 // (another call may hold its slot now) makes the call start over. A daily
 // count that is spent makes the call wait for the next CST day when the
 // client waits on rate limits and the caller's deadline allows it.
-func (c *Client) acquire(ctx context.Context, cl *call, el *endpointLimits) ([]throttle.Lease, error) {
+func (c *Client) acquire(ctx context.Context, cl *call, el *endpointLimits) ([]throttle.Lease, apiSlot, []LimitChange, error) {
 	ctx = c.stallContext(ctx, cl.path)
+	var changes []LimitChange
 	for {
 		reqs := c.requests(cl, el, c.now())
-		c.adapt(ctx, cl, reqs)
+		slot, ch := c.adapt(ctx, cl, reqs)
+		changes = append(changes, ch...)
 		leases, firstAt, err := c.acquireAll(ctx, cl, together(reqs))
 		var rl *RateLimitError
 		if errors.As(err, &rl) && rl.day && c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) {
@@ -199,23 +202,24 @@ func (c *Client) acquire(ctx context.Context, cl *call, el *endpointLimits) ([]t
 				c.stalled(ctx, cl.path, throttle.Stall{Key: le.Key, Reason: le.Reason, Until: time.Now().Add(rl.RetryAfter)})
 			}
 			if werr := sleep(ctx, rl.RetryAfter); werr != nil {
-				return nil, fmt.Errorf("wecom: %s: %w (waiting for the next CST day after: %w)", cl.path, werr, rl)
+				return nil, apiSlot{}, changes, fmt.Errorf("wecom: %s: %w (waiting for the next CST day after: %w)", cl.path, werr, rl)
 			}
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, apiSlot{}, changes, err
 		}
+		slot = c.granted(cl, slot, leases)
 		if len(leases) < 2 || time.Since(firstAt) < c.leaseTTL()/4 {
-			return leases, nil
+			return leases, slot, changes, nil
 		}
 		lost, err := c.renewEarlier(ctx, leases)
 		if err != nil {
 			c.release(ctx, leases)
-			return nil, c.limitError(cl.path, false, err)
+			return nil, apiSlot{}, changes, c.limitError(cl.path, false, err)
 		}
 		if !lost {
-			return leases, nil
+			return leases, slot, changes, nil
 		}
 		c.release(ctx, leases)
 	}

@@ -110,3 +110,62 @@ func deadlineBefore(ctx context.Context, at time.Time) bool {
 	d, ok := ctx.Deadline()
 	return ok && d.Before(at)
 }
+
+// retryAction is what a call does after a failed attempt.
+type retryAction int
+
+const (
+	// retryStop: the call returns the attempt's error.
+	retryStop retryAction = iota
+	// retryNewCredential: the credential the attempt carried is dropped
+	// and the call tries again at once, with a new one.
+	retryNewCredential
+	// retryAfterCooldown: the call tries again at once; its next lease
+	// waits out the API's block.
+	retryAfterCooldown
+	// retryBackoff: the call tries again after a backoff.
+	retryBackoff
+)
+
+// retryState is what a call has retried so far.
+type retryState struct {
+	credential bool // a refused credential was replaced once
+	busy, conc int  // retries after a transient failure, after 45033
+}
+
+// decide is the whole retry decision, without side effects: from the
+// attempt's error, the endpoint (cl: whether it is safe to repeat, the
+// credential it carries), what the call retried so far and the caller's
+// deadline at now (zero: none), what the call does next.
+func (c *Client) decide(err error, cl *call, st retryState, now, deadline time.Time) (retryAction, retryState) {
+	code := errcodeOf(err)
+	fits := func(d time.Duration) bool { return deadline.IsZero() || !deadline.Before(now.Add(d)) }
+	var rl *RateLimitError
+	switch {
+	case cl.cred != nil && cl.cred.refused(code) && !st.credential:
+		st.credential = true
+		return retryNewCredential, st
+	case code == CodeFrequencyLimited:
+		if errors.As(err, &rl) && c.waitOnRateLimit && fits(rl.RetryAfter) && st.busy < c.retry.MaxRetries {
+			st.busy++
+			return retryAfterCooldown, st
+		}
+		return retryStop, st
+	case code == CodeConcurrencyLimited && st.conc < c.retry.MaxConcurrencyRetries:
+		st.conc++
+		return retryBackoff, st
+	case retryable(err) && cl.idempotent && st.busy < c.retry.MaxRetries:
+		st.busy++
+		return retryBackoff, st
+	}
+	return retryStop, st
+}
+
+// errcodeOf returns the errcode of WeCom's answer in err's chain (0: none).
+func errcodeOf(err error) int {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return 0
+}
