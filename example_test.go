@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/wecomkit/wecom"
@@ -218,4 +219,43 @@ func ExampleWithStallObserver() {
 	// Output:
 	// /cgi-bin/tag/list waits for a full rate window, about 1m0s
 	// true
+}
+
+// Upload a file, streamed from any reader, and download it again, streamed
+// to any writer.
+func ExampleMediaService_Upload() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	m, err := c.Media.Upload(ctx, wecom.UploadRequest{Type: wecom.MediaFile, Filename: "季度报告.txt", Body: strings.NewReader("revenue up 12%")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var out strings.Builder
+	f, err := c.Media.Download(ctx, m.ID, &out)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(f.Name, f.Size, out.String())
+	// Output:
+	// 季度报告.txt 14 revenue up 12%
+}
+
+// The JS-SDK ticket is cached and shared as the access token is: the two
+// calls below fetch it once.
+func ExampleClient_JSAPITicket() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	first, err := c.JSAPITicket(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	again, err := c.JSAPITicket(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(first == again, len(first) > 0)
+	// Output:
+	// true true
 }
