@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,5 +237,55 @@ func TestDoLocksTheCustomerItEdits(t *testing.T) {
 	wg.Wait()
 	if st := srv.Stats(); st.Refusals[wecom.CodeConcurrencyLimited] != 0 || st.MarkCalls != 30 {
 		t.Errorf("%d answers 45033 and %d marks, want none and 30", st.Refusals[wecom.CodeConcurrencyLimited], st.MarkCalls)
+	}
+}
+
+// A user's module of its own (testdata/usermodule), built against this
+// tree, calls an API the SDK does not wrap through Do: New refuses a
+// per-member rule nothing reads, and a per-resource rule given with
+// WithKeys holds against a server that counts calls in flight per
+// resource.
+func TestDoFromAModuleOfItsOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module")
+	}
+	t.Parallel()
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/usermodule/main.go.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := "module example.com/user\n\ngo 1.25\n\nrequire github.com/wecomkit/wecom v0.0.0\n\nreplace github.com/wecomkit/wecom => " + root + "\n"
+	for name, data := range map[string][]byte{"main.go": src, "go.mod": []byte(mod)} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := os.ReadFile("go.sum") // the SDK's dependencies, as its own module pins them
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, peaks := resourceServer(t, 10*time.Millisecond)
+	cmd := exec.Command("go", "run", ".", srv)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go run: %v\n%s", err, out)
+	}
+	for _, want := range []string{"per-member rule without keys refused by New: true", "calls failed: 0", "a call without its resource refused: true"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the program said:\n%s\nwant a line %q", out, want)
+		}
+	}
+	if got := peaks(); got["r0"] != 1 || got["r1"] != 1 {
+		t.Errorf("the most calls in flight per resource: %v, want 1 each", got)
 	}
 }
