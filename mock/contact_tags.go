@@ -17,56 +17,17 @@ const (
 	maxPartiesPerCall = 100
 )
 
-// corp is the state of one corp. Every access holds Server.mu.
-type corp struct {
-	id   string
-	apps map[string]*token // app secret → current token (nil before the first gettoken)
-
-	users   map[string]bool
-	parties map[int]bool
-
+// contacts is a corp's contact directory (members, departments) and its
+// contact tags.
+type contacts struct {
+	users     map[string]bool
+	parties   map[int]bool
 	tags      map[int]*contactTag
 	nextTagID int
-
-	groups   map[string]*tagGroup
-	corpTags map[string]*corpTag
-	seq      int // source of customer-contact tag and group ids
-	marks    map[markKey]map[string]bool
-	remarks  map[markKey]Remark
-	// people: external_userid → the customer.
-	people map[string]*Customer
-	// customers: member → external_userid → the member's relation to that
-	// customer.
-	customers map[string]map[string]*follow
-	// transfers: the customer transfers (nil until the first is used).
-	transfers *transferBook
-	// groupChats: chat_id → the customer group chat (nil until one is
-	// added).
-	groupChats map[string]*GroupChat
-	// media: the files (nil until one is stored).
-	media *mediaStore
-	// tickets: the JS-SDK tickets, "jsapi" and "agent:<app>" (nil until one
-	// is asked).
-	tickets map[string]*token
 }
 
-type markKey struct{ user, external string }
-
-func newCorp(id string) *corp {
-	return &corp{
-		id:        id,
-		apps:      make(map[string]*token),
-		users:     make(map[string]bool),
-		parties:   make(map[int]bool),
-		tags:      make(map[int]*contactTag),
-		nextTagID: 1,
-		groups:    make(map[string]*tagGroup),
-		corpTags:  make(map[string]*corpTag),
-		marks:     make(map[markKey]map[string]bool),
-		remarks:   make(map[markKey]Remark),
-		people:    make(map[string]*Customer),
-		customers: make(map[string]map[string]*follow),
-	}
+func newContacts() contacts {
+	return contacts{users: make(map[string]bool), parties: make(map[int]bool), tags: make(map[int]*contactTag), nextTagID: 1}
 }
 
 // contactTag is a contact tag (通讯录标签).

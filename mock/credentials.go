@@ -106,8 +106,7 @@ type preAuthCodeAnswer struct {
 }
 
 // preAuthCode answers get_pre_auth_code.
-func (c *corp) preAuthCode(in *input) (any, *apiError) {
-	c.seq++
+func (c *corp) preAuthCode(*input) (any, *apiError) {
 	return preAuthCodeAnswer{status: okStatus("ok"), PreAuthCode: "pre" + newTokenValue()[:20], ExpiresIn: 1200}, nil
 }
 

@@ -9,6 +9,22 @@ import (
 	"unicode/utf8"
 )
 
+// customerTags is a corp's customer-contact tags (企业客户标签) and the
+// marks of its members' customers.
+type customerTags struct {
+	groups   map[string]*tagGroup
+	corpTags map[string]*corpTag
+	seq      int // source of tag and group ids
+	marks    map[markKey]map[string]bool
+}
+
+// markKey is a member's customer.
+type markKey struct{ user, external string }
+
+func newCustomerTags() customerTags {
+	return customerTags{groups: make(map[string]*tagGroup), corpTags: make(map[string]*corpTag), marks: make(map[markKey]map[string]bool)}
+}
+
 // Limits of the customer-contact tag APIs.
 const (
 	maxCorpTagNameRunes = 30

@@ -6,6 +6,21 @@ import (
 	"time"
 )
 
+// customerBook is a corp's customers (客户), their followers and the
+// members' remarks on them.
+type customerBook struct {
+	// people: external_userid → the customer.
+	people map[string]*Customer
+	// customers: member → external_userid → the member's relation to that
+	// customer.
+	customers map[string]map[string]*follow
+	remarks   map[markKey]Remark
+}
+
+func newCustomerBook() customerBook {
+	return customerBook{people: make(map[string]*Customer), customers: make(map[string]map[string]*follow), remarks: make(map[markKey]Remark)}
+}
+
 // Customer is a customer (external contact, 外部联系人) as held by a Server.
 type Customer struct {
 	ExternalUserID string

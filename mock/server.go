@@ -139,6 +139,31 @@ type CorpTag struct {
 	Order uint32
 }
 
+// corp is the state of one corp, a part per domain, each in the file of
+// its APIs. Every access holds Server.mu.
+type corp struct {
+	id   string
+	apps map[string]*token // app secret → current token (nil before the first gettoken)
+
+	contacts     // contact_tags.go
+	customerTags // customer_tags.go
+	customerBook // customers.go
+	// transfers: the customer transfers (nil until the first is used).
+	transfers *transferBook
+	// groupChats: chat_id → the customer group chat (nil until one is
+	// added).
+	groupChats map[string]*GroupChat
+	// media: the files (media.go; nil until one is stored).
+	media *mediaStore
+	// tickets: the JS-SDK tickets, "jsapi" and "agent:<app>"
+	// (credentials.go; nil until one is asked).
+	tickets map[string]*token
+}
+
+func newCorp(id string) *corp {
+	return &corp{id: id, apps: make(map[string]*token), contacts: newContacts(), customerTags: newCustomerTags(), customerBook: newCustomerBook()}
+}
+
 // Server is a fake WeCom server. Create it with New; it is safe for
 // concurrent use.
 type Server struct {
