@@ -17,6 +17,7 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/redisstore"
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -56,7 +57,7 @@ func fleet(t *testing.T, url string, n int, logs io.Writer, opts ...wecom.Option
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
-		store, err := wecom.NewRedisTokenStore(rdb, prefix+"token:")
+		store, err := redisstore.New(rdb, prefix+"token:")
 		if err != nil {
 			t.Fatal(err)
 		}

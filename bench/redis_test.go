@@ -25,6 +25,7 @@ import (
 
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/redisstore"
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -254,7 +255,7 @@ func TestRoundTripsPerCall(t *testing.T) {
 	hook := &countHook{byName: map[string]int{}}
 	rdb.AddHook(hook)
 	lim := newLimiter(t, rdb, prefix+"throttle:")
-	store, err := wecom.NewRedisTokenStore(rdb, prefix+"token:")
+	store, err := redisstore.New(rdb, prefix+"token:")
 	if err != nil {
 		t.Fatal(err)
 	}

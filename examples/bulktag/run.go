@@ -14,6 +14,7 @@ import (
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/redisstore"
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -132,7 +133,7 @@ func sharedRedis(ctx context.Context, cfg config, stderr io.Writer) (fl *fleetCo
 		limiter.Close()
 		rdb.Close()
 	}
-	store, err := wecom.NewRedisTokenStore(rdb, cfg.redisPrefix+"token:")
+	store, err := redisstore.New(rdb, cfg.redisPrefix+"token:")
 	if err != nil {
 		closeRedis()
 		return nil, nil, func() {}, err

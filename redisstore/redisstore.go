@@ -1,4 +1,7 @@
-package wecom
+// Package redisstore keeps the wecom client's credentials in Redis, shared
+// by every process of a fleet: give its TokenStore to wecom.WithTokenStore.
+// A program that keeps them in memory does not import it, nor go-redis.
+package redisstore
 
 import (
 	"context"
@@ -9,20 +12,21 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/wecomkit/wecom"
 )
 
 //go:embed token_delete.lua
 var tokenDeleteLua string
 
-// RedisTokenStore is a TokenStore on Redis, shared by every process using the
+// TokenStore is a wecom.TokenStore on Redis, shared by every process using the
 // same Redis and prefix. It works with a single node, Sentinel and Cluster
 // alike: every operation touches one key.
 //
 // A token is stored under prefix+key as the JSON {"v": token, "e": expiry in
 // Unix milliseconds} and expires in Redis with the token. The key names a
 // corp and a hash of the app's secret, never the secret; errors never hold
-// the token. A RedisTokenStore is safe for concurrent use.
-type RedisTokenStore struct {
+// the token. A TokenStore is safe for concurrent use.
+type TokenStore struct {
 	rdb    redis.UniversalClient
 	prefix string
 	del    *redis.Script
@@ -34,44 +38,44 @@ type redisToken struct {
 	ExpiresAt int64  `json:"e"` // Unix ms
 }
 
-// NewRedisTokenStore returns a store keeping tokens in rdb under keys starting
+// New returns a store keeping tokens in rdb under keys starting
 // with prefix, which may be empty and lets deployments share one Redis without
 // sharing tokens. The caller keeps ownership of rdb.
-func NewRedisTokenStore(rdb redis.UniversalClient, prefix string) (*RedisTokenStore, error) {
+func New(rdb redis.UniversalClient, prefix string) (*TokenStore, error) {
 	if rdb == nil {
-		return nil, invalid("redis token store", "nil redis client")
+		return nil, &wecom.ValidationError{Field: "redis token store", Reason: "nil redis client"}
 	}
-	return &RedisTokenStore{rdb: rdb, prefix: prefix, del: redis.NewScript(tokenDeleteLua)}, nil
+	return &TokenStore{rdb: rdb, prefix: prefix, del: redis.NewScript(tokenDeleteLua)}, nil
 }
 
-// Get implements TokenStore. A token whose expiry has passed is ErrNoToken,
+// Get implements wecom.TokenStore. A token whose expiry has passed is wecom.ErrNoToken,
 // even if Redis still holds it.
-func (s *RedisTokenStore) Get(ctx context.Context, key string) (Token, error) {
+func (s *TokenStore) Get(ctx context.Context, key string) (wecom.Token, error) {
 	raw, err := s.rdb.Get(ctx, s.prefix+key).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return Token{}, ErrNoToken
+		return wecom.Token{}, wecom.ErrNoToken
 	}
 	if err != nil {
-		return Token{}, fmt.Errorf("wecom: token store get: %w", err)
+		return wecom.Token{}, fmt.Errorf("wecom: token store get: %w", err)
 	}
 	var e redisToken
 	// The decoding error is not wrapped: it may quote the token.
 	if json.Unmarshal(raw, &e) != nil || e.Value == "" {
-		return Token{}, errors.New("wecom: token store get: stored entry is not a token")
+		return wecom.Token{}, errors.New("wecom: token store get: stored entry is not a token")
 	}
-	t := Token{Value: e.Value, ExpiresAt: time.UnixMilli(e.ExpiresAt)}
+	t := wecom.Token{Value: e.Value, ExpiresAt: time.UnixMilli(e.ExpiresAt)}
 	if !time.Now().Before(t.ExpiresAt) {
-		return Token{}, ErrNoToken
+		return wecom.Token{}, wecom.ErrNoToken
 	}
 	return t, nil
 }
 
-// Set implements TokenStore. An already expired token is not stored (and
+// Set implements wecom.TokenStore. An already expired token is not stored (and
 // the stored one, if any, is left alone); an empty one is a
 // *ValidationError.
-func (s *RedisTokenStore) Set(ctx context.Context, key string, t Token) error {
+func (s *TokenStore) Set(ctx context.Context, key string, t wecom.Token) error {
 	if t.Value == "" {
-		return invalid("token", "empty value")
+		return &wecom.ValidationError{Field: "token", Reason: "empty value"}
 	}
 	ttl := time.Until(t.ExpiresAt)
 	if ttl <= 0 {
@@ -94,7 +98,7 @@ func (s *RedisTokenStore) Set(ctx context.Context, key string, t Token) error {
 
 // Delete implements TokenStore: one script, in one round trip, deletes the
 // entry only if it still holds value.
-func (s *RedisTokenStore) Delete(ctx context.Context, key, value string) error {
+func (s *TokenStore) Delete(ctx context.Context, key, value string) error {
 	if err := s.del.Run(ctx, s.rdb, []string{s.prefix + key}, value).Err(); err != nil {
 		return fmt.Errorf("wecom: token store delete: %w", err)
 	}

@@ -1,4 +1,4 @@
-package wecom_test
+package redisstore_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/redisstore"
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -35,10 +36,10 @@ const tokenKey = "wecom:token:{wwcorp}:0123456789abcdef"
 
 // newRedisStore returns a store on rdb under a prefix of the test's own,
 // and that prefix.
-func newRedisStore(t *testing.T, rdb redis.UniversalClient) (*wecom.RedisTokenStore, string) {
+func newRedisStore(t *testing.T, rdb redis.UniversalClient) (*redisstore.TokenStore, string) {
 	t.Helper()
 	prefix := redistest.Prefix(t, rdb)
-	s, err := wecom.NewRedisTokenStore(rdb, prefix)
+	s, err := redisstore.New(rdb, prefix)
 	if err != nil {
 		t.Fatalf("NewRedisTokenStore: %v", err)
 	}
@@ -47,7 +48,7 @@ func newRedisStore(t *testing.T, rdb redis.UniversalClient) (*wecom.RedisTokenSt
 
 func TestRedisTokenStoreRejectsNilClient(t *testing.T) {
 	t.Parallel()
-	s, err := wecom.NewRedisTokenStore(nil, "p:")
+	s, err := redisstore.New(nil, "p:")
 	var ve *wecom.ValidationError
 	if s != nil || !errors.As(err, &ve) || !errors.Is(err, wecom.ErrInvalidRequest) {
 		t.Fatalf("NewRedisTokenStore(nil) = %v, %v; want a *ValidationError", s, err)
@@ -75,7 +76,7 @@ func TestRedisTokenStore(t *testing.T) {
 				}
 				// Another store on the same Redis and prefix sees it; one on
 				// another prefix does not.
-				same, _ := wecom.NewRedisTokenStore(rdb, prefix)
+				same, _ := redisstore.New(rdb, prefix)
 				if got, err := same.Get(ctx, tokenKey); err != nil || got.Value != want.Value {
 					t.Errorf("another store on the same prefix: Get = %+v, %v", got, err)
 				}
@@ -248,7 +249,7 @@ func TestRedisTokenStoreScriptFlushAndDownRedis(t *testing.T) {
 	addr, _, stop := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	s, err := wecom.NewRedisTokenStore(rdb, "p:")
+	s, err := redisstore.New(rdb, "p:")
 	if err != nil {
 		t.Fatal(err)
 	}
