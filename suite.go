@@ -38,7 +38,10 @@ func (c *Client) initSuite() {
 	cfg := c.suiteCfg
 	m := &credential{c: c, name: "suite access token", store: c.tokens.store, refreshAhead: c.tokens.refreshAhead, badFor: c.tokens.badFor,
 		key: "wecom:suite:{" + cfg.id + "}", app: cfg.id, secrets: []string{cfg.secret},
-		param: catalog.SuiteToken.String(), refused: isSuiteTokenCode}
+		param: catalog.SuiteToken.String(), refused: func(code int) bool {
+			// WeCom answers a token of the wrong kind with 40014 too
+			return isSuiteTokenCode(code) || code == CodeInvalidAccessToken
+		}}
 	m.lock = func(ctx context.Context) (func(), error) {
 		return c.lockKey(ctx, catalog.GetSuiteToken.Path(), throttle.Request{Key: "{" + cfg.id + "}#fetch:suite", Concurrency: 1, TTL: c.leaseTTL()})
 	}
