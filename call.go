@@ -100,8 +100,10 @@ func (c *Client) credentialOf(e catalog.Endpoint) (*credential, error) {
 		return nil, nil
 	case e.Token == catalog.SuiteToken && c.suite != nil:
 		return c.suite, nil
+	case e.Token == catalog.ProviderToken && c.provider != nil:
+		return c.provider, nil
 	}
-	return nil, invalid("credential", "%s carries a %s, which the client was not given (WithSuite)", e.ID, e.Token)
+	return nil, invalid("credential", "%s carries a %s, which the client was not given (WithSuite, WithProvider)", e.ID, e.Token)
 }
 
 // readKeys reads what cl's rules count per resource, per member or in

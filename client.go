@@ -28,6 +28,7 @@ type Client struct {
 	tokens          *credential // the corp's access token
 	suite           *credential // WithSuite's suite_access_token, or nil
 	suiteCfg        *suiteConfig
+	provider        *credential // WithProvider's provider_access_token, or nil
 	jsapi, agentTkt *credential // the JS-SDK tickets
 	overrides       map[string]*override
 	endpoints       map[string]*endpointLimits
@@ -102,6 +103,9 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	}
 	c.tokens.initCorp()
 	c.initTickets()
+	if c.provider != nil {
+		c.provider.store, c.provider.refreshAhead, c.provider.badFor = c.tokens.store, c.tokens.refreshAhead, c.tokens.badFor
+	}
 	if c.suiteCfg != nil {
 		c.initSuite()
 	}

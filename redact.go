@@ -424,7 +424,7 @@ func (c *Client) redactor() *redactor {
 		return newRedactor(c.secret)
 	}
 	var more []string
-	for _, m := range []*credential{c.suite, c.jsapi, c.agentTkt} {
+	for _, m := range []*credential{c.suite, c.provider, c.jsapi, c.agentTkt} {
 		if m != nil {
 			more = append(more, m.values()...)
 		}

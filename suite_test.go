@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -235,5 +236,54 @@ func TestTicketsAcrossProcesses(t *testing.T) {
 		if _, _ = k.get(cs[0]); srv.Stats().Calls[k.path] != 2 {
 			t.Errorf("%s: %d fetches after the ticket was invalidated, want 2", k.path, srv.Stats().Calls[k.path])
 		}
+	}
+}
+
+// The provider token: fetched once by a fleet of two processes, fetched
+// again after WeCom refused it, its secret never in the logs; a login code
+// serves once.
+func TestProviderTokenAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	srv, err := mock.New(mock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const provider, secret = "wwprovider01", "provider-secret-987654"
+	srv.AddApp("wwsuitecorp", "corp-secret")
+	srv.AddProvider(provider, secret)
+	for i := range 42 {
+		srv.AddLoginCode(provider, fmt.Sprint("code-", i), "wwcustomer", fmt.Sprint("user", i))
+	}
+	hs := srv.Start()
+	t.Cleanup(hs.Close)
+	var logs lockedBuffer
+	cs := fleet(t, hs.URL, 2, &logs, wecom.WithProvider(provider, secret))
+	login := func(from, n int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		for i := from; i < from+n; i++ {
+			wg.Go(func() {
+				info, err := cs[i%2].LoginInfo(context.Background(), fmt.Sprint("code-", i))
+				if err != nil || info.User.UserID != fmt.Sprint("user", i) || info.Corp.CorpID != "wwcustomer" {
+					t.Errorf("LoginInfo = %+v, %v", info, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	login(0, 20)
+	if n := srv.Stats().Calls[catalog.GetProviderToken.Path()]; n != 1 {
+		t.Errorf("%d provider token fetches for 20 calls from two processes, want 1", n)
+	}
+	srv.InvalidateProviderTokens()
+	login(20, 20)
+	if n := srv.Stats().Calls[catalog.GetProviderToken.Path()]; n != 2 {
+		t.Errorf("%d provider token fetches after WeCom refused the token, want 2", n)
+	}
+	if _, err := cs[0].LoginInfo(context.Background(), "code-0"); err == nil {
+		t.Error("a login code served twice")
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Error("the logs hold the provider secret")
 	}
 }

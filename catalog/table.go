@@ -43,6 +43,10 @@ const (
 	AgentTicket    ID = "/cgi-bin/ticket/get"
 	GetSuiteToken  ID = "/cgi-bin/service/get_suite_token"
 	GetPreAuthCode ID = "/cgi-bin/service/get_pre_auth_code"
+	// A service provider's token, and the login of a member through the
+	// provider's web login.
+	GetProviderToken ID = "/cgi-bin/service/get_provider_token"
+	GetLoginInfo     ID = "/cgi-bin/service/get_login_info"
 )
 
 // GroupJSAPITicket is the group of the JS-SDK ticket APIs, whose fetches
@@ -178,6 +182,10 @@ func Endpoints() []Endpoint {
 		{ID: GetSuiteToken, Method: http.MethodPost, Doc: 90600, Repeatable: true, Token: NoToken, OmitsErrcode: true,
 			Sample: `{"suite_id":"wwddddccc7775555aaa","suite_secret":"SECRET","suite_ticket":"TICKET"}`, Rules: base()},
 		{ID: GetPreAuthCode, Method: http.MethodGet, Doc: 90601, Repeatable: true, Token: SuiteToken, Rules: base()},
+		{ID: GetProviderToken, Method: http.MethodPost, Doc: 91200, Repeatable: true, Token: NoToken, OmitsErrcode: true,
+			Sample: `{"corpid":"wwxxxxxxxxxxxxxxxx","provider_secret":"SECRET"}`, Rules: base()},
+		// A login's auth_code serves once: not repeatable.
+		{ID: GetLoginInfo, Method: http.MethodPost, Doc: 91125, Token: ProviderToken, Sample: `{"auth_code":"xxxxx"}`, Rules: base()},
 		// A repeated upload stores a second copy, harmless: media expire
 		// after three days.
 		{ID: MediaUpload, Method: http.MethodPost, Doc: 90253, Repeatable: true, Body: MultipartBody, Sample: "type=file", Rules: base()},

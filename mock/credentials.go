@@ -136,3 +136,110 @@ func (c *corp) jsapiTicket(in *input) (any, *apiError) {
 	}
 	return ticketAnswer{status: okStatus("ok"), Ticket: t.value, ExpiresIn: int(t.expires.Sub(in.now) / time.Second)}, nil
 }
+
+// provider is a service provider the Server knows.
+type provider struct {
+	corpID, secret string
+	token          *token
+}
+
+// AddProvider registers a service provider: its corp id and provider
+// secret.
+func (s *Server) AddProvider(corpID, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.providers[corpID] = &provider{corpID: corpID, secret: secret}
+}
+
+// AddLoginCode makes authCode a web login of userID in corpID through the
+// provider providerCorpID, which its get_login_info answers once.
+func (s *Server) AddLoginCode(providerCorpID, authCode, corpID, userID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.corpLocked("provider:" + providerCorpID)
+	if c.logins == nil {
+		c.logins = make(map[string][2]string)
+	}
+	c.logins[authCode] = [2]string{corpID, userID}
+}
+
+// InvalidateProviderTokens makes every provider token issued so far
+// invalid.
+func (s *Server) InvalidateProviderTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.providerTokens = make(map[string]*token)
+	for _, p := range s.providers {
+		p.token = nil
+	}
+}
+
+type providerTokenAnswer struct {
+	ProviderAccessToken string `json:"provider_access_token"`
+	ExpiresIn           int    `json:"expires_in"`
+}
+
+// getProviderToken answers get_provider_token, without errcode on success.
+func (s *Server) getProviderToken(body []byte, ip string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var req struct {
+		CorpID string `json:"corpid"`
+		Secret string `json:"provider_secret"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return s.errorAnswer(errf(codeDataFormat, "data format error"), ip, now, true)
+	}
+	p := s.providers[req.CorpID]
+	if p == nil || req.Secret != p.secret {
+		return s.errorAnswer(errf(codeInvalidSecret, "invalid provider secret"), ip, now, true)
+	}
+	if p.token == nil || !now.Before(p.token.expires) {
+		p.token = &token{value: newTokenValue(), corp: "provider:" + p.corpID, app: p.corpID, expires: now.Add(s.tokenTTL)}
+		s.providerTokens[p.token.value] = p.token
+		s.corpLocked(p.token.corp)
+	}
+	return mustMarshal(providerTokenAnswer{ProviderAccessToken: p.token.value, ExpiresIn: int(p.token.expires.Sub(now) / time.Second)})
+}
+
+// checkProviderToken is checkToken of a provider_access_token.
+func (s *Server) checkProviderToken(value string, now time.Time) (*corp, *token, *apiError) {
+	tok := s.providerTokens[value]
+	switch {
+	case tok == nil:
+		return nil, nil, errf(codeInvalidToken, "invalid provider_access_token")
+	case !now.Before(tok.expires):
+		return nil, nil, errf(codeTokenExpired, "provider_access_token expired")
+	}
+	return s.corpLocked(tok.corp), tok, nil
+}
+
+type loginInfoAnswer struct {
+	status
+	UserType int `json:"usertype"`
+	UserInfo struct {
+		UserID string `json:"userid"`
+	} `json:"user_info"`
+	CorpInfo struct {
+		CorpID string `json:"corpid"`
+	} `json:"corp_info"`
+}
+
+// loginInfo answers get_login_info for a code AddLoginCode made, once.
+func (c *corp) loginInfo(in *input) (any, *apiError) {
+	var req struct {
+		AuthCode string `json:"auth_code"`
+	}
+	if err := in.decode(&req); err != nil {
+		return nil, err
+	}
+	who, ok := c.logins[req.AuthCode]
+	if !ok {
+		return nil, errf(codeInvalidParam, "invalid auth_code")
+	}
+	delete(c.logins, req.AuthCode)
+	a := loginInfoAnswer{status: okStatus("ok"), UserType: 5}
+	a.UserInfo.UserID, a.CorpInfo.CorpID = who[1], who[0]
+	return a, nil
+}

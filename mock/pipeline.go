@@ -167,6 +167,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case rt.ID == catalog.GetSuiteToken:
 		writeJSON(w, s.getSuiteToken(body, ip))
 		return
+	case rt.ID == catalog.GetProviderToken:
+		writeJSON(w, s.getProviderToken(body, ip))
+		return
 	case rt.apply == nil:
 		writeJSON(w, s.getToken(query, ip))
 		return
@@ -181,10 +184,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		cs  []counted
 	)
 	aerr := wrongMethod(r.Method, rt.Method)
-	if aerr == nil && rt.Token == catalog.SuiteToken {
-		c, tok, aerr = s.checkSuiteToken(query.Get("suite_access_token"), now)
-	} else if aerr == nil {
-		c, tok, aerr = s.checkToken(query.Get("access_token"), now)
+	if aerr == nil {
+		c, tok, aerr = s.checkCredential(rt.Token, query, now)
 	}
 	if aerr == nil {
 		in.app = tok.app
@@ -373,6 +374,18 @@ func (s *Server) checkToken(value string, now time.Time) (*corp, *token, *apiErr
 		return nil, nil, errf(codeTokenExpired, "access_token expired")
 	}
 	return s.corps[tok.corp], tok, nil
+}
+
+// checkCredential checks the credential a call of an endpoint carrying
+// kind must have in its query.
+func (s *Server) checkCredential(kind catalog.Token, q url.Values, now time.Time) (*corp, *token, *apiError) {
+	switch kind {
+	case catalog.SuiteToken:
+		return s.checkSuiteToken(q.Get(kind.String()), now)
+	case catalog.ProviderToken:
+		return s.checkProviderToken(q.Get(kind.String()), now)
+	}
+	return s.checkToken(q.Get("access_token"), now)
 }
 
 // drawFault decides the fault of one call. s.mu must be held.

@@ -51,10 +51,12 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.ResignedTransferCustomer: (*corp).resignedTransferCustomer,
 		catalog.ResignedTransferResult:   (*corp).resignedTransferResult,
 
-		catalog.JSAPITicket:    (*corp).jsapiTicket,
-		catalog.AgentTicket:    (*corp).jsapiTicket,
-		catalog.GetSuiteToken:  nil,
-		catalog.GetPreAuthCode: (*corp).preAuthCode,
+		catalog.JSAPITicket:      (*corp).jsapiTicket,
+		catalog.AgentTicket:      (*corp).jsapiTicket,
+		catalog.GetSuiteToken:    nil,
+		catalog.GetPreAuthCode:   (*corp).preAuthCode,
+		catalog.GetProviderToken: nil,
+		catalog.GetLoginInfo:     (*corp).loginInfo,
 
 		catalog.MediaUpload: (*corp).mediaUpload,
 		catalog.MediaGet:    (*corp).mediaGet,

@@ -158,6 +158,9 @@ type corp struct {
 	// tickets: the JS-SDK tickets, "jsapi" and "agent:<app>"
 	// (credentials.go; nil until one is asked).
 	tickets map[string]*token
+	// logins: a provider's web logins by auth_code, {corp, user}
+	// (credentials.go; nil until one is added).
+	logins map[string][2]string
 }
 
 func newCorp(id string) *corp {
@@ -182,11 +185,14 @@ type Server struct {
 	// suites and their tokens (credentials.go).
 	suites      map[string]*suite
 	suiteTokens map[string]*token
-	rates       map[limitKey]*rateLog
-	inFlight    map[limitKey]int
-	stats       Stats
-	scripts     []*Script
-	hintSeq     uint64
+	// providers and their tokens (credentials.go).
+	providers      map[string]*provider
+	providerTokens map[string]*token
+	rates          map[limitKey]*rateLog
+	inFlight       map[limitKey]int
+	stats          Stats
+	scripts        []*Script
+	hintSeq        uint64
 }
 
 // New returns a Server configured by cfg. It fails when cfg.Latency or
@@ -218,18 +224,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		now:         cfg.Now,
-		tokenTTL:    cfg.TokenTTL,
-		routes:      routes,
-		jitter:      cfg.LatencyJitter,
-		latency:     cfg.Latency,
-		corps:       make(map[string]*corp),
-		tokens:      make(map[string]*token),
-		suites:      make(map[string]*suite),
-		suiteTokens: make(map[string]*token),
-		rates:       make(map[limitKey]*rateLog),
-		inFlight:    make(map[limitKey]int),
-		stats:       newStats(),
+		now:            cfg.Now,
+		tokenTTL:       cfg.TokenTTL,
+		routes:         routes,
+		jitter:         cfg.LatencyJitter,
+		latency:        cfg.Latency,
+		corps:          make(map[string]*corp),
+		tokens:         make(map[string]*token),
+		suites:         make(map[string]*suite),
+		suiteTokens:    make(map[string]*token),
+		providers:      make(map[string]*provider),
+		providerTokens: make(map[string]*token),
+		rates:          make(map[limitKey]*rateLog),
+		inFlight:       make(map[limitKey]int),
+		stats:          newStats(),
 	}
 	if s.now == nil {
 		s.now = time.Now
