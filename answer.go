@@ -79,7 +79,7 @@ type validator interface {
 // gateway's, a proxy's).
 func omitsErrcode(path string) bool {
 	switch path {
-	case "/cgi-bin/service/get_corp_token", "/cgi-bin/service/get_provider_token":
+	case "/cgi-bin/service/get_corp_token":
 		return true
 	}
 	return false

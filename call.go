@@ -115,13 +115,12 @@ func (c *Client) readKeys(cl *call, el *endpointLimits) error {
 		return nil
 	}
 	if el.ep.Keys != nil {
-		var body []byte
-		if cl.body != nil {
-			b, err := json.Marshal(cl.body)
-			if err != nil {
-				return invalid("body", "%s: %v", cl.path, err)
-			}
-			body, cl.body = b, b
+		body, err := encoded(cl.body)
+		if err != nil {
+			return invalid("body", "%s: %v", cl.path, err)
+		}
+		if body != nil {
+			cl.body = body
 		}
 		k, err := el.ep.Keys(cl.query, body)
 		if err != nil {
@@ -130,6 +129,23 @@ func (c *Client) readKeys(cl *call, el *endpointLimits) error {
 		cl.resource, cl.members, cl.weight = k.Resource, k.Members, k.Weight
 	}
 	return counted(cl, el.rules)
+}
+
+// encoded returns body as it goes on the wire: as it is when it is already
+// bytes (a []byte, json.RawMessage or string, which resty sends as is),
+// else encoded as JSON; nil for no body.
+func encoded(body any) ([]byte, error) {
+	switch b := body.(type) {
+	case nil:
+		return nil, nil
+	case []byte:
+		return b, nil
+	case json.RawMessage:
+		return b, nil
+	case string:
+		return []byte(b), nil
+	}
+	return json.Marshal(body)
 }
 
 // Do calls an API the SDK does not wrap, through the same pipeline as every
@@ -321,6 +337,10 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, s 
 		}
 	}()
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout)
+	if cl.upload != nil || cl.download != nil {
+		// sendStream bounds the wait and every pause, not the transfer
+		actx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+	}
 	defer cancel()
 	q := make(url.Values, len(cl.query)+1)
 	for k, v := range cl.query {

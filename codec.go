@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // guard stops a caller's reader or writer being used once the caller has
@@ -43,34 +44,70 @@ type upload struct {
 	field, filename string
 	size            int64
 	r               io.Reader
-	started         bool // a previous attempt read from r
-	g               guard
+	g               guard // its mu also guards started, start and the attempts' views
+	started         bool  // an attempt read bytes from r
+	start           int64 // where r began, for a rewind (-1: r is no io.Seeker)
+	measured        bool  // start is known
 }
 
-// Read reads the caller's file, until the caller has gone.
-func (u *upload) Read(p []byte) (int, error) {
+// view is one attempt's reading of the file: it ends with the attempt,
+// so that a transport still reading a failed attempt's body never reads
+// the file under the next attempt, nor after the call returned.
+type view struct {
+	u    *upload
+	done bool
+	tick func() // progress, for the attempt's idle timeout
+}
+
+// Read reads the caller's file, until the attempt ends or the caller has
+// gone.
+func (v *view) Read(p []byte) (int, error) {
+	u := v.u
 	u.g.mu.Lock()
 	defer u.g.mu.Unlock()
-	if u.g.gone {
+	if u.g.gone || v.done {
 		return 0, errCallerGone
 	}
-	return u.r.Read(p)
+	n, err := u.r.Read(p)
+	if n > 0 {
+		u.started = true
+		v.tick()
+	}
+	return n, err
 }
 
-// body returns the request body of one attempt and its length: the file
-// from its start (an io.Seeker is rewound for a retry; another reader can
-// be sent once), between a multipart head and tail.
-func (u *upload) body() (io.Reader, int64, string, error) {
-	if u.started {
-		s, ok := u.r.(io.Seeker)
-		if !ok {
-			return nil, 0, "", invalid("upload", "the file was read by an attempt that failed, and cannot be read again: give an io.ReadSeeker to let the SDK retry")
-		}
-		if _, err := s.Seek(0, io.SeekStart); err != nil {
-			return nil, 0, "", fmt.Errorf("wecom: rewinding the upload: %w", err)
+// end ends the view.
+func (v *view) end() {
+	v.u.g.mu.Lock()
+	v.done = true
+	v.u.g.mu.Unlock()
+}
+
+// body returns the request body of one attempt, its length and its type:
+// the file from where it began (an io.Seeker is rewound for a retry;
+// another reader can be sent again only if no attempt read from it),
+// between a multipart head and tail.
+func (u *upload) body(tick func()) (*view, io.Reader, int64, string, error) {
+	u.g.mu.Lock()
+	defer u.g.mu.Unlock()
+	if !u.measured {
+		u.measured, u.start = true, -1
+		if s, ok := u.r.(io.Seeker); ok {
+			if at, err := s.Seek(0, io.SeekCurrent); err == nil {
+				u.start = at
+			}
 		}
 	}
-	u.started = true
+	if u.started {
+		s, ok := u.r.(io.Seeker)
+		if !ok || u.start < 0 {
+			return nil, nil, 0, "", invalid("upload", "the file was read by an attempt that failed, and cannot be read again: give an io.ReadSeeker to let the SDK retry")
+		}
+		if _, err := s.Seek(u.start, io.SeekStart); err != nil {
+			return nil, nil, 0, "", fmt.Errorf("wecom: rewinding the upload: %w", err)
+		}
+		u.started = false
+	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	boundary := hex.EncodeToString(b[:])
@@ -79,8 +116,9 @@ func (u *upload) body() (io.Reader, int64, string, error) {
 	head := fmt.Sprintf("--%s\r\nContent-Disposition: form-data; name=%q; filename=\"%s\"; filelength=%d\r\nContent-Type: application/octet-stream\r\n\r\n",
 		boundary, u.field, u.filename, u.size)
 	tail := "\r\n--" + boundary + "--\r\n"
-	body := io.MultiReader(strings.NewReader(head), io.LimitReader(u, u.size), strings.NewReader(tail))
-	return body, int64(len(head)) + u.size + int64(len(tail)), "multipart/form-data; boundary=" + boundary, nil
+	v := &view{u: u, tick: tick}
+	body := io.MultiReader(strings.NewReader(head), io.LimitReader(v, u.size), strings.NewReader(tail))
+	return v, body, int64(len(head)) + u.size + int64(len(tail)), "multipart/form-data; boundary=" + boundary, nil
 }
 
 // download receives a file in Range chunks of at most chunk bytes into w.
@@ -91,6 +129,7 @@ type download struct {
 	total  int64 // the file's size; -1 until an answer says it
 	file   DownloadedFile
 	g      guard
+	tick   func() // progress of the attempt under way, for its idle timeout
 }
 
 // Write writes to the caller's writer, until the caller has gone.
@@ -102,6 +141,9 @@ func (d *download) Write(p []byte) (int, error) {
 	}
 	n, err := d.w.Write(p)
 	d.offset += int64(n)
+	if n > 0 && d.tick != nil {
+		d.tick()
+	}
 	return n, err
 }
 
@@ -133,11 +175,22 @@ func (d *download) receive(resp *http.Response) error {
 	_, err := io.Copy(d, resp.Body)
 	d.g.mu.Lock()
 	defer d.g.mu.Unlock()
-	if err == nil && total < 0 { // no length said: the end of the body is the end of the file
+	if err == nil && total < 0 && (resp.StatusCode == http.StatusOK || d.offset == offset) {
+		// No size said: a whole answer (200) ends where the file does, a
+		// range ("bytes a-b/*") only when it is empty (or the next one is
+		// refused, 416).
 		total = d.offset
 	}
 	d.total, d.file.Size = total, total
 	return err
+}
+
+// ended records that a Range past the last byte written was refused (416):
+// the file ends there.
+func (d *download) ended() {
+	d.g.mu.Lock()
+	defer d.g.mu.Unlock()
+	d.total, d.file.Size = d.offset, d.offset
 }
 
 // state returns what the download has written and knows, once no attempt
@@ -146,6 +199,14 @@ func (d *download) state() (offset int64, done bool, file DownloadedFile) {
 	d.g.mu.Lock()
 	defer d.g.mu.Unlock()
 	return d.offset, d.total >= 0 && d.offset >= d.total, d.file
+}
+
+// past reports whether the download has written bytes and knows no size:
+// a 416 then says the file ended at them.
+func (d *download) past() bool {
+	d.g.mu.Lock()
+	defer d.g.mu.Unlock()
+	return d.offset > 0 && d.total < 0
 }
 
 // rangeHeader asks for the next chunk.
@@ -179,6 +240,14 @@ func contentRange(v string) (start, total int64, err error) {
 // goes through the client's http.Client (not resty, which buffers a
 // multipart body whole), with its length when it has a body.
 func (c *Client) sendStream(ctx context.Context, cl *call, q url.Values) (unanswered bool, err error) {
+	// The attempt timeout bounds the wait for the answer and every pause of
+	// the transfer, not the transfer: a large file on a slow link goes on
+	// as long as it moves.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := time.AfterFunc(c.attemptTimeout, cancel)
+	defer idle.Stop()
+	tick := func() { idle.Reset(c.attemptTimeout) }
 	var (
 		w      wire
 		body   io.Reader
@@ -186,9 +255,16 @@ func (c *Client) sendStream(ctx context.Context, cl *call, q url.Values) (unansw
 		ctype  string
 	)
 	if cl.upload != nil {
-		if body, length, ctype, err = cl.upload.body(); err != nil {
+		var v *view
+		if v, body, length, ctype, err = cl.upload.body(tick); err != nil {
 			return false, err
 		}
+		defer v.end()
+	}
+	if cl.download != nil {
+		cl.download.g.mu.Lock()
+		cl.download.tick = tick
+		cl.download.g.mu.Unlock()
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, w.trace()), cl.method, c.baseURL+cl.path+"?"+q.Encode(), body)
 	if err != nil {
@@ -207,6 +283,10 @@ func (c *Client) sendStream(ctx context.Context, cl *call, q url.Values) (unansw
 		return sent, &TransportError{Path: cl.path, Sent: sent, Timeout: ctx.Err() != nil, Err: c.redactErr(err)}
 	}
 	defer resp.Body.Close()
+	if cl.download != nil && resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && cl.download.past() {
+		cl.download.ended()
+		return false, nil
+	}
 	ok := resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent
 	if cl.download != nil && ok && isFileAnswer(resp.Header) {
 		if err := cl.download.receive(resp); err != nil {

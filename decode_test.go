@@ -54,8 +54,8 @@ func TestDoStrictAnswers(t *testing.T) {
 		{"/cgi-bin/user/simplelist", `{"userlist":[]}`, true},
 		{"/cgi-bin/user/simplelist", `null`, true},
 		{"/cgi-bin/user/simplelist", `{"errcode":0,"errmsg":"ok","userlist":[]}`, false},
-		{"/cgi-bin/service/get_provider_token", `{"provider_access_token":"x","expires_in":7200}`, false},
-		{"/cgi-bin/service/get_provider_token", `[]`, true},
+		{"/cgi-bin/service/get_corp_token", `{"access_token":"x","expires_in":7200}`, false},
+		{"/cgi-bin/service/get_corp_token", `[]`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path+" "+tt.body, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -287,5 +288,37 @@ func TestDoFromAModuleOfItsOwn(t *testing.T) {
 	}
 	if got := peaks(); got["r0"] != 1 || got["r1"] != 1 {
 		t.Errorf("the most calls in flight per resource: %v, want 1 each", got)
+	}
+}
+
+// A body Do is given as bytes or a string goes as it is, keys read from it,
+// on a path whose rules need keys as on one whose do not: never encoded
+// again as a JSON string.
+func TestDoBytesBodyNotEncodedAgain(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+		_, _ = w.Write([]byte(`{"errcode":0,"errmsg":"ok"}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := doClient(t, srv.URL, wecom.WithKeys(unwrapped, idKeys),
+		wecom.WithRule(unwrapped, catalog.Rule{Name: "one-at-a-time", Scope: catalog.ScopeResource, InFlight: 1}))
+	const body = `{"id":"r1","text":"hi"}`
+	for _, b := range []any{[]byte(body), body, json.RawMessage(body)} {
+		if err := c.Do(context.Background(), http.MethodPost, unwrapped, nil, b, nil); err != nil {
+			t.Fatalf("Do(%T): %v", b, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, g := range got {
+		if g != body {
+			t.Errorf("body %d sent as %q, want %q", i, g, body)
+		}
 	}
 }

@@ -338,3 +338,146 @@ func TestMediaDownloadCallerGivesUp(t *testing.T) {
 		t.Errorf("Drain: %v", err)
 	}
 }
+
+// unsizedRanges serves file in ranges of at most piece bytes, saying no
+// size ("bytes a-b/*"), and 416 past its end.
+func unsizedRanges(t *testing.T, file []byte, piece int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == catalog.GetToken.Path() {
+			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"tok-media","expires_in":7200}`)
+			return
+		}
+		var start int
+		_, _ = fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &start)
+		if start >= len(file) {
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+			return
+		}
+		end := min(start+piece, len(file)) - 1
+		w.Header().Set("Content-Disposition", `attachment; filename="u.bin"`)
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/*", start, end))
+		w.WriteHeader(http.StatusPartialContent)
+		_, _ = w.Write(file[start : end+1])
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A server that says no size and answers shorter ranges than asked is read
+// to the end: a short range is not taken for the end of the file.
+func TestMediaDownloadUnsizedRanges(t *testing.T) {
+	t.Parallel()
+	file := make([]byte, 300)
+	_, _ = rand.Read(file)
+	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(unsizedRanges(t, file, 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	f, err := c.Media.Download(context.Background(), "m1", &out)
+	if err != nil || !bytes.Equal(out.Bytes(), file) || f.Size != 300 {
+		t.Errorf("Download = %+v, %v, %d bytes (equal %v), want the 300 bytes", f, err, out.Len(), bytes.Equal(out.Bytes(), file))
+	}
+}
+
+// A retried upload of a reader that did not start at its beginning sends
+// the file from where it started, not from byte 0.
+func TestMediaUploadRetryFromWhereTheReaderWas(t *testing.T) {
+	t.Parallel()
+	url, bodies := busyOnce(t)
+	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(url),
+		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := strings.NewReader("HEADERpayload-of-the-file")
+	_, _ = r.Seek(6, io.SeekStart)
+	if _, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: r}); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range bodies() {
+		if !bytes.Contains(b, []byte("\r\n\r\npayload-of-the-file\r\n")) || bytes.Contains(b, []byte("HEADER")) {
+			t.Errorf("body %d: %q, want the file from byte 6", i, b)
+		}
+	}
+}
+
+// failFirst fails the first upload without reading its body, as a dial
+// error does, and passes every other request on.
+type failFirst struct {
+	next   http.RoundTripper
+	failed atomic.Bool
+}
+
+func (f *failFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == catalog.MediaUpload.Path() && f.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("dial tcp: connection refused")
+	}
+	return f.next.RoundTrip(r)
+}
+
+// An upload of a reader that cannot be rewound is retried after an attempt
+// that read none of it.
+func TestMediaUploadRetryBeforeAnyRead(t *testing.T) {
+	t.Parallel()
+	srv, err := mock.New(mock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddApp("wwmedia", "secret-media")
+	hs := srv.Start()
+	t.Cleanup(hs.Close)
+	c, err := wecom.New("wwmedia", "secret-media", wecom.WithBaseURL(hs.URL), wecom.WithTransport(&failFirst{next: http.DefaultTransport}),
+		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("a file read once")
+	m, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: onlyReader{bytes.NewReader(data)}, Size: int64(len(data))})
+	if err != nil {
+		t.Fatalf("Upload: %v", err)
+	}
+	if _, got, _ := srv.MediaData("wwmedia", m.ID); !bytes.Equal(got, data) {
+		t.Errorf("the mock holds %q", got)
+	}
+}
+
+// slowReader answers every Read with at most n bytes, after d.
+type slowReader struct {
+	r io.Reader
+	n int
+	d time.Duration
+}
+
+func (s slowReader) Read(p []byte) (int, error) {
+	time.Sleep(s.d)
+	return s.r.Read(p[:min(len(p), s.n)])
+}
+
+// An upload that takes longer than the attempt timeout but never pauses as
+// long goes through in one attempt: the timeout bounds the pauses, not the
+// transfer.
+func TestMediaUploadLongerThanTheAttemptTimeout(t *testing.T) {
+	t.Parallel()
+	srv, err := mock.New(mock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddApp("wwmedia", "secret-media")
+	hs := srv.Start()
+	t.Cleanup(hs.Close)
+	c, err := wecom.New("wwmedia", "secret-media", wecom.WithBaseURL(hs.URL), wecom.WithAttemptTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("x"), 64<<10)
+	start := time.Now()
+	m, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "slow", Body: slowReader{bytes.NewReader(data), 4 << 10, 30 * time.Millisecond}, Size: int64(len(data))})
+	if err != nil {
+		t.Fatalf("Upload over %s: %v", time.Since(start), err)
+	}
+	if n := srv.Stats().Calls[catalog.MediaUpload.Path()]; n != 1 || m.ID == "" {
+		t.Errorf("%d uploads sent, want 1", n)
+	}
+}

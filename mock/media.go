@@ -129,7 +129,13 @@ func (c *corp) mediaGet(in *input) (any, *apiError) {
 // writeFile writes f: whole (200) when it is at most 20 MB and no Range is
 // asked, else the one range asked (206) if at most 20 MB; a larger file or
 // range answers 830002 in JSON, as WeCom does.
-func (s *Server) writeFile(w http.ResponseWriter, in *input, f *fileAnswer, ip string) {
+func (s *Server) writeFile(w http.ResponseWriter, in *input, f *fileAnswer, ip string, release func()) {
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
 	size := int64(len(f.data))
 	start, end := int64(0), size-1
 	rng := in.header.Get("Range")
@@ -156,7 +162,14 @@ func (s *Server) writeFile(w http.ResponseWriter, in *input, f *fileAnswer, ip s
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end, size))
 		w.WriteHeader(http.StatusPartialContent)
 	}
-	_, _ = w.Write(f.data[start : end+1])
+	body := f.data[start : end+1]
+	if len(body) == 0 {
+		return
+	}
+	_, _ = w.Write(body[:len(body)-1])
+	released = true
+	release()
+	_, _ = w.Write(body[len(body)-1:])
 }
 
 // parseRange reads one "bytes=start-end" range of a file of size bytes (an

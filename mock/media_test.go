@@ -132,3 +132,34 @@ func TestMedia(t *testing.T) {
 		}
 	})
 }
+
+// A download is in flight until its last byte: a second one of the same
+// media_id meanwhile is refused with 45033, as WeCom refuses it.
+func TestMediaDownloadInFlightUntilItsEnd(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, mock.Config{})
+	ts := srv.Start()
+	t.Cleanup(ts.Close)
+	c := &client{t: t, http: ts.Client(), base: ts.URL}
+	tok := c.token()
+	id := srv.AddMedia(corpID, "big.bin", "application/octet-stream", make([]byte, 15<<20))
+	q := url.Values{"access_token": {tok}, "media_id": {id}}
+	req, err := http.NewRequest(http.MethodGet, ts.URL+catalog.MediaGet.Path()+"?"+q.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := ts.Client().Do(req) // its 15 MB stay unread: the mock is still sending them
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Body.Close()
+	if _, _, b := mediaRequest(t, c, http.MethodGet, catalog.MediaGet.Path(), q, nil, nil); errcodeOf(t, b) != 45033 {
+		t.Errorf("a second download during the first: %.80s, want 45033", b)
+	}
+	if _, err := io.Copy(io.Discard, first.Body); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, got := mediaRequest(t, c, http.MethodGet, catalog.MediaGet.Path(), q, http.Header{"Range": {"bytes=0-9"}}, nil); status != 206 || len(got) != 10 {
+		t.Errorf("a download after the first ended: %d, %d bytes", status, len(got))
+	}
+}

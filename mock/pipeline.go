@@ -236,18 +236,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	out, file := s.execute(adm, wait, c, rt, in, ip, fault == faultMalformed)
 	if file != nil {
-		s.writeFile(w, in, file, ip)
+		// A download is in flight until its last byte: its slots go back
+		// just before it, so that the client cannot see the file whole
+		// and send its next call before they do.
+		s.writeFile(w, in, file, ip, func() { s.release(adm) })
 		return
 	}
 	writeJSON(w, out)
 }
 
 // execute waits the service time, then applies the call, and releases the
-// call's concurrency slots before its answer can be seen. Nothing the client
-// does ends it early.
+// call's concurrency slots before its answer can be seen (a file's, as
+// writeFile ends). Nothing the client does ends it early.
 func (s *Server) execute(adm admission, wait time.Duration,
-	c *corp, rt *route, in *input, ip string, malformed bool) ([]byte, *fileAnswer) {
-	defer s.release(adm)
+	c *corp, rt *route, in *input, ip string, malformed bool) (out []byte, file *fileAnswer) {
+	defer func() {
+		if file == nil {
+			s.release(adm)
+		}
+	}()
 	sleepCtx(context.Background(), wait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -256,7 +263,6 @@ func (s *Server) execute(adm admission, wait time.Duration,
 	if f, ok := answer.(*fileAnswer); ok && aerr == nil && !malformed {
 		return nil, f
 	}
-	var out []byte
 	if aerr != nil {
 		out = s.errorAnswer(aerr, ip, in.now, !malformed)
 	} else {

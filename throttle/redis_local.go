@@ -157,12 +157,13 @@ func (b *Redis) refund(key string, blk block) {
 	}
 }
 
-// handLocal hands the slot of l, just released, to next, a waiter of this
-// process claimed for it, without Redis, when it may: no other process
-// waits for the key, the lease has half its TTL left, the learned limit
-// did not fall under it, and the key's block covers next's window units.
-// It reports whether it did.
-func (b *Redis) handLocal(l Lease, next *rwaiter) bool {
+// handLocal hands the slot of l, granted in era, just released, to next,
+// a waiter of this process claimed for it, without Redis, when it may:
+// Redis may not have lost its state since (era is the current one), no
+// other process waits for the key, the lease has half its TTL left, the
+// learned limit did not fall under it, and the key's block covers next's
+// window units. It reports whether it did.
+func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 	r := b.capped(next.req)
 	if len(r.With) > 0 || r.Concurrency < l.Concurrency || b.ref.now().Add(r.LeaseTTL()/2).After(l.Expires) {
 		return false
@@ -170,7 +171,7 @@ func (b *Redis) handLocal(l Lease, next *rwaiter) bool {
 	granted := b.ref.now()
 	b.mu.Lock()
 	h := b.hot[l.Key]
-	if !b.mayHandOn(h) {
+	if era != b.era || !b.mayHandOn(h) {
 		b.mu.Unlock()
 		return false
 	}
@@ -255,30 +256,30 @@ func (b *Redis) hold(ls ...Lease) {
 }
 
 // unhold forgets l as held, as it is released: known reports that this
-// process held it, under this very id, and fresh that it was granted in
-// the current era (its slot may be handed on locally); the caller then
-// counts it off its key with letGo, once it knows whether it handed the
-// slot on locally. A lease this process handed on locally is not held:
+// process held it, under this very id, and era the era it was granted in
+// (handLocal hands its slot on only within it); the caller then counts it
+// off its key with letGo, once it knows whether it handed the slot on
+// locally. A lease this process handed on locally is not held:
 // ErrLeaseNotHeld.
-func (b *Redis) unhold(l Lease) (known, fresh bool, err error) {
+func (b *Redis) unhold(l Lease) (known bool, era uint64, err error) {
 	base := redisID(l.ID)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.releasedLater(l.ID) {
-		return false, false, ErrLeaseNotHeld // released already, the script not yet sent
+		return false, 0, ErrLeaseNotHeld // released already, the script not yet sent
 	}
 	if h, ok := b.held[base]; ok {
 		if h.id != l.ID {
-			return false, false, ErrLeaseNotHeld
+			return false, 0, ErrLeaseNotHeld
 		}
 		delete(b.held, base)
 		b.hotOf(h.key).leaving++
-		return true, h.era == b.era, nil
+		return true, h.era, nil
 	}
 	if base != l.ID {
-		return false, false, ErrLeaseNotHeld
+		return false, 0, ErrLeaseNotHeld
 	}
-	return false, false, nil
+	return false, 0, nil
 }
 
 // newEra records that Redis may have lost its state. The caller holds

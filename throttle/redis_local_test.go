@@ -124,6 +124,47 @@ func TestRedisNoLocalHandOnAcrossEras(t *testing.T) {
 	}
 }
 
+// A lease whose release began before Redis may have lost its state (the
+// era changed between unhold and the hand-on) is not handed on locally:
+// the hand-on checks the era under the lock it takes.
+func TestRedisHandOnChecksTheEraItself(t *testing.T) {
+	t.Parallel()
+	b, _ := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := Request{Key: "{c}/era-race", Concurrency: 1, TTL: time.Minute, Windows: []Window{{Limit: 10000, Period: time.Minute}}}
+	first := mustTake(t, b, r)
+	w := acquireAsync(ctx, b, r)
+	headIdle(t, b, r.Key)
+	known, era, err := b.unhold(first)
+	if !known || err != nil {
+		t.Fatalf("unhold: %v, %v", known, err)
+	}
+	b.suspect() // the subscription broke between unhold and the hand-on
+	if _, err := b.ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, more := b.claimNext(r.Key)
+	if next == nil {
+		t.Fatal("no waiter to claim")
+	}
+	if b.handLocal(first, era, next) {
+		t.Fatal("a lease of the era before was handed on locally")
+	}
+	err = b.handOver(ctx, first, next, more) // as Release goes on
+	b.letGo(r.Key)
+	if err != nil {
+		t.Fatalf("handOver: %v", err)
+	}
+	got := <-w
+	if got.err != nil {
+		t.Fatalf("waiter: %v", got.err)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+}
+
 // handOnLocally takes r's slot and releases it to a waiter of the same
 // process, which gets it without Redis: it returns both leases.
 func handOnLocally(ctx context.Context, t *testing.T, b *Redis, r Request) (first, next Lease) {

@@ -33,7 +33,7 @@ func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	if !l.HoldsSlot() {
 		return nil
 	}
-	known, fresh, err := b.unhold(l)
+	known, era, err := b.unhold(l)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	}
 	if l.ownSlot() {
 		if next, more := b.claimNext(l.Key); next != nil {
-			if fresh && b.handLocal(l, next) {
+			if known && b.handLocal(l, era, next) {
 				return nil
 			}
 			return b.handOver(ctx, l, next, more)
