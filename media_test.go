@@ -109,11 +109,7 @@ func busyOnce(t *testing.T) (url string, bodies func() [][]byte) {
 	t.Helper()
 	var mu sync.Mutex
 	var got [][]byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == catalog.GetToken.Path() {
-			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"tok-media","expires_in":7200}`)
-			return
-		}
+	srv := tokenServer(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		got = append(got, b)
@@ -124,7 +120,7 @@ func busyOnce(t *testing.T) (url string, bodies func() [][]byte) {
 			return
 		}
 		_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","type":"file","media_id":"m1","created_at":"1380000000"}`)
-	}))
+	})
 	t.Cleanup(srv.Close)
 	return srv.URL, func() [][]byte {
 		mu.Lock()
@@ -217,11 +213,7 @@ func cutServer(t *testing.T, file []byte, cut int) (url string, ranges func() []
 	t.Helper()
 	var mu sync.Mutex
 	var asked []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == catalog.GetToken.Path() {
-			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"tok-media","expires_in":7200}`)
-			return
-		}
+	srv := tokenServer(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		asked = append(asked, r.Header.Get("Range"))
 		first := len(asked) == 1
@@ -240,7 +232,7 @@ func cutServer(t *testing.T, file []byte, cut int) (url string, ranges func() []
 			panic(http.ErrAbortHandler) // the connection drops mid-body
 		}
 		_, _ = w.Write(file[start : end+1])
-	}))
+	})
 	t.Cleanup(srv.Close)
 	return srv.URL, func() []string {
 		mu.Lock()
@@ -289,11 +281,7 @@ func TestMediaDownloadError(t *testing.T) {
 // slowFile serves a file in small pieces, slowly.
 func slowFile(t *testing.T, size int) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == catalog.GetToken.Path() {
-			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"tok-media","expires_in":7200}`)
-			return
-		}
+	srv := tokenServer(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Disposition", `attachment; filename="slow.bin"`)
 		w.Header().Set("Content-Length", fmt.Sprint(size))
 		piece := make([]byte, 1000)
@@ -304,7 +292,7 @@ func slowFile(t *testing.T, size int) string {
 			w.(http.Flusher).Flush()
 			time.Sleep(5 * time.Millisecond)
 		}
-	}))
+	})
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -339,15 +327,23 @@ func TestMediaDownloadCallerGivesUp(t *testing.T) {
 	}
 }
 
+// tokenServer is a fake WeCom that answers gettoken and passes every other
+// request to h; it closes with the test.
+func tokenServer(h http.HandlerFunc) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == catalog.GetToken.Path() {
+			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"tok-test","expires_in":7200}`)
+			return
+		}
+		h(w, r)
+	}))
+}
+
 // unsizedRanges serves file in ranges of at most piece bytes, saying no
 // size ("bytes a-b/*"), and 416 past its end.
 func unsizedRanges(t *testing.T, file []byte, piece int) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == catalog.GetToken.Path() {
-			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"tok-media","expires_in":7200}`)
-			return
-		}
+	srv := tokenServer(func(w http.ResponseWriter, r *http.Request) {
 		var start int
 		_, _ = fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &start)
 		if start >= len(file) {
@@ -359,7 +355,7 @@ func unsizedRanges(t *testing.T, file []byte, piece int) string {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/*", start, end))
 		w.WriteHeader(http.StatusPartialContent)
 		_, _ = w.Write(file[start : end+1])
-	}))
+	})
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,14 +125,10 @@ func TestSuiteTokenAcrossProcesses(t *testing.T) {
 // request, secret and ticket included, as a hostile proxy might.
 func echoSuite(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == catalog.GetToken.Path() {
-			_, _ = io.WriteString(w, `{"errcode":0,"errmsg":"ok","access_token":"corp-token-xyz","expires_in":7200}`)
-			return
-		}
+	srv := tokenServer(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		_, _ = io.WriteString(w, `{"errcode":40085,"errmsg":"invalid suite ticket: `+strings.ReplaceAll(string(b), `"`, `'`)+`"}`)
-	}))
+	})
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
