@@ -2,8 +2,12 @@ package wecom
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/wecomkit/wecom/catalog"
@@ -70,4 +74,57 @@ func (c *Client) InvalidateTicket(ctx context.Context, ticket string) {
 	for _, m := range []*credential{c.jsapi, c.agentTkt} {
 		m.invalidate(ctx, ticket)
 	}
+}
+
+// JSSDKSignature is what a page passes to wx.config or wx.agentConfig.
+type JSSDKSignature struct {
+	// CorpID is the corp's id (wx.config's appId, wx.agentConfig's corpid).
+	CorpID string
+	// AgentID is the app's id (wx.agentConfig only).
+	AgentID   int
+	Timestamp int64
+	NonceStr  string
+	Signature string
+}
+
+// JSSDKConfig signs pageURL (the page's full URL, without its #fragment)
+// for wx.config with the corp's jsapi_ticket (document/path/90506).
+func (c *Client) JSSDKConfig(ctx context.Context, pageURL string) (JSSDKSignature, error) {
+	return c.jssdkSign(ctx, c.jsapi, pageURL)
+}
+
+// JSSDKAgentConfig signs pageURL for wx.agentConfig with the app's
+// ticket; it needs WithAgentID.
+func (c *Client) JSSDKAgentConfig(ctx context.Context, pageURL string) (JSSDKSignature, error) {
+	if c.agentID == 0 {
+		return JSSDKSignature{}, invalid("agent id", "wx.agentConfig needs the app's id: WithAgentID")
+	}
+	return c.jssdkSign(ctx, c.agentTkt, pageURL)
+}
+
+func (c *Client) jssdkSign(ctx context.Context, m *credential, pageURL string) (JSSDKSignature, error) {
+	u, err := url.Parse(pageURL)
+	if err != nil || !u.IsAbs() {
+		return JSSDKSignature{}, invalid("page url", "%q is not an absolute URL", pageURL)
+	}
+	u.Fragment, u.RawFragment = "", "" // signed without it, as the page's location.href.split('#')[0]
+	ticket, err := m.token(ctx)
+	if err != nil {
+		return JSSDKSignature{}, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	s := JSSDKSignature{CorpID: c.corpID, Timestamp: time.Now().Unix(), NonceStr: hex.EncodeToString(b[:])}
+	if m == c.agentTkt {
+		s.AgentID = c.agentID
+	}
+	s.Signature = jssdkSignature(ticket, s.NonceStr, s.Timestamp, u.String())
+	return s, nil
+}
+
+// jssdkSignature is the JS-SDK's signature: the SHA-1, in hex, of its four
+// fields in this order.
+func jssdkSignature(ticket, nonce string, timestamp int64, pageURL string) string {
+	sum := sha1.Sum([]byte("jsapi_ticket=" + ticket + "&noncestr=" + nonce + "&timestamp=" + strconv.FormatInt(timestamp, 10) + "&url=" + pageURL))
+	return hex.EncodeToString(sum[:])
 }
