@@ -24,17 +24,78 @@ import (
 
 // guard stops a caller's reader or writer being used once the caller has
 // gone: an attempt whose caller gave up goes on in the background (see
-// exchange), and must not touch the caller's file after the call returned.
+// exchange), and must not start a read or write of the caller's file after
+// the call returned. Its mu also guards the state of the upload or
+// download it belongs to.
 type guard struct {
 	mu   sync.Mutex
+	idle sync.Cond // signalled when a read or write ends
 	gone bool
+	busy bool // a read or write of the caller's is under way
 }
 
-// leave marks the caller gone, once no read or write is under way.
+// leave marks the caller gone. It does not wait for a read or write under
+// way: a caller's reader or writer that blocks must not keep the caller.
 func (g *guard) leave() {
 	g.mu.Lock()
 	g.gone = true
 	g.mu.Unlock()
+}
+
+// use runs io, a read or a write of the caller's, unless the caller has
+// gone or ended() says the attempt did; one at a time, without holding mu
+// meanwhile, and with the attempt's idle timeout paused (the caller's own
+// pace is no pause of the transfer). after runs under mu with its result.
+// The caller holds g.mu; use returns holding it.
+func (g *guard) use(ended func() bool, t *ticker, io func() (int, error), after func(n int)) (int, error) {
+	if g.idle.L == nil {
+		g.idle.L = &g.mu
+	}
+	for g.busy {
+		g.idle.Wait()
+	}
+	if g.gone || ended() {
+		return 0, errCallerGone
+	}
+	g.busy = true
+	g.mu.Unlock()
+	t.pause()
+	n, err := io()
+	t.tick()
+	g.mu.Lock()
+	g.busy = false
+	g.idle.Broadcast()
+	after(n)
+	return n, err
+}
+
+// settle waits, holding g.mu, until no read or write is under way.
+func (g *guard) settle() {
+	if g.idle.L == nil {
+		g.idle.L = &g.mu
+	}
+	for g.busy {
+		g.idle.Wait()
+	}
+}
+
+// ticker is an attempt's idle timeout: progress resets it, a pause stops
+// it. The zero ticker does nothing.
+type ticker struct {
+	t *time.Timer
+	d time.Duration
+}
+
+func (t *ticker) tick() {
+	if t != nil && t.t != nil {
+		t.t.Reset(t.d)
+	}
+}
+
+func (t *ticker) pause() {
+	if t != nil && t.t != nil {
+		t.t.Stop()
+	}
 }
 
 var errCallerGone = errors.New("the caller gave up: its reader or writer is no longer used")
@@ -56,7 +117,7 @@ type upload struct {
 type view struct {
 	u    *upload
 	done bool
-	tick func() // progress, for the attempt's idle timeout
+	t    *ticker
 }
 
 // Read reads the caller's file, until the attempt ends or the caller has
@@ -65,15 +126,11 @@ func (v *view) Read(p []byte) (int, error) {
 	u := v.u
 	u.g.mu.Lock()
 	defer u.g.mu.Unlock()
-	if u.g.gone || v.done {
-		return 0, errCallerGone
-	}
-	n, err := u.r.Read(p)
-	if n > 0 {
-		u.started = true
-		v.tick()
-	}
-	return n, err
+	return u.g.use(func() bool { return v.done }, v.t, func() (int, error) { return u.r.Read(p) }, func(n int) {
+		if n > 0 {
+			u.started = true
+		}
+	})
 }
 
 // end ends the view.
@@ -87,9 +144,10 @@ func (v *view) end() {
 // the file from where it began (an io.Seeker is rewound for a retry;
 // another reader can be sent again only if no attempt read from it),
 // between a multipart head and tail.
-func (u *upload) body(tick func()) (*view, io.Reader, int64, string, error) {
+func (u *upload) body(t *ticker) (*view, io.Reader, int64, string, error) {
 	u.g.mu.Lock()
 	defer u.g.mu.Unlock()
+	u.g.settle() // a failed attempt's transport may still be reading
 	if !u.measured {
 		u.measured, u.start = true, -1
 		if s, ok := u.r.(io.Seeker); ok {
@@ -116,7 +174,7 @@ func (u *upload) body(tick func()) (*view, io.Reader, int64, string, error) {
 	head := fmt.Sprintf("--%s\r\nContent-Disposition: form-data; name=%q; filename=\"%s\"; filelength=%d\r\nContent-Type: application/octet-stream\r\n\r\n",
 		boundary, u.field, u.filename, u.size)
 	tail := "\r\n--" + boundary + "--\r\n"
-	v := &view{u: u, tick: tick}
+	v := &view{u: u, t: t}
 	body := io.MultiReader(strings.NewReader(head), io.LimitReader(v, u.size), strings.NewReader(tail))
 	return v, body, int64(len(head)) + u.size + int64(len(tail)), "multipart/form-data; boundary=" + boundary, nil
 }
@@ -129,22 +187,14 @@ type download struct {
 	total  int64 // the file's size; -1 until an answer says it
 	file   DownloadedFile
 	g      guard
-	tick   func() // progress of the attempt under way, for its idle timeout
+	t      *ticker // the idle timeout of the attempt under way
 }
 
 // Write writes to the caller's writer, until the caller has gone.
 func (d *download) Write(p []byte) (int, error) {
 	d.g.mu.Lock()
 	defer d.g.mu.Unlock()
-	if d.g.gone {
-		return 0, errCallerGone
-	}
-	n, err := d.w.Write(p)
-	d.offset += int64(n)
-	if n > 0 && d.tick != nil {
-		d.tick()
-	}
-	return n, err
+	return d.g.use(func() bool { return false }, d.t, func() (int, error) { return d.w.Write(p) }, func(n int) { d.offset += int64(n) })
 }
 
 // receive copies one answer that carries file bytes into the writer: a
@@ -245,9 +295,8 @@ func (c *Client) sendStream(ctx context.Context, cl *call, q url.Values) (unansw
 	// as long as it moves.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	idle := time.AfterFunc(c.attemptTimeout, cancel)
-	defer idle.Stop()
-	tick := func() { idle.Reset(c.attemptTimeout) }
+	t := &ticker{t: time.AfterFunc(c.attemptTimeout, cancel), d: c.attemptTimeout}
+	defer t.pause()
 	var (
 		w      wire
 		body   io.Reader
@@ -256,14 +305,14 @@ func (c *Client) sendStream(ctx context.Context, cl *call, q url.Values) (unansw
 	)
 	if cl.upload != nil {
 		var v *view
-		if v, body, length, ctype, err = cl.upload.body(tick); err != nil {
+		if v, body, length, ctype, err = cl.upload.body(t); err != nil {
 			return false, err
 		}
 		defer v.end()
 	}
 	if cl.download != nil {
 		cl.download.g.mu.Lock()
-		cl.download.tick = tick
+		cl.download.t = t
 		cl.download.g.mu.Unlock()
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, w.trace()), cl.method, c.baseURL+cl.path+"?"+q.Encode(), body)

@@ -477,3 +477,72 @@ func TestMediaUploadLongerThanTheAttemptTimeout(t *testing.T) {
 		t.Errorf("%d uploads sent, want 1", n)
 	}
 }
+
+// slowWriter takes d over every write.
+type slowWriter struct {
+	d time.Duration
+	n atomic.Int64
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.d)
+	w.n.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// The caller's own pace is no pause of the transfer: a writer slower than
+// the attempt timeout per write still gets the whole file, in one call.
+func TestMediaDownloadSlowWriter(t *testing.T) {
+	t.Parallel()
+	srv, err := mock.New(mock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddApp("wwmedia", "secret-media")
+	hs := srv.Start()
+	t.Cleanup(hs.Close)
+	id := srv.AddMedia("wwmedia", "f.bin", "application/octet-stream", make([]byte, 96<<10))
+	c2, err := wecom.New("wwmedia", "secret-media", wecom.WithBaseURL(hs.URL), wecom.WithAttemptTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &slowWriter{d: 150 * time.Millisecond}
+	if _, err := c2.Media.Download(context.Background(), id, w); err != nil || w.n.Load() != 96<<10 {
+		t.Fatalf("Download to a slow writer: %v, %d bytes", err, w.n.Load())
+	}
+	if n := srv.Stats().Calls[catalog.MediaGet.Path()]; n != 1 {
+		t.Errorf("%d calls, want 1", n)
+	}
+}
+
+// blockingReader blocks every Read until released.
+type blockingReader struct{ release chan struct{} }
+
+func (b blockingReader) Read(p []byte) (int, error) {
+	<-b.release
+	return 0, io.EOF
+}
+
+// A caller whose reader blocks gets its call back when its context ends,
+// though a read of its reader is under way.
+func TestMediaUploadBlockedReaderCallerLeaves(t *testing.T) {
+	t.Parallel()
+	c, _ := mediaClient(t)
+	r := blockingReader{release: make(chan struct{})}
+	defer close(r.release)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Media.Upload(ctx, wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: r, Size: 100})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Upload = %v, want the context's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Upload did not return after its context ended, its reader blocked")
+	}
+}

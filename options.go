@@ -210,7 +210,10 @@ func WithWaitOnRateLimit(wait bool) Option {
 	}
 }
 
-// WithAttemptTimeout bounds each HTTP attempt (default 30s).
+// WithAttemptTimeout bounds each HTTP attempt (default 30s). For a file
+// uploaded or downloaded (Media) it bounds the wait for the answer and
+// every pause of the transfer, not the whole transfer, and the caller's own
+// reader or writer taking its time is no pause.
 func WithAttemptTimeout(d time.Duration) Option {
 	return func(c *Client) error {
 		if d <= 0 {

@@ -118,7 +118,7 @@ func (b *Redis) takeGrant(msg string) {
 		return
 	}
 	b.ledger.add(g.req.Key, g.req.Windows, g.lease.Granted.UnixMilli(), g.req.units(), nil)
-	b.hold(g.lease)
+	b.hold(b.eraNow(), g.lease) // a grant published since the subscription last broke
 	b.mu.Lock()
 	var to *rwaiter
 	others := 0 // waiters left wanting slots

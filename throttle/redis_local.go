@@ -186,7 +186,7 @@ func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 	n := l
 	n.ID = redisID(l.ID) + "~" + strconv.FormatUint(b.gen.Add(1), 36)
 	n.Granted, n.With = granted, nil
-	b.holdLocked(n)
+	b.holdLocked(n, era)
 	b.mu.Unlock()
 	b.settle(l.Key, next, n, false, false)
 	return true
@@ -216,8 +216,9 @@ type held struct {
 	era   uint64 // Redis.era at the grant
 }
 
-// hold records l as held by this process. The caller holds Redis.mu.
-func (b *Redis) holdLocked(l Lease) {
+// holdLocked records l, granted in era, as held by this process. The
+// caller holds Redis.mu.
+func (b *Redis) holdLocked(l Lease, era uint64) {
 	if !l.ownSlot() {
 		return
 	}
@@ -225,7 +226,7 @@ func (b *Redis) holdLocked(l Lease) {
 		b.sweepHeld("")
 		b.heldSweep = max(1024, 2*len(b.held))
 	}
-	b.held[redisID(l.ID)] = held{key: l.Key, id: l.ID, until: l.Expires, era: b.era}
+	b.held[redisID(l.ID)] = held{key: l.Key, id: l.ID, until: l.Expires, era: era}
 	b.hotOf(l.Key).holding++
 }
 
@@ -246,13 +247,22 @@ func (b *Redis) sweepHeld(key string) (first time.Time) {
 	return first
 }
 
-// hold records leases granted to this process.
-func (b *Redis) hold(ls ...Lease) {
+// hold records leases granted to this process by a request sent in era
+// (a loss noticed while the request ran makes them older than the new
+// era).
+func (b *Redis) hold(era uint64, ls ...Lease) {
 	b.mu.Lock()
 	for _, l := range ls {
-		b.holdLocked(l)
+		b.holdLocked(l, era)
 	}
 	b.mu.Unlock()
+}
+
+// eraNow returns the current era.
+func (b *Redis) eraNow() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.era
 }
 
 // unhold forgets l as held, as it is released: known reports that this

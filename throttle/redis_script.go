@@ -192,7 +192,7 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	defer cancel()
 	defer stallAfter(ctx, r.Key)()
 	defer b.quiet.begin()()
-	sent := time.Now()
+	sent, era := time.Now(), b.eraNow()
 	raw, err := b.acquire.Run(octx, b.rdb, keys, args...).Slice()
 	if err != nil {
 		return acquireResult{}, err
@@ -218,8 +218,8 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		}
 		b.ledger.add(r.Key, r.Windows, ans.now, r.units()*ans.n, ans.fills) // none for a check
 		if ans.n > 0 {
-			b.hold(l)
-			b.hold(out.extra...)
+			b.hold(era, l)
+			b.hold(era, out.extra...)
 		}
 		b.noteContended(r.Key, ans.others, sent)
 		if ans.blk > 0 && ans.blockAt > 0 {
