@@ -726,7 +726,7 @@ func TestFailedRefreshKeepsToken(t *testing.T) {
 	})
 }
 
-// WeCom hands out the same token until it expires: a client calling once a
+// WeCom hands out the same token until it expires: a client calling every
 // ten seconds for three hours makes a handful of gettoken calls, no storm at the
 // end of each token's life, and no failed call.
 func TestSameTokenUntilExpiry(t *testing.T) {
