@@ -78,7 +78,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		attemptTimeout: 30 * time.Second,
 		leaseTTLOpt:    DefaultLeaseTTL,
 	}
-	c.tokens = &credential{c: c, store: NewMemoryTokenStore(), refreshAhead: 5 * time.Minute, badFor: time.Minute}
+	c.tokens = &credential{store: NewMemoryTokenStore(), refreshAhead: 5 * time.Minute, badFor: time.Minute}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, invalid("option", "nil")
@@ -101,13 +101,18 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	if c.limiter == nil {
 		c.limiter = throttle.NewMemory()
 	}
-	c.tokens.initCorp()
+	c.tokens.initCorp(c)
 	c.initTickets()
 	if c.provider != nil {
 		c.provider.store, c.provider.refreshAhead, c.provider.badFor = c.tokens.store, c.tokens.refreshAhead, c.tokens.badFor
 	}
 	if c.suiteCfg != nil {
 		c.initSuite()
+	}
+	for _, m := range []*credential{c.tokens, c.suite, c.provider, c.jsapi, c.agentTkt} {
+		if m != nil {
+			m.env = c.credentialEnv()
+		}
 	}
 	c.learner = c.newLearner()
 	if err := c.resolveLimits(); err != nil {

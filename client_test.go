@@ -848,3 +848,33 @@ func TestSlowCallKeepsLease(t *testing.T) {
 		}
 	})
 }
+
+// keepingStore is a token store whose Delete fails: a refused token stays
+// in it, as it does while another process's Delete has not run yet.
+type keepingStore struct{ *MemoryTokenStore }
+
+func (keepingStore) Delete(context.Context, string, string) error {
+	return errors.New("store unreachable")
+}
+
+// A token WeCom refused is never taken back from the store by the fetch
+// that replaces it, even when the store still holds it.
+func TestRefusedTokenNotTakenBackFromTheStore(t *testing.T) {
+	t.Parallel()
+	f := setup(t, WithTokenStore(keepingStore{NewMemoryTokenStore()}))
+	ts := &tokenServer{code: CodeInvalidAccessToken}
+	ts.register(f.mt, catalog.TagList.Path())
+	ctx := context.Background()
+	if _, err := f.c.Tags.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ts.mu.Lock()
+	ts.issued++ // WeCom invalidates TOKEN-1: the next gettoken gives a new one
+	ts.mu.Unlock()
+	if _, err := f.c.Tags.List(ctx); f.record(err) != nil {
+		t.Fatalf("List after the token was refused, the store keeping it: %v", err)
+	}
+	if got, _ := f.c.tokens.token(ctx); got == "TOKEN-1" {
+		t.Errorf("token %s: the refused one, taken back from the store", got)
+	}
+}

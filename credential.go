@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ const (
 // else from the store, else from one fetch shared by every caller that
 // needs it.
 type credential struct {
-	c            *Client
+	env          credentialEnv
 	name         string // for logs and errors: "access token", "jsapi ticket"
 	store        TokenStore
 	source       TokenSource // the corp's access token only
@@ -66,7 +67,30 @@ type credential struct {
 	// a token dropped or replaced may still be echoed in outside text.
 	held []string
 	red  *redactor // of held and the secret; nil when held changed
+	// refusedVals: the last values WeCom refused (invalidate), never taken
+	// back from the store.
+	refusedVals []string
 }
+
+// credentialEnv is what a credential needs of its client: its log, the
+// redaction of every secret and value the client holds, the corp to name
+// in logs, and how long a fetch may take.
+type credentialEnv struct {
+	logger       *slog.Logger
+	corp         string
+	fetchTimeout time.Duration
+	redactErr    func(error) error
+	redactText   func(string) string
+}
+
+// credentialEnv returns the environment of the client's credentials, once
+// its options are in.
+func (c *Client) credentialEnv() credentialEnv {
+	return credentialEnv{logger: c.logger, corp: c.corpID, fetchTimeout: c.fetchTimeout(), redactErr: c.redactErr, redactText: c.redactText}
+}
+
+// maxRefused bounds credential.refusedVals.
+const maxRefused = 4
 
 // maxHeldTokens bounds credential.held.
 const maxHeldTokens = 8
@@ -86,8 +110,7 @@ type tokenFlight struct {
 }
 
 // initCorp completes the corp's access token once the options are in.
-func (m *credential) initCorp() {
-	c := m.c
+func (m *credential) initCorp(c *Client) {
 	if c.secret != "" {
 		sum := sha256.Sum256([]byte(c.corpID + "\x00" + c.secret))
 		m.app = hex.EncodeToString(sum[:8])
@@ -95,7 +118,19 @@ func (m *credential) initCorp() {
 		m.app = "source-" + strconv.Itoa(c.agentID)
 	}
 	m.name, m.key, m.secrets = "access token", "wecom:token:{"+c.corpID+"}:"+m.app, []string{c.secret}
-	m.ask, m.lock = m.accessToken, c.fetchLock
+	m.lock = c.fetchLock
+	m.ask = func(ctx context.Context) (Token, error) {
+		if m.source != nil {
+			return m.fromSource(ctx)
+		}
+		var out tokenAnswer
+		q := url.Values{"corpid": {c.corpID}, "corpsecret": {c.secret}}
+		start := time.Now()
+		if err := c.do(ctx, &call{id: catalog.GetToken, query: q, out: &out}); err != nil {
+			return Token{}, err
+		}
+		return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+	}
 	m.param, m.refused = catalog.CorpToken.String(), func(code int) bool {
 		return code == CodeInvalidAccessToken || code == CodeAccessTokenExpired
 	}
@@ -158,21 +193,26 @@ func (m *credential) invalidate(ctx context.Context, tok string) {
 	if m.cur.tok.Value == tok {
 		m.cur = cachedToken{}
 	}
+	// Until the store forgets it (and if it cannot), a fetch must not take
+	// it back from there.
+	if !slices.Contains(m.refusedVals, tok) {
+		m.refusedVals = append(m.refusedVals[max(0, len(m.refusedVals)-maxRefused+1):], tok)
+	}
 	m.mu.Unlock()
 	if err := m.store.Delete(context.WithoutCancel(ctx), m.key, tok); err != nil {
-		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store delete failed", slog.String("error", m.c.redactText(err.Error())))
+		m.env.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store delete failed", slog.String("error", m.env.redactText(err.Error())))
 	}
 }
 
 // fetch gets a token for flight f, replacing prev (empty, expiring, or
 // refused), and publishes it.
 func (m *credential) fetch(ctx context.Context, f *tokenFlight, prev cachedToken) {
-	ctx, cancel := context.WithTimeout(ctx, m.c.fetchTimeout())
+	ctx, cancel := context.WithTimeout(ctx, m.env.fetchTimeout)
 	defer cancel()
 	tok, panicked, err := m.safeObtain(ctx, prev)
 	// Before taking m.mu: redaction reads the tokens held under it. The
 	// callers and the log get the same clean error.
-	err = m.c.redactErr(err)
+	err = m.env.redactErr(err)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -186,7 +226,7 @@ func (m *credential) fetch(ctx context.Context, f *tokenFlight, prev cachedToken
 			// A refresh ahead failed: keep the token, try again later.
 			m.cur.refresh = now.Add(tokenRefreshRetry)
 		}
-		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: "+m.name+" fetch failed", slog.String("corp", m.c.corpID), slog.String("error", err.Error()))
+		m.env.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: "+m.name+" fetch failed", slog.String("corp", m.env.corp), slog.String("error", err.Error()))
 		f.err = err
 	} else {
 		m.remember(tok.Value)
@@ -276,9 +316,9 @@ func (m *credential) obtain(ctx context.Context, prev cachedToken) (Token, error
 		return Token{}, err
 	}
 	if err := m.store.Set(ctx, m.key, t); err != nil {
-		m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store set failed", slog.String("error", m.c.redactText(err.Error())))
+		m.env.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store set failed", slog.String("error", m.env.redactText(err.Error())))
 	}
-	m.c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: "+m.name+" fetched", slog.String("corp", m.c.corpID), slog.Time("expires", t.ExpiresAt))
+	m.env.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: "+m.name+" fetched", slog.String("corp", m.env.corp), slog.Time("expires", t.ExpiresAt))
 	return t, nil
 }
 
@@ -287,38 +327,30 @@ func (m *credential) stored(ctx context.Context, prev cachedToken) (Token, bool)
 	t, err := m.store.Get(ctx, m.key)
 	if err != nil {
 		if !errors.Is(err, ErrNoToken) {
-			m.c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store get failed", slog.String("error", m.c.redactText(err.Error())))
+			m.env.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store get failed", slog.String("error", m.env.redactText(err.Error())))
 		}
 		return Token{}, false
 	}
 	m.mu.Lock()
 	m.remember(t.Value)
+	refused := slices.Contains(m.refusedVals, t.Value)
 	m.mu.Unlock()
-	return t, better(prev, t, time.Now())
+	return t, !refused && better(prev, t, time.Now())
 }
 
-// accessToken asks the token source, or gettoken.
-func (m *credential) accessToken(ctx context.Context) (Token, error) {
-	if m.source != nil {
-		t, err := m.source.Token(ctx)
-		m.mu.Lock()
-		m.remember(t.Value)
-		m.mu.Unlock()
-		if err != nil {
-			return Token{}, fmt.Errorf("wecom: token source: %w", m.c.redactErr(err))
-		}
-		if t.Value == "" || !time.Now().Before(t.ExpiresAt) {
-			return Token{}, fmt.Errorf("wecom: token source returned an empty or expired token")
-		}
-		return t, nil
+// fromSource asks the token source.
+func (m *credential) fromSource(ctx context.Context) (Token, error) {
+	t, err := m.source.Token(ctx)
+	m.mu.Lock()
+	m.remember(t.Value)
+	m.mu.Unlock()
+	if err != nil {
+		return Token{}, fmt.Errorf("wecom: token source: %w", m.env.redactErr(err))
 	}
-	var out tokenAnswer
-	q := url.Values{"corpid": {m.c.corpID}, "corpsecret": {m.c.secret}}
-	start := time.Now()
-	if err := m.c.do(ctx, &call{id: catalog.GetToken, query: q, out: &out}); err != nil {
-		return Token{}, err
+	if t.Value == "" || !time.Now().Before(t.ExpiresAt) {
+		return Token{}, fmt.Errorf("wecom: token source returned an empty or expired token")
 	}
-	return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+	return t, nil
 }
 
 // tokenAnswer is gettoken's answer.

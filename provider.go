@@ -19,7 +19,7 @@ func WithProvider(providerCorpID, secret string) Option {
 		if providerCorpID == "" || secret == "" {
 			return invalid("provider", "the provider's corp id and secret are required")
 		}
-		m := &credential{c: c, name: "provider access token", key: "wecom:provider:{" + providerCorpID + "}",
+		m := &credential{name: "provider access token", key: "wecom:provider:{" + providerCorpID + "}",
 			app: providerCorpID, secrets: []string{secret}, param: catalog.ProviderToken.String(), refused: isTokenCode}
 		m.lock = func(ctx context.Context) (func(), error) {
 			return c.lockKey(ctx, catalog.GetProviderToken.Path(), throttle.Request{Key: "{" + providerCorpID + "}#fetch:provider", Concurrency: 1, TTL: c.leaseTTL()})

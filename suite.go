@@ -36,7 +36,7 @@ func WithSuite(suiteID, secret string, ticket func(ctx context.Context) (string,
 // initSuite makes the suite's credential.
 func (c *Client) initSuite() {
 	cfg := c.suiteCfg
-	m := &credential{c: c, name: "suite access token", store: c.tokens.store, refreshAhead: c.tokens.refreshAhead, badFor: c.tokens.badFor,
+	m := &credential{name: "suite access token", store: c.tokens.store, refreshAhead: c.tokens.refreshAhead, badFor: c.tokens.badFor,
 		key: "wecom:suite:{" + cfg.id + "}", app: cfg.id, secrets: []string{cfg.secret},
 		param: catalog.SuiteToken.String(), refused: func(code int) bool {
 			// WeCom answers a token of the wrong kind with 40014 too

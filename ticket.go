@@ -29,7 +29,7 @@ func (c *Client) initTickets() {
 // ticket returns the credential of the ticket id answers.
 func (c *Client) ticket(name string, id catalog.ID, q url.Values, kind string) *credential {
 	app := c.tokens.app
-	m := &credential{c: c, name: name, store: c.tokens.store, refreshAhead: c.tokens.refreshAhead, badFor: c.tokens.badFor,
+	m := &credential{name: name, store: c.tokens.store, refreshAhead: c.tokens.refreshAhead, badFor: c.tokens.badFor,
 		key: "wecom:ticket:{" + c.corpID + "}:" + app + ":" + kind, app: app, refused: func(int) bool { return false }}
 	m.lock = func(ctx context.Context) (func(), error) {
 		return c.lockKey(ctx, id.Path(), throttle.Request{Key: c.corpTag() + "#fetch:" + kind + ":" + app, Concurrency: 1, TTL: c.leaseTTL()})
