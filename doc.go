@@ -52,16 +52,25 @@
 //		err = c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: mc.Follow.UserID, ExternalUserID: mc.Contact.ExternalUserID, AddTags: tags})
 //	}
 //
-// APIs the SDK does not wrap yet go through Client.Do, with the same limits,
-// token handling, retries and errors.
+// Files go up and down with Media, streamed: Upload sends any io.Reader
+// as multipart, Download writes to any io.Writer in Range chunks, resumed
+// where a cut answer stopped.
 //
-// # Tokens
+// APIs the SDK does not wrap yet go through Client.Do, with the same limits,
+// token handling, retries and errors; WithKeys tells Do how to read what a
+// rule counts (a resource, members, units) from their requests.
+//
+// # Tokens and other credentials
 //
 // The access token is fetched once, cached per (corp, app) under a key that
 // holds a hash of the secret, refreshed ahead of expiry by one caller while the
 // others go on, and refetched exactly once when WeCom rejects it. Share tokens
-// with WithTokenStore, or take them from a central service with
-// WithTokenSource.
+// with WithTokenStore (package redisstore for a fleet), or take them from a
+// central service with WithTokenSource. The JS-SDK tickets (JSAPITicket,
+// AgentTicket, signed for a page by JSSDKConfig and JSSDKAgentConfig), a
+// suite's token (WithSuite) and a provider's token (WithProvider) are kept
+// the same way, and each endpoint carries the credential its catalog row
+// names.
 //
 // # Errors
 //
