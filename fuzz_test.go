@@ -107,3 +107,20 @@ func holdsAny(s string, forms []string) bool {
 	}
 	return false
 }
+
+// contentRange reads a header from outside: it never panics, and a range
+// it accepts starts at or after 0 and within its size when one is said.
+func FuzzContentRange(f *testing.F) {
+	for _, s := range []string{"bytes 0-99/300", "bytes 200-299/*", "bytes */300", "bytes 5-1/3", "bytes -1-2/3", "", "bytes 9223372036854775807-0/1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		start, total, err := contentRange(v)
+		if err != nil {
+			return
+		}
+		if start < 0 || total >= 0 && total < start {
+			t.Errorf("contentRange(%q) = %d, %d", v, start, total)
+		}
+	})
+}

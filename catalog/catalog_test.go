@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/url"
 	"testing"
 	"time"
 )
@@ -154,4 +155,21 @@ func TestEndpointKeys(t *testing.T) {
 	if err := e.Validate(); !errors.Is(err, ErrNoKeys) {
 		t.Errorf("Validate of a sample without the customer = %v, want ErrNoKeys", err)
 	}
+}
+
+// The catalog's KeysFuncs read requests from outside: they never panic, and
+// either name what they count or fail with ErrNoKeys.
+func FuzzKeys(f *testing.F) {
+	for _, s := range []string{`{"userid":"u","external_userid":"wm"}`, `{"userid":1}`, `[`, ``, `null`, `{"userid":"","external_userid":""}`} {
+		f.Add(s, "media_id=m1")
+	}
+	f.Fuzz(func(t *testing.T, body, query string) {
+		q, _ := url.ParseQuery(query)
+		if k, err := CustomerKeys(q, []byte(body)); err == nil && k.Resource == "" || err != nil && !errors.Is(err, ErrNoKeys) {
+			t.Errorf("CustomerKeys(%q) = %+v, %v", body, k, err)
+		}
+		if k, err := MediaKeys(q, []byte(body)); err == nil && k.Resource == "" || err != nil && !errors.Is(err, ErrNoKeys) {
+			t.Errorf("MediaKeys(%q) = %+v, %v", query, k, err)
+		}
+	})
 }
