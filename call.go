@@ -61,30 +61,27 @@ func (cl *call) leave() {
 // A typed method naming an endpoint the catalog does not declare is a bug
 // of the SDK; it fails here, and the shared endpoint tests catch it.
 func (c *Client) prepare(cl *call) (*endpointLimits, error) {
+	var el *endpointLimits
 	if cl.id == "" {
-		el := c.limitsFor(cl.path)
+		el = c.limitsFor(cl.path)
 		cl.idempotent = cl.method == http.MethodGet
 		if el.ep.Method != "" { // a wrapped endpoint: the catalog knows
 			cl.idempotent = el.ep.Repeatable
 		}
 		cl.omitsErrcode = el.ep.OmitsErrcode || omitsErrcode(cl.path)
-		var err error
-		if cl.cred, err = c.credentialOf(el.ep); err != nil {
-			return nil, err
+	} else {
+		var ok bool
+		if el, ok = c.endpoints[string(cl.id)]; !ok || el.ep.Method == "" {
+			return nil, fmt.Errorf("wecom: %s is not in the catalog", cl.id)
 		}
-		return el, c.readKeys(cl, el)
-	}
-	el, ok := c.endpoints[string(cl.id)]
-	if !ok || el.ep.Method == "" {
-		return nil, fmt.Errorf("wecom: %s is not in the catalog", cl.id)
+		cl.path, cl.method = string(cl.id), el.ep.Method
+		cl.idempotent = el.ep.Repeatable
+		cl.omitsErrcode = el.ep.OmitsErrcode
 	}
 	var err error
 	if cl.cred, err = c.credentialOf(el.ep); err != nil {
 		return nil, err
 	}
-	cl.path, cl.method = string(cl.id), el.ep.Method
-	cl.idempotent = el.ep.Repeatable
-	cl.omitsErrcode = el.ep.OmitsErrcode
 	return el, c.readKeys(cl, el)
 }
 

@@ -29,6 +29,7 @@ type Client struct {
 	suite           *credential // WithSuite's suite_access_token, or nil
 	suiteCfg        *suiteConfig
 	provider        *credential // WithProvider's provider_access_token, or nil
+	providerCfg     *providerConfig
 	jsapi, agentTkt *credential // the JS-SDK tickets
 	overrides       map[string]*override
 	endpoints       map[string]*endpointLimits
@@ -102,17 +103,13 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		c.limiter = throttle.NewMemory()
 	}
 	c.tokens.initCorp(c)
+	c.tokens.env = c.credentialEnv()
 	c.initTickets()
-	if c.provider != nil {
-		c.provider.store, c.provider.refreshAhead, c.provider.badFor = c.tokens.store, c.tokens.refreshAhead, c.tokens.badFor
-	}
 	if c.suiteCfg != nil {
 		c.initSuite()
 	}
-	for _, m := range []*credential{c.tokens, c.suite, c.provider, c.jsapi, c.agentTkt} {
-		if m != nil {
-			m.env = c.credentialEnv()
-		}
+	if c.providerCfg != nil {
+		c.initProvider()
 	}
 	c.learner = c.newLearner()
 	if err := c.resolveLimits(); err != nil {

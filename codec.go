@@ -48,12 +48,7 @@ func (g *guard) leave() {
 // pace is no pause of the transfer). after runs under mu with its result.
 // The caller holds g.mu; use returns holding it.
 func (g *guard) use(ended func() bool, t *ticker, io func() (int, error), after func(n int)) (int, error) {
-	if g.idle.L == nil {
-		g.idle.L = &g.mu
-	}
-	for g.busy {
-		g.idle.Wait()
-	}
+	g.settle()
 	if g.gone || ended() {
 		return 0, errCallerGone
 	}

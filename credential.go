@@ -109,6 +109,37 @@ type tokenFlight struct {
 	panicked any // re-panicked in every waiting caller
 }
 
+// kept returns a credential kept as the access token is (its store,
+// refresh ahead and backoff), fetched under a fleet-wide lock of lockKey
+// held by calls of path. The caller sets its ask. Options must be in.
+func (c *Client) kept(name, key, app, lockKey string, path catalog.ID, secrets ...string) *credential {
+	return &credential{env: c.credentialEnv(), name: name, store: c.tokens.store, refreshAhead: c.tokens.refreshAhead, badFor: c.tokens.badFor,
+		key: key, app: app, secrets: secrets, refused: func(int) bool { return false },
+		lock: func(ctx context.Context) (func(), error) {
+			return c.lockKey(ctx, path.Path(), throttle.Request{Key: lockKey, Concurrency: 1, TTL: c.leaseTTL()})
+		}}
+}
+
+// askToken makes cl, whose answer says a value and its lifetime in seconds
+// (read by value once it is in), and returns them as a Token expiring that
+// long after the call began.
+func (c *Client) askToken(ctx context.Context, cl *call, value func() (string, int64)) (Token, error) {
+	start := time.Now()
+	if err := c.do(ctx, cl); err != nil {
+		return Token{}, err
+	}
+	v, in := value()
+	return Token{Value: v, ExpiresAt: start.Add(time.Duration(in) * time.Second)}, nil
+}
+
+// validExpiring checks a token answer: its value and a positive lifetime.
+func validExpiring(what, value string, expiresIn int64) error {
+	if value == "" || expiresIn <= 0 {
+		return fmt.Errorf("no %s or no positive expires_in", what)
+	}
+	return nil
+}
+
 // initCorp completes the corp's access token once the options are in.
 func (m *credential) initCorp(c *Client) {
 	if c.secret != "" {
@@ -125,11 +156,7 @@ func (m *credential) initCorp(c *Client) {
 		}
 		var out tokenAnswer
 		q := url.Values{"corpid": {c.corpID}, "corpsecret": {c.secret}}
-		start := time.Now()
-		if err := c.do(ctx, &call{id: catalog.GetToken, query: q, out: &out}); err != nil {
-			return Token{}, err
-		}
-		return Token{Value: out.AccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+		return c.askToken(ctx, &call{id: catalog.GetToken, query: q, out: &out}, func() (string, int64) { return out.AccessToken, out.ExpiresIn })
 	}
 	m.param, m.refused = catalog.CorpToken.String(), func(code int) bool {
 		return code == CodeInvalidAccessToken || code == CodeAccessTokenExpired
@@ -361,10 +388,7 @@ type tokenAnswer struct {
 
 // validate: a token answer carries a token and its lifetime.
 func (a *tokenAnswer) validate() error {
-	if a.AccessToken == "" || a.ExpiresIn <= 0 {
-		return errors.New("gettoken answered no access_token or no positive expires_in")
-	}
-	return nil
+	return validExpiring("access_token", a.AccessToken, a.ExpiresIn)
 }
 
 // accept turns a fetched token into the local copy, with its refresh time.

@@ -433,10 +433,17 @@ func testEndpointFailure(t *testing.T, ep failureEndpoint) {
 // as they do for a row that no typed method calls yet.
 func TestRowFailures(t *testing.T) {
 	t.Parallel()
+	ran := 0
+	defer func() {
+		if ran != 3 {
+			t.Errorf("%d rows ran, want 3 (mark_tag, media/get, tag/list)", ran)
+		}
+	}()
 	for _, ep := range rowEndpoints() {
 		if ep.id != catalog.MarkTag && ep.id != catalog.MediaGet && ep.id != catalog.TagList {
 			continue
 		}
+		ran++
 		e, _ := catalog.Lookup(ep.id.Path())
 		ep.method, ep.path, ep.idempotent = e.Method, e.ID.Path(), e.Repeatable
 		t.Run(ep.name, func(t *testing.T) {

@@ -22,17 +22,25 @@ import (
 	"github.com/wecomkit/wecom/mock"
 )
 
-// mediaClient is a client of a fresh mock with one app.
-func mediaClient(t *testing.T) (*wecom.Client, *mock.Server) {
+// startMock starts a fresh mock with one app, stopped with the test, and
+// returns it and its URL.
+func startMock(t *testing.T, corpID, secret string) (*mock.Server, string) {
 	t.Helper()
 	srv, err := mock.New(mock.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.AddApp("wwmedia", "secret-media")
+	srv.AddApp(corpID, secret)
 	hs := srv.Start()
 	t.Cleanup(hs.Close)
-	c, err := wecom.New("wwmedia", "secret-media", wecom.WithBaseURL(hs.URL))
+	return srv, hs.URL
+}
+
+// mediaClient is a client, with opts, of a fresh mock with one app.
+func mediaClient(t *testing.T, opts ...wecom.Option) (*wecom.Client, *mock.Server) {
+	t.Helper()
+	srv, base := startMock(t, "wwmedia", "secret-media")
+	c, err := wecom.New("wwmedia", "secret-media", append([]wecom.Option{wecom.WithBaseURL(base)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,18 +425,8 @@ func (f *failFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 // that read none of it.
 func TestMediaUploadRetryBeforeAnyRead(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp("wwmedia", "secret-media")
-	hs := srv.Start()
-	t.Cleanup(hs.Close)
-	c, err := wecom.New("wwmedia", "secret-media", wecom.WithBaseURL(hs.URL), wecom.WithTransport(&failFirst{next: http.DefaultTransport}),
+	c, srv := mediaClient(t, wecom.WithTransport(&failFirst{next: http.DefaultTransport}),
 		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := []byte("a file read once")
 	m, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: onlyReader{bytes.NewReader(data)}, Size: int64(len(data))})
 	if err != nil {
@@ -456,17 +454,7 @@ func (s slowReader) Read(p []byte) (int, error) {
 // transfer.
 func TestMediaUploadLongerThanTheAttemptTimeout(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp("wwmedia", "secret-media")
-	hs := srv.Start()
-	t.Cleanup(hs.Close)
-	c, err := wecom.New("wwmedia", "secret-media", wecom.WithBaseURL(hs.URL), wecom.WithAttemptTimeout(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, srv := mediaClient(t, wecom.WithAttemptTimeout(200*time.Millisecond))
 	data := bytes.Repeat([]byte("x"), 64<<10)
 	start := time.Now()
 	m, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "slow", Body: slowReader{bytes.NewReader(data), 4 << 10, 30 * time.Millisecond}, Size: int64(len(data))})
@@ -494,18 +482,8 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 // the attempt timeout per write still gets the whole file, in one call.
 func TestMediaDownloadSlowWriter(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp("wwmedia", "secret-media")
-	hs := srv.Start()
-	t.Cleanup(hs.Close)
+	c2, srv := mediaClient(t, wecom.WithAttemptTimeout(100*time.Millisecond))
 	id := srv.AddMedia("wwmedia", "f.bin", "application/octet-stream", make([]byte, 96<<10))
-	c2, err := wecom.New("wwmedia", "secret-media", wecom.WithBaseURL(hs.URL), wecom.WithAttemptTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &slowWriter{d: 150 * time.Millisecond}
 	if _, err := c2.Media.Download(context.Background(), id, w); err != nil || w.n.Load() != 96<<10 {
 		t.Fatalf("Download to a slow writer: %v, %d bytes", err, w.n.Load())

@@ -2,11 +2,8 @@ package wecom
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/wecomkit/wecom/catalog"
-	"github.com/wecomkit/wecom/throttle"
 )
 
 // WithProvider gives the client a service provider (服务商): the calls
@@ -19,23 +16,25 @@ func WithProvider(providerCorpID, secret string) Option {
 		if providerCorpID == "" || secret == "" {
 			return invalid("provider", "the provider's corp id and secret are required")
 		}
-		m := &credential{name: "provider access token", key: "wecom:provider:{" + providerCorpID + "}",
-			app: providerCorpID, secrets: []string{secret}, param: catalog.ProviderToken.String(), refused: isTokenCode}
-		m.lock = func(ctx context.Context) (func(), error) {
-			return c.lockKey(ctx, catalog.GetProviderToken.Path(), throttle.Request{Key: "{" + providerCorpID + "}#fetch:provider", Concurrency: 1, TTL: c.leaseTTL()})
-		}
-		m.ask = func(ctx context.Context) (Token, error) {
-			var out providerTokenAnswer
-			start := time.Now()
-			body := map[string]string{"corpid": providerCorpID, "provider_secret": secret}
-			if err := c.do(ctx, &call{id: catalog.GetProviderToken, body: body, out: &out}); err != nil {
-				return Token{}, err
-			}
-			return Token{Value: out.ProviderAccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
-		}
-		c.provider = m
+		c.providerCfg = &providerConfig{corpID: providerCorpID, secret: secret}
 		return nil
 	}
+}
+
+// providerConfig is what WithProvider gave.
+type providerConfig struct{ corpID, secret string }
+
+// initProvider makes the provider's credential.
+func (c *Client) initProvider() {
+	cfg := c.providerCfg
+	m := c.kept("provider access token", "wecom:provider:{"+cfg.corpID+"}", cfg.corpID, "{"+cfg.corpID+"}#fetch:provider", catalog.GetProviderToken, cfg.secret)
+	m.param, m.refused = catalog.ProviderToken.String(), isTokenCode
+	m.ask = func(ctx context.Context) (Token, error) {
+		var out providerTokenAnswer
+		body := map[string]string{"corpid": cfg.corpID, "provider_secret": cfg.secret}
+		return c.askToken(ctx, &call{id: catalog.GetProviderToken, body: body, out: &out}, func() (string, int64) { return out.ProviderAccessToken, out.ExpiresIn })
+	}
+	c.provider = m
 }
 
 // providerTokenAnswer is get_provider_token's answer (no errcode on
@@ -46,10 +45,7 @@ type providerTokenAnswer struct {
 }
 
 func (a *providerTokenAnswer) validate() error {
-	if a.ProviderAccessToken == "" || a.ExpiresIn <= 0 {
-		return errors.New("get_provider_token answered no provider_access_token or no positive expires_in")
-	}
-	return nil
+	return validExpiring("provider_access_token", a.ProviderAccessToken, a.ExpiresIn)
 }
 
 // LoginInfo is who logged in through the provider's web login.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/wecomkit/wecom/catalog"
-	"github.com/wecomkit/wecom/throttle"
 )
 
 // suiteConfig is what WithSuite gave.
@@ -36,14 +35,11 @@ func WithSuite(suiteID, secret string, ticket func(ctx context.Context) (string,
 // initSuite makes the suite's credential.
 func (c *Client) initSuite() {
 	cfg := c.suiteCfg
-	m := &credential{name: "suite access token", store: c.tokens.store, refreshAhead: c.tokens.refreshAhead, badFor: c.tokens.badFor,
-		key: "wecom:suite:{" + cfg.id + "}", app: cfg.id, secrets: []string{cfg.secret},
-		param: catalog.SuiteToken.String(), refused: func(code int) bool {
-			// WeCom answers a token of the wrong kind with 40014 too
-			return isSuiteTokenCode(code) || code == CodeInvalidAccessToken
-		}}
-	m.lock = func(ctx context.Context) (func(), error) {
-		return c.lockKey(ctx, catalog.GetSuiteToken.Path(), throttle.Request{Key: "{" + cfg.id + "}#fetch:suite", Concurrency: 1, TTL: c.leaseTTL()})
+	m := c.kept("suite access token", "wecom:suite:{"+cfg.id+"}", cfg.id, "{"+cfg.id+"}#fetch:suite", catalog.GetSuiteToken, cfg.secret)
+	m.param = catalog.SuiteToken.String()
+	m.refused = func(code int) bool {
+		// WeCom answers a token of the wrong kind with 40014 too
+		return isSuiteTokenCode(code) || code == CodeInvalidAccessToken
 	}
 	m.ask = func(ctx context.Context) (Token, error) {
 		ticket, err := cfg.ticket(ctx)
@@ -54,12 +50,8 @@ func (c *Client) initSuite() {
 			return Token{}, errors.Join(invalid("suite ticket", "none to fetch the suite access token with"), c.redactErr(err))
 		}
 		var out suiteTokenAnswer
-		start := time.Now()
 		body := map[string]string{"suite_id": cfg.id, "suite_secret": cfg.secret, "suite_ticket": ticket}
-		if err := c.do(ctx, &call{id: catalog.GetSuiteToken, body: body, out: &out}); err != nil {
-			return Token{}, err
-		}
-		return Token{Value: out.SuiteAccessToken, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+		return c.askToken(ctx, &call{id: catalog.GetSuiteToken, body: body, out: &out}, func() (string, int64) { return out.SuiteAccessToken, out.ExpiresIn })
 	}
 	c.suite = m
 }
@@ -71,10 +63,7 @@ type suiteTokenAnswer struct {
 }
 
 func (a *suiteTokenAnswer) validate() error {
-	if a.SuiteAccessToken == "" || a.ExpiresIn <= 0 {
-		return errors.New("get_suite_token answered no suite_access_token or no positive expires_in")
-	}
-	return nil
+	return validExpiring("suite_access_token", a.SuiteAccessToken, a.ExpiresIn)
 }
 
 // PreAuthCode returns a pre-authorization code of the client's suite

@@ -16,7 +16,6 @@ import (
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/internal/redistest"
-	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/redisstore"
 	"github.com/wecomkit/wecom/throttle"
 )
@@ -76,18 +75,12 @@ func fleet(t *testing.T, url string, n int, logs io.Writer, opts ...wecom.Option
 // WeCom refused it, and never seen with the secret or a ticket in a log.
 func TestSuiteTokenAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp("wwsuitecorp", "corp-secret")
+	srv, base := startMock(t, "wwsuitecorp", "corp-secret")
 	srv.AddSuite(testSuiteID, testSuiteSecret, "ticket-1")
-	hs := srv.Start()
-	t.Cleanup(hs.Close)
 	var ticket atomic.Value
 	ticket.Store("ticket-1")
 	var logs lockedBuffer
-	cs := fleet(t, hs.URL, 2, &logs, wecom.WithSuite(testSuiteID, testSuiteSecret, func(context.Context) (string, error) { return ticket.Load().(string), nil }))
+	cs := fleet(t, base, 2, &logs, wecom.WithSuite(testSuiteID, testSuiteSecret, func(context.Context) (string, error) { return ticket.Load().(string), nil }))
 	burst := func() {
 		t.Helper()
 		var wg sync.WaitGroup
@@ -183,14 +176,8 @@ func TestSuiteTokenRequired(t *testing.T) {
 // and fetched again after InvalidateTicket.
 func TestTicketsAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp("wwsuitecorp", "corp-secret")
-	hs := srv.Start()
-	t.Cleanup(hs.Close)
-	cs := fleet(t, hs.URL, 2, io.Discard)
+	srv, base := startMock(t, "wwsuitecorp", "corp-secret")
+	cs := fleet(t, base, 2, io.Discard)
 	for _, k := range []struct {
 		path string
 		get  func(*wecom.Client) (string, error)
@@ -239,20 +226,14 @@ func TestTicketsAcrossProcesses(t *testing.T) {
 // serves once.
 func TestProviderTokenAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const provider, secret = "wwprovider01", "provider-secret-987654"
-	srv.AddApp("wwsuitecorp", "corp-secret")
+	srv, base := startMock(t, "wwsuitecorp", "corp-secret")
 	srv.AddProvider(provider, secret)
 	for i := range 42 {
 		srv.AddLoginCode(provider, fmt.Sprint("code-", i), "wwcustomer", fmt.Sprint("user", i))
 	}
-	hs := srv.Start()
-	t.Cleanup(hs.Close)
 	var logs lockedBuffer
-	cs := fleet(t, hs.URL, 2, &logs, wecom.WithProvider(provider, secret))
+	cs := fleet(t, base, 2, &logs, wecom.WithProvider(provider, secret))
 	login := func(from, n int) {
 		t.Helper()
 		var wg sync.WaitGroup

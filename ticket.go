@@ -5,13 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/wecomkit/wecom/catalog"
-	"github.com/wecomkit/wecom/throttle"
 )
 
 // The JS-SDK tickets: the corp's jsapi_ticket (wx.config) and the app's
@@ -29,18 +27,10 @@ func (c *Client) initTickets() {
 // ticket returns the credential of the ticket id answers.
 func (c *Client) ticket(name string, id catalog.ID, q url.Values, kind string) *credential {
 	app := c.tokens.app
-	m := &credential{name: name, store: c.tokens.store, refreshAhead: c.tokens.refreshAhead, badFor: c.tokens.badFor,
-		key: "wecom:ticket:{" + c.corpID + "}:" + app + ":" + kind, app: app, refused: func(int) bool { return false }}
-	m.lock = func(ctx context.Context) (func(), error) {
-		return c.lockKey(ctx, id.Path(), throttle.Request{Key: c.corpTag() + "#fetch:" + kind + ":" + app, Concurrency: 1, TTL: c.leaseTTL()})
-	}
+	m := c.kept(name, "wecom:ticket:{"+c.corpID+"}:"+app+":"+kind, app, c.corpTag()+"#fetch:"+kind+":"+app, id)
 	m.ask = func(ctx context.Context) (Token, error) {
 		var out ticketAnswer
-		start := time.Now()
-		if err := c.do(ctx, &call{id: id, query: q, out: &out}); err != nil {
-			return Token{}, err
-		}
-		return Token{Value: out.Ticket, ExpiresAt: start.Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
+		return c.askToken(ctx, &call{id: id, query: q, out: &out}, func() (string, int64) { return out.Ticket, out.ExpiresIn })
 	}
 	return m
 }
@@ -51,12 +41,7 @@ type ticketAnswer struct {
 	ExpiresIn int64  `json:"expires_in"`
 }
 
-func (a *ticketAnswer) validate() error {
-	if a.Ticket == "" || a.ExpiresIn <= 0 {
-		return errors.New("no ticket or no positive expires_in")
-	}
-	return nil
-}
+func (a *ticketAnswer) validate() error { return validExpiring("ticket", a.Ticket, a.ExpiresIn) }
 
 // JSAPITicket returns the corp's jsapi_ticket, to sign wx.config
 // (get_jsapi_ticket, document/path/90506).
@@ -90,7 +75,7 @@ type JSSDKSignature struct {
 // JSSDKConfig signs pageURL (the page's full URL, without its #fragment)
 // for wx.config with the corp's jsapi_ticket (document/path/90506).
 func (c *Client) JSSDKConfig(ctx context.Context, pageURL string) (JSSDKSignature, error) {
-	return c.jssdkSign(ctx, c.jsapi, pageURL)
+	return c.jssdkSign(ctx, c.jsapi, 0, pageURL)
 }
 
 // JSSDKAgentConfig signs pageURL for wx.agentConfig with the app's
@@ -99,10 +84,12 @@ func (c *Client) JSSDKAgentConfig(ctx context.Context, pageURL string) (JSSDKSig
 	if c.agentID == 0 {
 		return JSSDKSignature{}, invalid("agent id", "wx.agentConfig needs the app's id: WithAgentID")
 	}
-	return c.jssdkSign(ctx, c.agentTkt, pageURL)
+	return c.jssdkSign(ctx, c.agentTkt, c.agentID, pageURL)
 }
 
-func (c *Client) jssdkSign(ctx context.Context, m *credential, pageURL string) (JSSDKSignature, error) {
+// jssdkSign signs pageURL with the ticket m keeps, for agentID (0: the
+// corp's wx.config).
+func (c *Client) jssdkSign(ctx context.Context, m *credential, agentID int, pageURL string) (JSSDKSignature, error) {
 	u, err := url.Parse(pageURL)
 	if err != nil || !u.IsAbs() {
 		return JSSDKSignature{}, invalid("page url", "%q is not an absolute URL", pageURL)
@@ -114,10 +101,7 @@ func (c *Client) jssdkSign(ctx context.Context, m *credential, pageURL string) (
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	s := JSSDKSignature{CorpID: c.corpID, Timestamp: time.Now().Unix(), NonceStr: hex.EncodeToString(b[:])}
-	if m == c.agentTkt {
-		s.AgentID = c.agentID
-	}
+	s := JSSDKSignature{CorpID: c.corpID, AgentID: agentID, Timestamp: time.Now().Unix(), NonceStr: hex.EncodeToString(b[:])}
 	s.Signature = jssdkSignature(ticket, s.NonceStr, s.Timestamp, u.String())
 	return s, nil
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // The credentials other than the access token: the JS-SDK tickets of a corp
-// and of its apps, and third-party suites with their suite tokens.
+// and of its apps, third-party suites and service providers with their
+// tokens, and a provider's web logins.
 
 // Error codes of the suite APIs.
 const (
@@ -16,10 +17,55 @@ const (
 	codeSuiteTokenExpired  = 42009
 )
 
-// suite is a third-party suite the Server knows.
-type suite struct {
+// issuer is a suite or a provider: its secret, the suite_ticket a suite's
+// token needs, and its current token (nil before one).
+type issuer struct {
 	id, secret, ticket string
-	token              *token // the current suite token, nil before one
+	token              *token
+}
+
+// tokenBook is the tokens of one kind of issuer (suites, providers). Each
+// issuer's calls act on a state of their own, the corp named kind:id.
+type tokenBook struct {
+	kind             string
+	issuers          map[string]*issuer
+	tokens           map[string]*token
+	invalid, expired int // the errcodes of a token it did not issue, of one expired
+}
+
+func newTokenBook(kind string, invalid, expired int) *tokenBook {
+	return &tokenBook{kind: kind, issuers: make(map[string]*issuer), tokens: make(map[string]*token), invalid: invalid, expired: expired}
+}
+
+// issue answers iss's current token, made if none is valid at now, under
+// field, without errcode on success as WeCom does. s.mu is held.
+func (b *tokenBook) issue(s *Server, iss *issuer, field string, now time.Time) []byte {
+	if iss.token == nil || !now.Before(iss.token.expires) {
+		iss.token = &token{value: newTokenValue(), corp: b.kind + ":" + iss.id, app: iss.id, expires: now.Add(s.tokenTTL)}
+		b.tokens[iss.token.value] = iss.token
+		s.corpLocked(iss.token.corp)
+	}
+	return mustMarshal(map[string]any{field: iss.token.value, "expires_in": int(iss.token.expires.Sub(now) / time.Second)})
+}
+
+// check is checkToken of the book's tokens. s.mu is held.
+func (b *tokenBook) check(s *Server, value string, now time.Time) (*corp, *token, *apiError) {
+	tok := b.tokens[value]
+	switch {
+	case tok == nil:
+		return nil, nil, errf(b.invalid, "invalid %s_access_token", b.kind)
+	case !now.Before(tok.expires):
+		return nil, nil, errf(b.expired, "%s_access_token expired", b.kind)
+	}
+	return s.corpLocked(tok.corp), tok, nil
+}
+
+// invalidate makes every token issued so far invalid.
+func (b *tokenBook) invalidate() {
+	b.tokens = make(map[string]*token)
+	for _, iss := range b.issuers {
+		iss.token = nil
+	}
 }
 
 // AddSuite registers a third-party suite with its secret and the
@@ -27,7 +73,7 @@ type suite struct {
 func (s *Server) AddSuite(suiteID, secret, ticket string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.suites[suiteID] = &suite{id: suiteID, secret: secret, ticket: ticket}
+	s.suites.issuers[suiteID] = &issuer{id: suiteID, secret: secret, ticket: ticket}
 }
 
 // SetSuiteTicket makes ticket the one suite_ticket get_suite_token accepts
@@ -35,68 +81,39 @@ func (s *Server) AddSuite(suiteID, secret, ticket string) {
 func (s *Server) SetSuiteTicket(suiteID, ticket string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.suites[suiteID]; st != nil {
+	if st := s.suites.issuers[suiteID]; st != nil {
 		st.ticket = ticket
 	}
 }
 
-type suiteTokenRequest struct {
-	SuiteID     string `json:"suite_id"`
-	SuiteSecret string `json:"suite_secret"`
-	SuiteTicket string `json:"suite_ticket"`
-}
-
-type suiteTokenAnswer struct {
-	SuiteAccessToken string `json:"suite_access_token"`
-	ExpiresIn        int    `json:"expires_in"`
-}
-
-// getSuiteToken answers get_suite_token: the suite's current token, or a
-// new one, without errcode on success as WeCom does.
+// getSuiteToken answers get_suite_token.
 func (s *Server) getSuiteToken(body []byte, ip string) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	var req suiteTokenRequest
+	var req struct {
+		SuiteID     string `json:"suite_id"`
+		SuiteSecret string `json:"suite_secret"`
+		SuiteTicket string `json:"suite_ticket"`
+	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return s.errorAnswer(errf(codeDataFormat, "data format error"), ip, now, true)
 	}
-	st := s.suites[req.SuiteID]
+	st := s.suites.issuers[req.SuiteID]
 	switch {
 	case st == nil || req.SuiteSecret != st.secret:
 		return s.errorAnswer(errf(codeInvalidSuiteID, "invalid suite id or secret"), ip, now, true)
 	case req.SuiteTicket != st.ticket:
 		return s.errorAnswer(errf(codeInvalidSuiteTicket, "invalid suite ticket"), ip, now, true)
 	}
-	if st.token == nil || !now.Before(st.token.expires) {
-		st.token = &token{value: newTokenValue(), corp: "suite:" + st.id, app: st.id, expires: now.Add(s.tokenTTL)}
-		s.suiteTokens[st.token.value] = st.token
-		s.corpLocked(st.token.corp)
-	}
-	return mustMarshal(suiteTokenAnswer{SuiteAccessToken: st.token.value, ExpiresIn: int(st.token.expires.Sub(now) / time.Second)})
-}
-
-// checkSuiteToken is checkToken of a suite_access_token: the suite's own
-// state stands for the corp.
-func (s *Server) checkSuiteToken(value string, now time.Time) (*corp, *token, *apiError) {
-	tok := s.suiteTokens[value]
-	switch {
-	case tok == nil:
-		return nil, nil, errf(codeInvalidSuiteToken, "invalid suite_access_token")
-	case !now.Before(tok.expires):
-		return nil, nil, errf(codeSuiteTokenExpired, "suite_access_token expired")
-	}
-	return s.corpLocked(tok.corp), tok, nil
+	return s.suites.issue(s, st, "suite_access_token", now)
 }
 
 // InvalidateSuiteTokens makes every suite token issued so far invalid.
 func (s *Server) InvalidateSuiteTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.suiteTokens = make(map[string]*token)
-	for _, st := range s.suites {
-		st.token = nil
-	}
+	s.suites.invalidate()
 }
 
 type preAuthCodeAnswer struct {
@@ -137,18 +154,12 @@ func (c *corp) jsapiTicket(in *input) (any, *apiError) {
 	return ticketAnswer{status: okStatus("ok"), Ticket: t.value, ExpiresIn: int(t.expires.Sub(in.now) / time.Second)}, nil
 }
 
-// provider is a service provider the Server knows.
-type provider struct {
-	corpID, secret string
-	token          *token
-}
-
 // AddProvider registers a service provider: its corp id and provider
 // secret.
 func (s *Server) AddProvider(corpID, secret string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.providers[corpID] = &provider{corpID: corpID, secret: secret}
+	s.providers.issuers[corpID] = &issuer{id: corpID, secret: secret}
 }
 
 // AddLoginCode makes authCode a web login of userID in corpID through the
@@ -168,18 +179,10 @@ func (s *Server) AddLoginCode(providerCorpID, authCode, corpID, userID string) {
 func (s *Server) InvalidateProviderTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.providerTokens = make(map[string]*token)
-	for _, p := range s.providers {
-		p.token = nil
-	}
+	s.providers.invalidate()
 }
 
-type providerTokenAnswer struct {
-	ProviderAccessToken string `json:"provider_access_token"`
-	ExpiresIn           int    `json:"expires_in"`
-}
-
-// getProviderToken answers get_provider_token, without errcode on success.
+// getProviderToken answers get_provider_token.
 func (s *Server) getProviderToken(body []byte, ip string) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -191,28 +194,11 @@ func (s *Server) getProviderToken(body []byte, ip string) []byte {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return s.errorAnswer(errf(codeDataFormat, "data format error"), ip, now, true)
 	}
-	p := s.providers[req.CorpID]
+	p := s.providers.issuers[req.CorpID]
 	if p == nil || req.Secret != p.secret {
 		return s.errorAnswer(errf(codeInvalidSecret, "invalid provider secret"), ip, now, true)
 	}
-	if p.token == nil || !now.Before(p.token.expires) {
-		p.token = &token{value: newTokenValue(), corp: "provider:" + p.corpID, app: p.corpID, expires: now.Add(s.tokenTTL)}
-		s.providerTokens[p.token.value] = p.token
-		s.corpLocked(p.token.corp)
-	}
-	return mustMarshal(providerTokenAnswer{ProviderAccessToken: p.token.value, ExpiresIn: int(p.token.expires.Sub(now) / time.Second)})
-}
-
-// checkProviderToken is checkToken of a provider_access_token.
-func (s *Server) checkProviderToken(value string, now time.Time) (*corp, *token, *apiError) {
-	tok := s.providerTokens[value]
-	switch {
-	case tok == nil:
-		return nil, nil, errf(codeInvalidToken, "invalid provider_access_token")
-	case !now.Before(tok.expires):
-		return nil, nil, errf(codeTokenExpired, "provider_access_token expired")
-	}
-	return s.corpLocked(tok.corp), tok, nil
+	return s.providers.issue(s, p, "provider_access_token", now)
 }
 
 type loginInfoAnswer struct {

@@ -387,9 +387,9 @@ func (s *Server) checkToken(value string, now time.Time) (*corp, *token, *apiErr
 func (s *Server) checkCredential(kind catalog.Token, q url.Values, now time.Time) (*corp, *token, *apiError) {
 	switch kind {
 	case catalog.SuiteToken:
-		return s.checkSuiteToken(q.Get(kind.String()), now)
+		return s.suites.check(s, q.Get(kind.String()), now)
 	case catalog.ProviderToken:
-		return s.checkProviderToken(q.Get(kind.String()), now)
+		return s.providers.check(s, q.Get(kind.String()), now)
 	}
 	return s.checkToken(q.Get("access_token"), now)
 }

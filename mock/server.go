@@ -182,17 +182,13 @@ type Server struct {
 	rng     *rand.Rand
 	corps   map[string]*corp
 	tokens  map[string]*token
-	// suites and their tokens (credentials.go).
-	suites      map[string]*suite
-	suiteTokens map[string]*token
-	// providers and their tokens (credentials.go).
-	providers      map[string]*provider
-	providerTokens map[string]*token
-	rates          map[limitKey]*rateLog
-	inFlight       map[limitKey]int
-	stats          Stats
-	scripts        []*Script
-	hintSeq        uint64
+	// suites and providers, with their tokens (credentials.go).
+	suites, providers *tokenBook
+	rates             map[limitKey]*rateLog
+	inFlight          map[limitKey]int
+	stats             Stats
+	scripts           []*Script
+	hintSeq           uint64
 }
 
 // New returns a Server configured by cfg. It fails when cfg.Latency or
@@ -224,20 +220,18 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		now:            cfg.Now,
-		tokenTTL:       cfg.TokenTTL,
-		routes:         routes,
-		jitter:         cfg.LatencyJitter,
-		latency:        cfg.Latency,
-		corps:          make(map[string]*corp),
-		tokens:         make(map[string]*token),
-		suites:         make(map[string]*suite),
-		suiteTokens:    make(map[string]*token),
-		providers:      make(map[string]*provider),
-		providerTokens: make(map[string]*token),
-		rates:          make(map[limitKey]*rateLog),
-		inFlight:       make(map[limitKey]int),
-		stats:          newStats(),
+		now:       cfg.Now,
+		tokenTTL:  cfg.TokenTTL,
+		routes:    routes,
+		jitter:    cfg.LatencyJitter,
+		latency:   cfg.Latency,
+		corps:     make(map[string]*corp),
+		tokens:    make(map[string]*token),
+		suites:    newTokenBook("suite", codeInvalidSuiteToken, codeSuiteTokenExpired),
+		providers: newTokenBook("provider", codeInvalidToken, codeTokenExpired),
+		rates:     make(map[limitKey]*rateLog),
+		inFlight:  make(map[limitKey]int),
+		stats:     newStats(),
 	}
 	if s.now == nil {
 		s.now = time.Now

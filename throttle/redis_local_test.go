@@ -54,9 +54,7 @@ func TestRedisHandsOnLocally(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			r := Request{Key: "{c}/api", Concurrency: 1, TTL: time.Minute, Windows: tc.windows}
-			first := mustTake(t, b, r)
-			w := acquireAsync(ctx, b, r)
-			headIdle(t, b, r.Key)
+			first, w := heldAndAwaited(ctx, t, b, r)
 			c.runs()
 			if err := b.Release(ctx, first); err != nil {
 				t.Fatalf("Release: %v", err)
@@ -104,9 +102,7 @@ func TestRedisNoLocalHandOnAcrossEras(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r := Request{Key: "{c}/era", Concurrency: 1, TTL: time.Minute, Windows: []Window{{Limit: 10000, Period: time.Minute}}}
-	first := mustTake(t, b, r)
-	w := acquireAsync(ctx, b, r)
-	headIdle(t, b, r.Key)
+	first, w := heldAndAwaited(ctx, t, b, r)
 	b.suspect()
 	c.runs()
 	if err := b.Release(ctx, first); err != nil {
@@ -133,9 +129,7 @@ func TestRedisHandOnChecksTheEraItself(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r := Request{Key: "{c}/era-race", Concurrency: 1, TTL: time.Minute, Windows: []Window{{Limit: 10000, Period: time.Minute}}}
-	first := mustTake(t, b, r)
-	w := acquireAsync(ctx, b, r)
-	headIdle(t, b, r.Key)
+	first, w := heldAndAwaited(ctx, t, b, r)
 	known, era, err := b.unhold(first)
 	if !known || err != nil {
 		t.Fatalf("unhold: %v, %v", known, err)
@@ -165,13 +159,21 @@ func TestRedisHandOnChecksTheEraItself(t *testing.T) {
 	}
 }
 
+// heldAndAwaited takes r's slot and starts a waiter for it, idle at the
+// head of its key's line.
+func heldAndAwaited(ctx context.Context, t *testing.T, b *Redis, r Request) (Lease, <-chan acquired) {
+	t.Helper()
+	first := mustTake(t, b, r)
+	w := acquireAsync(ctx, b, r)
+	headIdle(t, b, r.Key)
+	return first, w
+}
+
 // handOnLocally takes r's slot and releases it to a waiter of the same
 // process, which gets it without Redis: it returns both leases.
 func handOnLocally(ctx context.Context, t *testing.T, b *Redis, r Request) (first, next Lease) {
 	t.Helper()
-	first = mustTake(t, b, r)
-	w := acquireAsync(ctx, b, r)
-	headIdle(t, b, r.Key)
+	first, w := heldAndAwaited(ctx, t, b, r)
 	if err := b.Release(ctx, first); err != nil {
 		t.Fatal(err)
 	}
