@@ -23,6 +23,8 @@ type verdict struct {
 	ok     bool
 	reason Reason
 	at     time.Time // when the refusing limit frees up; zero if unknown
+	// members: for a request with Members, those without room
+	members []string
 }
 
 // check decides whether r can be granted at now, without taking anything.
@@ -30,22 +32,7 @@ func (ks *keyState) check(r Request, now time.Time, epoch time.Time) verdict {
 	if now.Before(ks.cooldown) {
 		return verdict{reason: ReasonCooldown, at: ks.cooldown}
 	}
-	var v verdict
-	ns := int64(now.Sub(epoch))
-	for _, w := range r.Windows {
-		h := ks.windows[w.Period]
-		if h == nil {
-			continue
-		}
-		h.prune(ns)
-		if ok, at := h.admit(w.Limit, r.units()); !ok {
-			t := epoch.Add(time.Duration(at))
-			if v.reason == 0 || t.After(v.at) {
-				v = verdict{reason: ReasonRate, at: t}
-			}
-		}
-	}
-	if v.reason != 0 {
+	if v := ks.admit(r, int64(now.Sub(epoch)), epoch); !v.ok {
 		return v
 	}
 	if r.Concurrency > 0 {
@@ -55,6 +42,37 @@ func (ks *keyState) check(r Request, now time.Time, epoch time.Time) verdict {
 		}
 	}
 	return verdict{ok: true}
+}
+
+// admit decides r's windows on ks at ns (nanoseconds since epoch): ok, or
+// refused until the last of them opens.
+func (ks *keyState) admit(r Request, ns int64, epoch time.Time) verdict {
+	v := verdict{ok: true}
+	for _, w := range r.Windows {
+		h := ks.windows[w.Period]
+		if h == nil {
+			continue
+		}
+		h.prune(ns)
+		if ok, at := h.admit(w.Limit, r.units()); !ok {
+			if t := epoch.Add(time.Duration(at)); v.ok || t.After(v.at) {
+				v = verdict{reason: ReasonRate, at: t}
+			}
+		}
+	}
+	return v
+}
+
+// count counts units at ns in each of ws.
+func (ks *keyState) count(ws []Window, ns int64, units int) {
+	for _, w := range ws {
+		h := ks.windows[w.Period]
+		if h == nil {
+			h = newHistory(w.Period)
+			ks.windows[w.Period] = h
+		}
+		h.add(ns, units)
+	}
 }
 
 func (ks *keyState) purge(now time.Time) {
@@ -87,7 +105,7 @@ func (ks *keyState) untake(l Lease, r Request, epoch time.Time) {
 }
 
 func (v verdict) err(key string, now time.Time) *LimitError {
-	e := &LimitError{Key: key, Reason: v.reason}
+	e := &LimitError{Key: key, Reason: v.reason, Members: v.members}
 	if v.reason != ReasonConcurrency && v.at.After(now) {
 		e.RetryAfter = v.at.Sub(now)
 	}

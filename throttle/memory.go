@@ -38,17 +38,41 @@ func (m *Memory) state(key string) *keyState {
 	return ks
 }
 
+// check decides r on ks, its key's state, at now: on a request with
+// Members, the key's cooldown and each member's windows.
+func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
+	r = m.capped(r)
+	if len(r.Members) == 0 {
+		return ks.check(r, now, m.epoch)
+	}
+	if v := ks.check(Request{Key: r.Key}, now, m.epoch); !v.ok {
+		return v
+	}
+	v, ns := verdict{ok: true}, int64(now.Sub(m.epoch))
+	for _, mem := range r.Members {
+		mk := m.keys[MemberKey(r.Key, mem)]
+		if mk == nil {
+			continue
+		}
+		if mv := mk.admit(r, ns, m.epoch); !mv.ok {
+			v.ok, v.reason, v.members = false, ReasonRate, append(v.members, mem)
+			if mv.at.After(v.at) {
+				v.at = mv.at
+			}
+		}
+	}
+	return v
+}
+
 func (m *Memory) take(key string, ks *keyState, r Request, now time.Time) Lease {
 	m.seq++
 	l := Lease{Key: key, ID: strconv.FormatUint(m.seq, 36), Granted: now}
 	ns := int64(now.Sub(m.epoch))
-	for _, w := range r.Windows {
-		h := ks.windows[w.Period]
-		if h == nil {
-			h = newHistory(w.Period)
-			ks.windows[w.Period] = h
-		}
-		h.add(ns, r.units())
+	if len(r.Members) == 0 {
+		ks.count(r.Windows, ns, r.units())
+	}
+	for _, mem := range r.Members {
+		m.state(MemberKey(key, mem)).count(r.Windows, ns, r.units())
 	}
 	if r.Concurrency > 0 {
 		l.Expires, l.Concurrency = now.Add(r.LeaseTTL()), m.capped(r).Concurrency
@@ -71,7 +95,7 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	now := time.Now()
 	m.sweep(now)
 	ks := m.state(r.Key)
-	v := ks.check(m.capped(r), now, m.epoch)
+	v := m.check(ks, r, now)
 	if v.ok && ks.waiters.len() > 0 {
 		// Waiters came first: what frees up is theirs.
 		v = verdict{reason: ReasonConcurrency}
@@ -91,7 +115,7 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 func (m *Memory) withVerdict(r Request, now time.Time) (string, verdict) {
 	for _, s := range r.With {
 		ks := m.state(s.Key)
-		v := ks.check(m.capped(s), now, m.epoch)
+		v := m.check(ks, s, now)
 		if v.ok && ks.waiters.len() > 0 {
 			v = verdict{reason: ReasonConcurrency}
 		}
@@ -117,6 +141,11 @@ func (m *Memory) untakeAll(ks *keyState, l Lease, r Request, now time.Time, own 
 	if own {
 		ks.untake(l, r, m.epoch)
 	}
+	for _, mem := range r.Members {
+		if mk := m.keys[MemberKey(r.Key, mem)]; mk != nil {
+			mk.untake(l, r, m.epoch)
+		}
+	}
 	for _, s := range l.With {
 		if sk := m.keys[s.Key]; sk != nil {
 			delete(sk.holders, s.ID)
@@ -138,7 +167,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	now := time.Now()
 	m.sweep(now)
 	ks := m.state(r.Key)
-	v := ks.check(m.capped(r), now, m.epoch)
+	v := m.check(ks, r, now)
 	if v.ok && ks.waiters.len() == 0 {
 		if _, wv := m.withVerdict(r, now); !wv.ok {
 			m.mu.Unlock()
@@ -201,7 +230,7 @@ func (m *Memory) giveUp(ks *keyState, w *waiter) {
 // m.mu held.
 func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	for w, ok := ks.waiters.head(); ok; w, ok = ks.waiters.head() {
-		v := ks.check(m.capped(w.req), now, m.epoch)
+		v := m.check(ks, w.req, now)
 		switch {
 		case v.ok:
 			if _, wv := m.withVerdict(w.req, now); !wv.ok {

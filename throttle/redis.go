@@ -45,6 +45,8 @@ var (
 	cooldownLua string
 	//go:embed lua/pass.lua
 	passLua string
+	//go:embed lua/members.lua
+	membersLua string
 	//go:embed lua/restore.lua
 	restoreLua string
 )
@@ -64,6 +66,13 @@ func acquireSource() string {
 	reasons := fmt.Sprintf("local R = {concurrency = %d, rate = %d, cooldown = %d, reserve = %d, yielded = %d, lost = %d, stale = %d}\n",
 		ReasonConcurrency, ReasonRate, ReasonCooldown, ReasonReserve, reasonYielded, reasonLost, reasonStale)
 	return clockSource(reasons + windowLua + acquireLua)
+}
+
+// membersSource returns the members script's source, as acquireSource.
+func membersSource() string {
+	reasons := fmt.Sprintf("local R = {rate = %d, cooldown = %d, reserve = %d, lost = %d, stale = %d}\n",
+		ReasonRate, ReasonCooldown, ReasonReserve, reasonLost, reasonStale)
+	return clockSource(reasons + windowLua + membersLua)
 }
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
@@ -171,6 +180,7 @@ type Redis struct {
 	cooldown  *redis.Script
 	pass      *redis.Script
 	restoreSc *redis.Script
+	members   *redis.Script
 	swapLimit *redis.Script
 	loadLimit *redis.Script
 	// learned are the learned limits this process last read or wrote
@@ -256,6 +266,7 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 		cooldown:   redis.NewScript(clockSource(cooldownLua)),
 		pass:       redis.NewScript(passLua),
 		restoreSc:  redis.NewScript(clockSource(restoreLua)),
+		members:    redis.NewScript(membersSource()),
 		swapLimit:  redis.NewScript(clockSource(swapLimitLua)),
 		loadLimit:  redis.NewScript(clockSource(loadLimitLua)),
 		learned:    make(map[string]int),
@@ -301,7 +312,13 @@ type redisKeys struct {
 
 // names returns the Redis keys of throttle key key with the windows ws.
 func (b *Redis) names(key string, ws []Window) redisKeys {
-	base := b.opt.Prefix + "{" + hashTag(key) + "}" + key
+	return b.namesIn(hashTag(key), key, ws)
+}
+
+// namesIn returns the Redis keys of throttle key key with the windows ws,
+// in hash tag tag: a member's key takes its request's tag (namesOf).
+func (b *Redis) namesIn(tag, key string, ws []Window) redisKeys {
+	base := b.opt.Prefix + "{" + tag + "}" + key
 	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q",
 		epoch: base + ":e", learned: base + ":l"}
 	for _, w := range ws {

@@ -28,6 +28,11 @@ type keyRecord struct {
 	epoch    string
 	cooldown int64               // unix ms; 0 none
 	windows  map[int64]*grantLog // by period (ms)
+	// group: for a member's key (see Request.Members), its request's key,
+	// whose epoch and hash tag it shares. until: for such a request's
+	// key, when its members' records hold nothing any more (unix ms).
+	group string
+	until int64
 }
 
 // grantLog is one window's grants, as a history in unix ms (the server's
@@ -106,7 +111,36 @@ func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.skew = ms - time.Now().UnixMilli()
-	rec := l.record(key)
+	l.addLocked(l.record(key), ws, ms, units, fills)
+}
+
+// addMembers is add for the members of a request on key (see
+// Request.Members): fills holds each member's windows in turn. The members'
+// records take key's epoch.
+func (l *ledger) addMembers(key string, members []string, ws []Window, ms int64, units int, fills []int64) {
+	if units == 0 && len(fills) != len(ws)*len(members) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.skew = ms - time.Now().UnixMilli()
+	g := l.record(key)
+	for _, w := range ws {
+		g.until = max(g.until, ms+w.Period.Milliseconds()*(BucketsPerWindow+1)/BucketsPerWindow+1)
+	}
+	for i, m := range members {
+		rec := l.record(MemberKey(key, m))
+		rec.group, rec.epoch = key, g.epoch
+		var f []int64
+		if len(fills) == len(ws)*len(members) {
+			f = fills[i*len(ws) : (i+1)*len(ws)]
+		}
+		l.addLocked(rec, ws, ms, units, f)
+	}
+}
+
+// addLocked is add on rec; the caller holds l.mu.
+func (l *ledger) addLocked(rec *keyRecord, ws []Window, ms int64, units int, fills []int64) {
 	for i, w := range ws {
 		p := w.Period.Milliseconds()
 		g := rec.windows[p]
@@ -130,19 +164,48 @@ func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64
 	}
 }
 
-// remove takes back a grant of units at ms that was refunded.
-func (l *ledger) remove(key string, ws []Window, ms int64, units int) {
+// remove takes back a grant of units at ms that was refunded, on each of
+// keys.
+func (l *ledger) remove(ws []Window, ms int64, units int, keys ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec := l.keys[key]
-	if rec == nil {
-		return
-	}
-	for _, w := range ws {
-		if g := rec.windows[w.Period.Milliseconds()]; g != nil {
-			g.remove(ms, units)
+	for _, key := range keys {
+		rec := l.keys[key]
+		if rec == nil {
+			continue
+		}
+		for _, w := range ws {
+			if g := rec.windows[w.Period.Milliseconds()]; g != nil {
+				g.remove(ms, units)
+			}
 		}
 	}
+}
+
+// groupEpoch returns the epoch last seen for key, a request's key with
+// Members, or "" when none of its members' records holds anything any more
+// (see epoch).
+func (l *ledger) groupEpoch(key string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rec := l.keys[key]; rec != nil && rec.until > l.now() {
+		return rec.epoch
+	}
+	return ""
+}
+
+// grouped returns the members' keys recorded for key, a request's key with
+// Members.
+func (l *ledger) grouped(key string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var keys []string
+	for k, rec := range l.keys {
+		if rec.group == key {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // cooldown records that key cools down until ms (the server's clock).
@@ -159,7 +222,7 @@ func (l *ledger) cooldown(key string, ms int64) {
 // holds l.mu.
 func (l *ledger) sweep(nowMs int64) {
 	for key, rec := range l.keys {
-		empty := rec.cooldown <= nowMs
+		empty := rec.cooldown <= nowMs && rec.until <= nowMs
 		for p, g := range rec.windows {
 			if g.prune(nowMs); g.empty() {
 				delete(rec.windows, p)
@@ -181,14 +244,14 @@ type written struct {
 }
 
 // snapshot returns what this process would write back for key: the epoch it
-// knew, the cooldown, and its windows. The epoch is "" when no window holds
-// anything.
-func (l *ledger) snapshot(key string) (epoch string, cooldown int64, windows []written) {
+// knew, the cooldown, and its windows, and for a member's key its request's
+// key (group). The epoch is "" when no window holds anything.
+func (l *ledger) snapshot(key string) (epoch string, cooldown int64, windows []written, group string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rec := l.keys[key]
 	if rec == nil {
-		return "", 0, nil
+		return "", 0, nil, ""
 	}
 	now := l.now()
 	for p, g := range rec.windows {
@@ -204,9 +267,9 @@ func (l *ledger) snapshot(key string) (epoch string, cooldown int64, windows []w
 		windows = append(windows, wr)
 	}
 	if len(windows) == 0 {
-		return "", 0, nil
+		return "", 0, nil, ""
 	}
-	return rec.epoch, rec.cooldown, windows
+	return rec.epoch, rec.cooldown, windows, rec.group
 }
 
 // known returns the keys whose epoch this process knows.
@@ -228,7 +291,7 @@ func (l *ledger) known() []string {
 func (b *Redis) restore(ctx context.Context, key string) error {
 	b.restoreMu.Lock()
 	defer b.restoreMu.Unlock()
-	epoch, cd, wrs := b.ledger.snapshot(key)
+	epoch, cd, wrs, group := b.ledger.snapshot(key)
 	if epoch == "" {
 		return nil
 	}
@@ -237,6 +300,11 @@ func (b *Redis) restore(ctx context.Context, key string) error {
 		ws[i] = wr.w
 	}
 	k := b.names(key, ws)
+	if group != "" { // a member's windows, under its request's epoch and tag
+		g := b.names(group, nil)
+		k = b.namesIn(hashTag(group), key, ws)
+		k.epoch, k.cooldown = g.epoch, g.cooldown
+	}
 	keys := append([]string{k.epoch, k.cooldown}, k.windows...)
 	args := []any{epoch, newLeaseID(), cd}
 	for _, wr := range wrs {

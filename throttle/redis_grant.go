@@ -199,6 +199,10 @@ func (b *Redis) handOn(key string, l Lease, r Request) {
 
 // giveBack releases a lease and refunds its window counts.
 func (b *Redis) giveBack(l Lease, r Request) {
+	if len(r.Members) > 0 {
+		b.refundMembers(l, r)
+		return
+	}
 	if b.isDown() {
 		if l.HoldsSlot() {
 			b.orphan(l) // released, without a refund, when Redis answers
@@ -212,6 +216,6 @@ func (b *Redis) giveBack(l Lease, r Request) {
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
 	if _, err := b.releaseScript(octx, l, r.Windows, r.units()); err == nil { // on failure the TTL frees the slot
-		b.ledger.remove(r.Key, r.Windows, l.Granted.UnixMilli(), r.units())
+		b.ledger.remove(r.Windows, l.Granted.UnixMilli(), r.units(), r.Key)
 	}
 }

@@ -153,7 +153,7 @@ func (b *Redis) refund(key string, blk block) {
 	defer cancel()
 	l := Lease{Key: key, Granted: time.UnixMilli(blk.at)}
 	if _, err := b.releaseScript(ctx, l, blk.windows, blk.units); err == nil {
-		b.ledger.remove(key, blk.windows, blk.at, blk.units)
+		b.ledger.remove(blk.windows, blk.at, blk.units, key)
 	}
 }
 

@@ -233,3 +233,69 @@ func TestRedisPausedReleaseRetried(t *testing.T) {
 		t.Fatal("the slot released while Redis was stopped is still held after it resumed")
 	}
 }
+
+// The restart above for a request with Members: each member's window is
+// written back by the processes that counted on it, under the request's
+// one epoch, so that no member goes over its window because of the
+// restart; a member nobody had counted on is served at once. The state is
+// lost by a restart (the processes see Redis away) and by a flush (they
+// learn it from the script's answer).
+func TestRedisRestartEmptyKeepsMemberWindows(t *testing.T) {
+	t.Parallel() // waits on servers of its own, or keys of its own
+	for _, flush := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Restart", true: "Flush"}[flush], func(t *testing.T) {
+			t.Parallel()
+			memberWindowsAcrossALoss(t, flush)
+		})
+	}
+}
+
+func memberWindowsAcrossALoss(t *testing.T, flush bool) {
+	const limit, period = 30, 3 * time.Second
+	addr, restart, _ := redistest.StartServer(t)
+	prefix := "wt:restartm:"
+	alive := []*throttle.Redis{restartBackend(t, addr, prefix), restartBackend(t, addr, prefix)}
+	dead := restartBackend(t, addr, prefix)
+	late := restartBackend(t, addr, prefix)
+	ctx := context.Background()
+	ws := []throttle.Window{{Limit: limit, Period: period}}
+	logs := map[string]*grantLog{"a": {}, "b": {}, "new": {}}
+	members := []string{"a", "b"}
+	take := func(b *throttle.Redis) error {
+		r := throttle.Request{Key: "{corp}/send", Windows: ws, Members: members}
+		l, err := b.TryAcquire(ctx, r)
+		if err == nil {
+			for _, m := range r.Members {
+				logs[m].add(l)
+			}
+		}
+		return err
+	}
+	fillRestartWindow(t, take, dead, alive)
+	_ = dead.Close()
+
+	if flush {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		defer rdb.Close()
+		if err := rdb.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		restart()
+	}
+	members = []string{"b", "a"}
+	takeAfterRestart(t, take, alive, late, time.Now().Add(2*period))
+	for m, log := range logs {
+		if most := log.worst(period); most > limit {
+			t.Errorf("member %s: %d grants in one sliding window of %s, limit %d", m, most, period, limit)
+		}
+	}
+	if n := len(logs["a"].times) - limit; n == 0 {
+		t.Error("nothing granted after the loss in two window periods")
+	}
+	// A member no process had counted on goes at once.
+	members = []string{"new"}
+	if err := take(alive[0]); err != nil {
+		t.Errorf("a member nobody counted on before the loss: %v", err)
+	}
+}

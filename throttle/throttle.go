@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -91,10 +92,22 @@ type Request struct {
 	// slot is held, it leaves that line holding nothing, takes the busy
 	// slots first (waiting for them as an Acquire of each would), then
 	// queues again for the rest: a lock that is contended never keeps
-	// this key's capacity idle. The Redis backend takes the request and
-	// its With slots in one round trip when they share a hash tag.
+	// this key's capacity idle.
 	With []Request
+	// Members, when set, count Windows on each member's key instead of on
+	// Key: the key MemberKey(Key, member), Weight units each, all of them
+	// or none in one step (one round trip on Redis, where every member's
+	// key takes Key's hash tag). The request waits in Key's line, for the
+	// time when every member has room, and a refusal names the members
+	// without room (LimitError.Members). A message to N members counts on
+	// each member's windows so. Requests with Members hold no slot: no
+	// Concurrency and no With; Cooldown on Key applies to them.
+	Members []string
 }
+
+// MemberKey is the key of a member of a request's Members, on which its
+// Windows count: key, a bar, the member.
+func MemberKey(key, member string) string { return key + "|" + member }
 
 // units returns what the acquisition counts in its windows.
 func (r Request) units() int { return max(r.Weight, 1) }
@@ -112,6 +125,9 @@ func (r Request) Validate() error {
 		return invalidf("key %q: negative weight %d", r.Key, r.Weight)
 	}
 	if err := r.validateWith(); err != nil {
+		return err
+	}
+	if err := r.validateMembers(); err != nil {
 		return err
 	}
 	for _, w := range r.Windows {
@@ -141,6 +157,27 @@ func (r Request) validateWith() error {
 				return invalidf("key %q: with slot %q named twice", r.Key, s.Key)
 			}
 		}
+	}
+	return nil
+}
+
+// validateMembers checks r's Members.
+func (r Request) validateMembers() error {
+	if len(r.Members) == 0 {
+		return nil
+	}
+	if r.Concurrency > 0 || len(r.With) > 0 || len(r.Windows) == 0 {
+		return invalidf("key %q: members: rate windows only, without concurrency or with slots", r.Key)
+	}
+	seen := make(map[string]struct{}, len(r.Members))
+	for _, m := range r.Members {
+		if m == "" || strings.ContainsAny(m, "\r\n") {
+			return invalidf("key %q: member %q: empty or holding a line break", r.Key, m)
+		}
+		if _, dup := seen[m]; dup {
+			return invalidf("key %q: member %q named twice", r.Key, m)
+		}
+		seen[m] = struct{}{}
 	}
 	return nil
 }
@@ -300,16 +337,27 @@ type LimitError struct {
 	Reason Reason
 	// RetryAfter is how long until the refusing limit frees up, when known: the
 	// end of a cooldown or the next opening of a rate window. It is zero for
-	// ReasonConcurrency, which frees up when some holder releases.
+	// ReasonConcurrency, which frees up when some holder releases. For a
+	// request with Members, it is when every member has room.
 	RetryAfter time.Duration
+	// Members are, for a request with Members refused by a rate window,
+	// the members without room, in the request's order.
+	Members []string
 }
 
 // Error describes the refusal.
 func (e *LimitError) Error() string {
-	if e.RetryAfter > 0 {
-		return fmt.Sprintf("throttle: %q limited by %s, retry after %s", e.Key, e.Reason, e.RetryAfter)
+	who := fmt.Sprintf("%q", e.Key)
+	if len(e.Members) > 0 {
+		who = fmt.Sprintf("%q (members %s)", e.Key, strings.Join(e.Members[:min(len(e.Members), 10)], ", "))
+		if len(e.Members) > 10 {
+			who = fmt.Sprintf("%s and %d more)", strings.TrimSuffix(who, ")"), len(e.Members)-10)
+		}
 	}
-	return fmt.Sprintf("throttle: %q limited by %s", e.Key, e.Reason)
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("throttle: %s limited by %s, retry after %s", who, e.Reason, e.RetryAfter)
+	}
+	return fmt.Sprintf("throttle: %s limited by %s", who, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrLimited) true.

@@ -96,6 +96,12 @@ func Run(t *testing.T, h Harness) {
 		{"WithApartRenews", testWithApartRenews},
 		{"SamePeriodWindows", testSamePeriodWindows},
 		{"StallTold", testStallTold},
+		{"MembersInvalid", testMembersInvalid},
+		{"MembersAllOrNothing", testMembersAllOrNothing},
+		{"MembersWait", testMembersWait},
+		{"MembersCancel", testMembersCancel},
+		{"MembersMany", testMembersMany},
+		{"MembersCooldown", testMembersCooldown},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {

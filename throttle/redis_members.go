@@ -1,0 +1,173 @@
+// Requests with Members on the Redis backend: one run of the members script
+// (lua/members.lua) counts a request's windows on every member's windows,
+// all or nothing, or gives such a count back.
+
+package throttle
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// membersArgv is the members script's ARGV before the windows' limits and
+// periods, in this order (see lua/members.lua, where each is described).
+type membersArgv struct {
+	id, knownEpoch string
+	weight         int
+	refund         int64
+	ref, maxAge    int64
+	nw             int
+}
+
+// list returns a's fields in ARGV order.
+func (a membersArgv) list() []any {
+	return []any{a.id, a.knownEpoch, a.weight, a.refund, a.ref, a.maxAge, a.nw}
+}
+
+// membersAnswer is the members script's answer, field for field in this
+// order (see lua/members.lua, Returns).
+type membersAnswer struct {
+	reason  Reason
+	now, at int64
+	epoch   string
+	fills   []int64
+	refused []int64 // places in the request, from 1
+}
+
+// membersScript returns the members script's KEYS and ARGV for r, giving
+// back the count granted at refund (unix ms) when it is not 0.
+func (b *Redis) membersScript(r Request, refund int64) (keys []string, args []any) {
+	g := b.names(r.Key, nil)
+	keys = make([]string, 0, 2+len(r.Members)*len(r.Windows))
+	keys = append(keys, g.epoch, g.cooldown)
+	tag := hashTag(r.Key)
+	for _, m := range r.Members {
+		keys = append(keys, b.namesIn(tag, MemberKey(r.Key, m), r.Windows).windows...)
+	}
+	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
+	args = membersArgv{id: newLeaseID(), knownEpoch: b.ledger.groupEpoch(r.Key), weight: r.units(),
+		refund: refund, ref: ref, maxAge: maxAge, nw: len(r.Windows)}.list()
+	for _, w := range r.Windows {
+		args = append(args, w.Limit, w.Period.Milliseconds())
+	}
+	return keys, args
+}
+
+// runMembers runs the members script once.
+func (b *Redis) runMembers(ctx context.Context, r Request, refund int64) (membersAnswer, error) {
+	keys, args := b.membersScript(r, refund)
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	defer b.quiet.begin()()
+	raw, err := b.members.Run(octx, b.rdb, keys, args...).Slice()
+	if err != nil {
+		return membersAnswer{}, err
+	}
+	return parseMembersAnswer(raw, len(r.Members), len(r.Windows))
+}
+
+// attemptMembers is attempt for a request with Members: it counts r on
+// every member or none, and after Redis lost the key's state writes back
+// what this process knows of every member before it asks again.
+func (b *Redis) attemptMembers(ctx context.Context, r Request) (acquireResult, error) {
+	defer stallAfter(ctx, r.Key)()
+	for try := 0; ; try++ {
+		ans, err := b.runMembers(ctx, r, 0)
+		if err != nil {
+			return acquireResult{}, err
+		}
+		b.ref.saw(ans.now)
+		now := time.UnixMilli(ans.now)
+		if ans.reason == reasonLost && try == 0 {
+			b.mu.Lock()
+			b.newEra()
+			b.mu.Unlock()
+			for _, key := range b.ledger.grouped(r.Key) {
+				if err := b.restore(ctx, key); err != nil {
+					return acquireResult{}, err
+				}
+			}
+			b.ledger.learn(r.Key, ans.epoch)
+			continue
+		}
+		if ans.epoch != "" && ans.reason != reasonLost {
+			b.ledger.learn(r.Key, ans.epoch)
+		}
+		switch ans.reason {
+		case 0:
+			b.ledger.addMembers(r.Key, r.Members, r.Windows, ans.now, r.units(), ans.fills)
+			return acquireResult{lease: Lease{Key: r.Key, ID: newLeaseID(), Granted: now}, v: verdict{ok: true}, now: now}, nil
+		case reasonLost, reasonStale: // lost again at once, or run late: wait, and ask again
+			return acquireResult{v: verdict{reason: ReasonConcurrency}, now: now}, nil
+		}
+		b.ledger.addMembers(r.Key, r.Members, r.Windows, ans.now, 0, ans.fills)
+		v := verdict{reason: ans.reason}
+		if ans.at > 0 {
+			v.at = time.UnixMilli(ans.at)
+		}
+		for _, i := range ans.refused {
+			v.members = append(v.members, r.Members[i-1])
+		}
+		return acquireResult{v: v, now: now}, nil
+	}
+}
+
+// refundMembers gives back the count of a lease of r that no call used (its
+// caller gave up as it was granted).
+func (b *Redis) refundMembers(l Lease, r Request) {
+	if _, err := b.runMembers(context.Background(), r, l.Granted.UnixMilli()); err != nil {
+		return // counted until the windows slide past it: never over a limit
+	}
+	keys := make([]string, len(r.Members))
+	for i, m := range r.Members {
+		keys[i] = MemberKey(r.Key, m)
+	}
+	b.ledger.remove(r.Windows, l.Granted.UnixMilli(), r.units(), keys...)
+}
+
+// parseMembersAnswer reads the members script's answer (see membersAnswer)
+// to a request of members and windows.
+func parseMembersAnswer(raw []any, members, windows int) (membersAnswer, error) {
+	bad := func() (membersAnswer, error) {
+		return membersAnswer{}, fmt.Errorf("throttle: members script answered %v", raw)
+	}
+	if len(raw) != 6 {
+		return bad()
+	}
+	var v [3]int64
+	for i := range v {
+		x, ok := raw[i].(int64)
+		if !ok || x < 0 {
+			return bad()
+		}
+		v[i] = x
+	}
+	a := membersAnswer{reason: Reason(v[0]), now: v[1], at: v[2]}
+	var ok bool
+	if a.epoch, ok = raw[3].(string); !ok || a.now == 0 {
+		return bad()
+	}
+	for i, list := range []*[]int64{&a.fills, &a.refused} {
+		xs, ok := raw[4+i].([]any)
+		if !ok {
+			return bad()
+		}
+		for _, x := range xs {
+			n, ok := x.(int64)
+			if !ok || n < 0 {
+				return bad()
+			}
+			*list = append(*list, n)
+		}
+	}
+	if len(a.fills) != 0 && len(a.fills) != members*windows {
+		return bad()
+	}
+	for _, i := range a.refused {
+		if i < 1 || i > int64(members) {
+			return bad()
+		}
+	}
+	return a, nil
+}
