@@ -201,6 +201,10 @@ type RateLimitError struct {
 	// limiter could not admit it before the context's deadline, or because
 	// a daily count is spent until the next midnight in China Standard Time).
 	Err error
+	// Members are, when a per-member window refused the call (a message's
+	// recipients, say), the members without room: they have it again after
+	// RetryAfter. Nothing was sent to any member.
+	Members []string
 	// day: a daily count refused the call.
 	day bool
 }
@@ -224,6 +228,9 @@ func (e *RateLimitError) reason() string {
 		case throttle.ReasonRate:
 			if e.day {
 				return "the daily count is spent until midnight CST"
+			}
+			if len(e.Members) > 0 {
+				return fmt.Sprintf("the windows of %d member(s) are full until after the deadline, nothing sent", len(e.Members))
 			}
 			return "the rate window is full until after the deadline"
 		case throttle.ReasonConcurrency:

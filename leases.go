@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +56,9 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 				i = len(reqs) - 1
 			}
 			q := &reqs[i]
+			if r.Scope == catalog.ScopeAppMember {
+				q.Members = memberKeys(cl.members)
+			}
 			switch {
 			case r.InFlight > 0:
 				q.Concurrency, q.TTL = r.InFlight, c.leaseTTL()
@@ -103,6 +107,16 @@ func together(reqs []leaseRequest) []leaseRequest {
 	return out
 }
 
+// memberKeys returns the members a call reaches as the limiter counts them:
+// once each, in lower case, as WeCom compares userids.
+func memberKeys(ms []string) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = strings.ToLower(m)
+	}
+	return distinctIDs(out)
+}
+
 func scopeOrder(s catalog.Scope) int {
 	switch s {
 	case catalog.ScopeResource, catalog.ScopeShared:
@@ -137,9 +151,9 @@ func (c *Client) ruleKeys(cl *call, r catalog.Rule, now time.Time) []string {
 		}
 	case catalog.ScopeApp:
 		keys = []string{corp + "#" + c.appID() + "@" + shared}
-	case catalog.ScopeAppMember:
-		for _, m := range cl.members {
-			keys = append(keys, corp+"#"+c.appID()+"@"+shared+"|"+m)
+	case catalog.ScopeAppMember: // one request, counted on each member (throttle.MemberKey)
+		if len(cl.members) > 0 {
+			keys = []string{corp + "#" + c.appID() + "@" + shared}
 		}
 	case catalog.ScopeIP:
 		if c.egress != "" {
@@ -332,7 +346,7 @@ func (c *Client) release(ctx context.Context, leases []throttle.Lease) {
 func (c *Client) limitError(path string, day bool, err error) error {
 	var le *throttle.LimitError
 	if errors.As(err, &le) {
-		rl := &RateLimitError{Path: path, RetryAfter: le.RetryAfter, Err: le}
+		rl := &RateLimitError{Path: path, RetryAfter: le.RetryAfter, Err: le, Members: le.Members}
 		if day && (le.Reason == throttle.ReasonRate || le.Reason == throttle.ReasonReserve) {
 			now := c.now()
 			rl.RetryAfter, rl.day = catalog.NextDay(now).Sub(now), true

@@ -245,6 +245,7 @@ func TestRequestsFromRules(t *testing.T) {
 		concurrency int
 		windows     []throttle.Window
 		day         bool
+		members     []string
 	}
 	base := []throttle.Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}}
 	for _, tc := range []struct {
@@ -254,27 +255,26 @@ func TestRequestsFromRules(t *testing.T) {
 		want []want
 	}{
 		{"mark_tag: the customer first, then the API", nil, markCall, []want{
-			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, false},
-			{"{wwcorp}" + catalog.MarkTag.Path(), 5, base, false},
+			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, false, nil},
+			{"{wwcorp}" + catalog.MarkTag.Path(), 5, base, false, nil},
 		}},
 		{"remark shares the customer's lock", nil, &call{id: catalog.CustomerRemark, path: catalog.CustomerRemark.Path(), resource: "u1|wm1"}, []want{
-			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, false},
-			{"{wwcorp}" + catalog.CustomerRemark.Path(), 5, base, false},
+			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, false, nil},
+			{"{wwcorp}" + catalog.CustomerRemark.Path(), 5, base, false, nil},
 		}},
 		{"per IP with an egress", []Option{WithEgress("nat-1")}, &call{path: "/cgi-bin/user/get"}, []want{
-			{"{wwcorp}/cgi-bin/user/get", 0, base, false},
-			{"ip:nat-1/cgi-bin/user/get", 0, []throttle.Window{{Limit: 20000, Period: time.Minute}, {Limit: 600000, Period: time.Hour}}, false},
+			{"{wwcorp}/cgi-bin/user/get", 0, base, false, nil},
+			{"ip:nat-1/cgi-bin/user/get", 0, []throttle.Window{{Limit: 20000, Period: time.Minute}, {Limit: 600000, Period: time.Hour}}, false, nil},
 		}},
 		{"a day on a key of its CST date", []Option{WithLimits(catalog.TagList.Path(), Limits{PerDay: 7})}, &call{id: catalog.TagList, path: catalog.TagList.Path()}, []want{
-			{"{wwcorp}" + catalog.TagList.Path(), 5, base, false},
-			{"{wwcorp}" + catalog.TagList.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 7, Period: dayWindow}}, true},
+			{"{wwcorp}" + catalog.TagList.Path(), 5, base, false, nil},
+			{"{wwcorp}" + catalog.TagList.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 7, Period: dayWindow}}, true, nil},
 		}},
 		{"per app and member", []Option{WithAgentID(1000002), WithKeys("/cgi-bin/message/send", unitKeys), WithRule("/cgi-bin/message/send",
 			catalog.Rule{Name: "member", Scope: catalog.ScopeAppMember, Group: "message", Limit: 30, Per: catalog.Minute})},
-			&call{path: "/cgi-bin/message/send", members: []string{"a", "b"}}, []want{
-				{"{wwcorp}/cgi-bin/message/send", 0, base, false},
-				{"{wwcorp}#1000002@message|a", 0, []throttle.Window{{Limit: 30, Period: time.Minute}}, false},
-				{"{wwcorp}#1000002@message|b", 0, []throttle.Window{{Limit: 30, Period: time.Minute}}, false},
+			&call{path: "/cgi-bin/message/send", members: []string{"a", "B", "b", "c"}}, []want{
+				{"{wwcorp}/cgi-bin/message/send", 0, base, false, nil},
+				{"{wwcorp}#1000002@message", 0, []throttle.Window{{Limit: 30, Period: time.Minute}}, false, []string{"a", "b", "c"}},
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,14 +282,14 @@ func TestRequestsFromRules(t *testing.T) {
 			reqs := c.requests(tc.cl, c.limitsFor(tc.cl.path), now)
 			var got []want
 			for _, r := range reqs {
-				got = append(got, want{r.Key, r.Concurrency, r.Windows, r.day})
+				got = append(got, want{r.Key, r.Concurrency, r.Windows, r.day, r.Members})
 			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("requests %+v, want %+v", got, tc.want)
 			}
 			for i := range got {
 				g, w := got[i], tc.want[i]
-				if g.key != w.key || g.concurrency != w.concurrency || !slices.Equal(g.windows, w.windows) || g.day != w.day {
+				if g.key != w.key || g.concurrency != w.concurrency || !slices.Equal(g.windows, w.windows) || g.day != w.day || !slices.Equal(g.members, w.members) {
 					t.Errorf("request %d = %+v, want %+v", i, g, w)
 				}
 			}
@@ -401,6 +401,40 @@ func TestWeightedRule(t *testing.T) {
 	}
 	if err := send(11); !errors.Is(err, ErrInvalidRequest) && !errors.Is(err, throttle.ErrInvalidRequest) {
 		t.Errorf("a weight over the quota: %v, want an invalid request", err)
+	}
+}
+
+// TestPerMemberRule: a call counts once on each member it reaches, all of
+// them or none: one member without room refuses the whole call unsent,
+// naming that member, and the others keep their room.
+func TestPerMemberRule(t *testing.T) {
+	t.Parallel()
+	path := "/cgi-bin/message/send"
+	f := setup(t, WithAgentID(1000002), WithKeys(path, unitKeys),
+		WithRule(path, catalog.Rule{Name: "member-minute", Scope: catalog.ScopeAppMember, Group: "message", Limit: 2, Per: catalog.Minute}))
+	f.respond("POST", path, `{"errcode":0,"errmsg":"ok"}`)
+	send := func(ctx context.Context, members ...string) error {
+		return f.c.Do(ctx, "POST", path, nil, map[string]any{"members": members}, nil)
+	}
+	ctx := context.Background()
+	for _, to := range [][]string{{"a", "b"}, {"B", "a", "b"}} { // b named twice counts once
+		if err := send(ctx, to...); err != nil {
+			t.Fatalf("to %q: %v", to, err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var rl *RateLimitError
+	if err := send(short, "c", "b", "a", "d"); !errors.As(err, &rl) || !slices.Equal(rl.Members, []string{"b", "a"}) || rl.RetryAfter < 50*time.Second {
+		t.Fatalf("to members out of room: %v, want a RateLimitError naming b and a, for about a minute", err)
+	}
+	for _, to := range [][]string{{"c", "d"}, {"d", "c"}} {
+		if err := send(ctx, to...); err != nil {
+			t.Fatalf("to %q after a refusal that named others: %v", to, err)
+		}
+	}
+	if n := f.calls("POST", path); n != 4 {
+		t.Errorf("%d messages sent, want 4", n)
 	}
 }
 
