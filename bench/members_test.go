@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// TestMembersSend: one send to 1,000 members, counted on each member's
+// windows (30 a minute and 1,000 an hour, app messages' per-member limits)
+// all or nothing: round trips to Redis per send (by a go-redis hook) and
+// Redis CPU per recipient (the usec of EVAL and EVALSHA in INFO
+// commandstats). The target (issue 21): one round trip, at most 3 us a
+// recipient. Twenty sends to the same members, then twenty to fresh ones
+// each, so that both full and empty windows are measured.
+//
+//	REDIS_ADDR=127.0.0.1:6379 go test -run TestMembersSend -v -count=1 .
+func TestMembersSend(t *testing.T) {
+	rdb := newRedis(t)
+	hook := &countHook{byName: map[string]int{}}
+	rdb.AddHook(hook)
+	lim := newLimiter(t, rdb, uniquePrefix(t, rdb))
+	ctx := context.Background()
+	ws := []throttle.Window{{Limit: 30, Period: time.Minute}, {Limit: 1000, Period: time.Hour}}
+	members := func(set int) []string {
+		ms := make([]string, 1000)
+		for i := range ms {
+			ms[i] = fmt.Sprintf("user%d-%04d", set, i)
+		}
+		return ms
+	}
+	// The first call waits for the backend's first probe; leave it out.
+	if _, err := lim.Acquire(ctx, throttle.Request{Key: "{wwcorp}#1000002@warm", Windows: ws, Members: []string{"w"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []struct {
+		name string
+		set  func(i int) int
+	}{
+		{"the same 1,000 members", func(int) int { return 0 }},
+		{"1,000 new members each", func(i int) int { return 1 + i }},
+	} {
+		const sends = 20
+		hook.take()
+		cpu0 := singleCPU(t, rdb)
+		start := time.Now()
+		for i := range sends {
+			r := throttle.Request{Key: "{wwcorp}#1000002@message", Windows: ws, Members: members(run.set(i))}
+			if _, err := lim.Acquire(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		elapsed := time.Since(start)
+		cpu := singleCPU(t, rdb) - cpu0
+		c := hook.take()
+		t.Logf("%s: %.2f round trips a send, %.2f us of Redis CPU a recipient, %.1f ms a send",
+			run.name, float64(c.roundTrips)/sends, float64(cpu)/(sends*1000), float64(elapsed.Microseconds())/sends/1000)
+	}
+}
+
+// singleCPU returns the usec Redis spent in EVAL and EVALSHA so far.
+func singleCPU(t *testing.T, rdb *redis.Client) (usec int64) {
+	t.Helper()
+	cs, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(cs, "\n") {
+		if strings.HasPrefix(line, "cmdstat_eval:") || strings.HasPrefix(line, "cmdstat_evalsha:") {
+			usec += infoField(line, "usec=")
+		}
+	}
+	return usec
+}
