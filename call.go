@@ -35,6 +35,12 @@ type call struct {
 	members []string
 	// weight is the units a call counts against weighted rules (0: 1).
 	weight int
+	// dedupe: WeCom drops a copy of the call sent within this long of the
+	// first (a message's duplicate check), so that it may be repeated
+	// until dedupeUntil, which do sets, though its endpoint is not
+	// repeatable.
+	dedupe      time.Duration
+	dedupeUntil time.Time
 	// upload, download: the file a call sends as multipart, or receives
 	// (codec.go); nil for JSON.
 	upload   *upload
@@ -193,6 +199,9 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	}
 	bo := c.retry.newBackOff()
 	var st retryState
+	if cl.dedupe > 0 { // a margin for the clocks of WeCom's servers and the time the first send takes
+		cl.dedupeUntil = time.Now().Add(cl.dedupe - cl.dedupe/10)
+	}
 	for n := 1; ; n++ {
 		tok, final, err := c.attempt(ctx, cl, el, n)
 		if err == nil {
@@ -361,7 +370,7 @@ func (c *Client) roundTrip(ctx context.Context, cl *call, el *endpointLimits, s 
 		if ae.Code == CodeFrequencyLimited {
 			// Before the leases go back: nobody starts on this API until the block ends.
 			block := c.block(cl.path, el, c.now())
-			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.apiKey(cl.path), block); cerr != nil {
+			if cerr := c.limiter.Cooldown(context.WithoutCancel(ctx), c.coolKey(cl, el), block); cerr != nil {
 				c.logger.LogAttrs(ctx, slog.LevelError, "wecom: could not record cooldown", slog.String("path", cl.path), slog.String("error", cerr.Error()))
 			}
 			a.Err = &RateLimitError{Path: cl.path, RetryAfter: block, Err: ae}

@@ -59,6 +59,8 @@ type Client struct {
 	Customers *CustomerService
 	// Media uploads and downloads files (素材).
 	Media *MediaService
+	// Messages sends app messages (应用消息).
+	Messages *MessageService
 }
 
 type service struct{ client *Client }
@@ -119,6 +121,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	c.CustomerTags = &CustomerTagService{client: c}
 	c.Customers = &CustomerService{client: c}
 	c.Media = &MediaService{client: c}
+	c.Messages = &MessageService{client: c}
 	return c, nil
 }
 

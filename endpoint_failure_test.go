@@ -135,6 +135,10 @@ func typedEndpoints() []failureEndpoint {
 			_, err := c.Media.Download(ctx, "3a8asd892asd8asd", io.Discard)
 			return err
 		}},
+		{name: "Messages.Send", id: catalog.MessageSend, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Messages.Send(ctx, Message{ToUser: []string{"zhangsan", "lisi"}, AgentID: 1000002, Content: &TextMessage{Content: "hello"}})
+			return err
+		}},
 		{name: "JSAPITicket", id: catalog.JSAPITicket, call: func(ctx context.Context, c *Client) error {
 			_, err := c.JSAPITicket(ctx)
 			return err

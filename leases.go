@@ -45,6 +45,7 @@ const dayWindow = 25 * time.Hour
 // order they are taken.
 func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRequest {
 	var reqs []leaseRequest
+	cool := c.coolKey(cl, el)
 	for _, r := range el.rules {
 		if r.Name == catalog.RuleFetch && cl.id == catalog.GetToken {
 			continue // the token manager holds it around the whole fetch
@@ -70,11 +71,29 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 			if r.Weighted {
 				q.Weight = max(cl.weight, 1)
 			}
-			q.WaitCooldown = r.Scope == catalog.ScopeAPI && c.waitOnRateLimit
+			q.WaitCooldown = key == cool && c.waitOnRateLimit
 		}
 	}
 	slices.SortStableFunc(reqs, func(a, b leaseRequest) int { return cmp.Compare(a.order, b.order) })
 	return reqs
+}
+
+// coolKey is the limiter key a 45009 on cl cools down: its API's key or,
+// for an endpoint without a rule per corp and API (app messages, which do
+// not count toward the base limits), the key of its first rule per app,
+// which all its calls take.
+func (c *Client) coolKey(cl *call, el *endpointLimits) string {
+	if slices.ContainsFunc(el.rules, func(r catalog.Rule) bool { return r.Scope == catalog.ScopeAPI }) {
+		return c.apiKey(cl.path)
+	}
+	for _, r := range el.rules {
+		if (r.Scope == catalog.ScopeApp || r.Scope == catalog.ScopeAppMember) && r.Per != catalog.Day && !r.Weighted {
+			if keys := c.ruleKeys(cl, r, time.Time{}); len(keys) > 0 {
+				return keys[0]
+			}
+		}
+	}
+	return c.apiKey(cl.path)
 }
 
 // together folds the call's slot-only requests (a customer's lock, say)

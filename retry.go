@@ -136,7 +136,8 @@ type retryState struct {
 // decide is the whole retry decision, without side effects: from the
 // attempt's error, the endpoint (cl: whether it is safe to repeat, the
 // credential it carries), what the call retried so far and the caller's
-// deadline at now (zero: none), what the call does next.
+// deadline at now (zero: none), what the call does next. A call that is
+// not safe to repeat is retried while WeCom's duplicate check covers it.
 func (c *Client) decide(err error, cl *call, st retryState, now, deadline time.Time) (retryAction, retryState) {
 	code := errcodeOf(err)
 	fits := func(d time.Duration) bool { return deadline.IsZero() || !deadline.Before(now.Add(d)) }
@@ -154,7 +155,7 @@ func (c *Client) decide(err error, cl *call, st retryState, now, deadline time.T
 	case code == CodeConcurrencyLimited && st.conc < c.retry.MaxConcurrencyRetries:
 		st.conc++
 		return retryBackoff, st
-	case retryable(err) && cl.idempotent && st.busy < c.retry.MaxRetries:
+	case retryable(err) && (cl.idempotent || now.Before(cl.dedupeUntil)) && st.busy < c.retry.MaxRetries:
 		st.busy++
 		return retryBackoff, st
 	}

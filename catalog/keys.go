@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 )
 
 // Keys is what one call counts against the rules that count per resource,
@@ -100,6 +102,32 @@ func MediaKeys(q url.Values, _ []byte) (Keys, error) {
 		return Keys{}, fmt.Errorf("%w: media_id is required", ErrNoKeys)
 	}
 	return Keys{Resource: id}, nil
+}
+
+// MessageKeys reads the members an app message reaches: the userids of its
+// touser ("a|b|c"). A message to every member ("@all"), or to parties or
+// tags, names no member the limits can count, and is refused: the limits
+// per member would not hold.
+func MessageKeys(_ url.Values, body []byte) (Keys, error) {
+	var m struct {
+		ToUser  string `json:"touser"`
+		ToParty string `json:"toparty"`
+		ToTag   string `json:"totag"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return Keys{}, fmt.Errorf("%w: the recipients: %v", ErrNoKeys, err)
+	}
+	switch {
+	case m.ToUser == "@all" || m.ToParty != "" || m.ToTag != "":
+		return Keys{}, fmt.Errorf("%w: a message to @all, parties or tags reaches members the limits cannot count from the request: name the users", ErrNoKeys)
+	case m.ToUser == "":
+		return Keys{}, fmt.Errorf("%w: no recipient (touser)", ErrNoKeys)
+	}
+	users := strings.Split(m.ToUser, "|")
+	if slices.Contains(users, "") {
+		return Keys{}, fmt.Errorf("%w: an empty userid in touser", ErrNoKeys)
+	}
+	return Keys{Members: users}, nil
 }
 
 // SampleRequest returns the query and body of e's Sample: for a GET or a

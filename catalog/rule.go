@@ -156,6 +156,12 @@ type Rule struct {
 	// Weighted: a call counts as many units as it says (a message to N
 	// members counts N) rather than one. Only for rate rules.
 	Weighted bool
+	// Silent: WeCom does not refuse a call over the rule: it answers
+	// success and drops what goes over, unseen (app messages beyond a
+	// member's 30 a minute). The SDK keeps under it as under any rate
+	// rule; a server that plays WeCom (the mock) drops rather than
+	// refuses. Only for rate rules.
+	Silent bool
 	// Source says where the number comes from: an official page, a staff
 	// answer.
 	Source string
@@ -205,8 +211,8 @@ func (r Rule) Validate() error {
 		return bad("caps either InFlight or Limit per period, exactly one")
 	case r.Limit > 0 && (r.Per < Minute || r.Per > Day):
 		return bad("Limit %d needs a period (Minute, Hour or Day)", r.Limit)
-	case r.InFlight > 0 && (r.Per != 0 || r.Weighted):
-		return bad("an InFlight cap has no period and no weight")
+	case r.InFlight > 0 && (r.Per != 0 || r.Weighted || r.Silent):
+		return bad("an InFlight cap has no period, no weight and is not silent")
 	}
 	return nil
 }

@@ -77,6 +77,15 @@ const (
 // customerSubject is the resource of the customer-edit APIs.
 const customerSubject = "customer (userid, external_userid)"
 
+// The app message (应用消息) endpoints.
+const (
+	MessageSend ID = "/cgi-bin/message/send"
+)
+
+// GroupMessage is the group of the app message APIs, whose per-member
+// limits count together per app.
+const GroupMessage = "message"
+
 // The names of the catalog's rules, for overrides.
 const (
 	// RuleInFlight caps the calls in flight per corp and API.
@@ -96,6 +105,11 @@ const (
 	RuleTicketApp = "ticket-app"
 	// RuleMedia lets one download of a media_id run at a time.
 	RuleMedia = "media"
+	// RuleMemberMinute and RuleMemberHour are an app's messages to one
+	// member: 30 a minute and 1,000 an hour, beyond which WeCom drops them
+	// without an error.
+	RuleMemberMinute = "member-minute"
+	RuleMemberHour   = "member-hour"
 	// RuleFetch lets one token fetch at a time run per app: the client holds
 	// it around looking in the token store, fetching and storing, so that a
 	// process that waited finds the token another one fetched.
@@ -117,6 +131,7 @@ const (
 	srcBatch  = "community: 45033 reported on batch/get_by_user with no number given; the SDK assumes 5 in flight, as staff gave for mark_tag and remark"
 	srcTicket = "official, document/path/96909 and 90454: jsapi tickets at most 400 an hour per corp and 100 an hour per app"
 	srcMedia  = "official help for 45033 (wecom-api.md): fetching the same media_id repeatedly; one at a time is the SDK's assumption"
+	srcMember = "official, document/path/90236 and 90454: an app sends one member at most 30 messages a minute and 1,000 an hour; beyond, they are discarded without error"
 	srcRem    = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
 )
 
@@ -193,6 +208,15 @@ func Endpoints() []Endpoint {
 			Sample: "media_id=3a8asd892asd8asd", Rules: with(Rule{Name: RuleMedia, Scope: ScopeResource, InFlight: 1, Source: srcMedia})},
 		{ID: GroupChatTransfer, Method: http.MethodPost, Doc: 92127,
 			Sample: `{"chat_id_list":["wrOgQhDgAAMYQiS5ol9G7gK9JVAAAA"],"new_owner":"lisi"}`, Rules: base()},
+		// A message sent twice is delivered twice: not repeatable.
+		// Message sending does not count toward the base limits
+		// (document/path/90454): its rules are the members' own.
+		{ID: MessageSend, Method: http.MethodPost, Doc: 90236, Keys: MessageKeys,
+			Sample: `{"touser":"zhangsan|lisi","msgtype":"text","agentid":1000002,"text":{"content":"hello"}}`,
+			Rules: []Rule{
+				{Name: RuleMemberMinute, Scope: ScopeAppMember, Group: GroupMessage, Limit: 30, Per: Minute, Silent: true, Source: srcMember},
+				{Name: RuleMemberHour, Scope: ScopeAppMember, Group: GroupMessage, Limit: 1000, Per: Hour, Silent: true, Source: srcMember},
+			}},
 	}
 }
 

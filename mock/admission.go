@@ -26,6 +26,9 @@ type limit struct {
 	inFlight int
 	windows  []Window
 	weighted bool
+	// silent: over the windows WeCom answers success and drops the call
+	// for the key's member (catalog.Rule.Silent): see dropped.
+	silent bool
 }
 
 // limitKey names what one limit counts for one call.
@@ -52,9 +55,11 @@ type admission struct{ keys []limitKey }
 func limits(rules []catalog.Rule, cfg Config) []limit {
 	var ls []limit
 	at := func(r catalog.Rule) *limit {
-		i := slices.IndexFunc(ls, func(l limit) bool { return l.scope == r.Scope && l.group == r.Group && l.weighted == r.Weighted })
+		i := slices.IndexFunc(ls, func(l limit) bool {
+			return l.scope == r.Scope && l.group == r.Group && l.weighted == r.Weighted && l.silent == r.Silent
+		})
 		if i < 0 {
-			ls = append(ls, limit{scope: r.Scope, group: r.Group, weighted: r.Weighted})
+			ls = append(ls, limit{scope: r.Scope, group: r.Group, weighted: r.Weighted, silent: r.Silent})
 			i = len(ls) - 1
 		}
 		return &ls[i]
@@ -153,7 +158,7 @@ func countedKeys(rt *route, c *corp, tok *token, ip string, in *input) (cs []cou
 func (s *Server) admitRate(cs []counted, units int, now time.Time) bool {
 	refused := false
 	for _, ck := range cs {
-		if len(ck.windows) == 0 {
+		if len(ck.windows) == 0 || ck.silent {
 			continue
 		}
 		n := 1
@@ -171,7 +176,7 @@ func (s *Server) admitRate(cs []counted, units int, now time.Time) bool {
 		return false
 	}
 	for _, ck := range cs {
-		if len(ck.windows) > 0 {
+		if len(ck.windows) > 0 && !ck.silent {
 			n := 1
 			if ck.weighted {
 				n = max(units, 1)
@@ -180,6 +185,54 @@ func (s *Server) admitRate(cs []counted, units int, now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// dropped counts the call on the keys of its silent limits that have room
+// at now and returns the members (who) of those that have none: WeCom
+// answers success and drops the call for them, counting nothing. s.mu
+// must be held.
+func (s *Server) dropped(cs []counted, now time.Time) map[string]bool {
+	var over map[string]bool
+	for _, ck := range cs {
+		if !ck.silent || len(ck.windows) == 0 {
+			continue
+		}
+		rl := s.rates[ck.key]
+		if rl == nil {
+			rl = &rateLog{}
+			s.rates[ck.key] = rl
+		}
+		if rl.fits(ck.windows, 1, now) {
+			rl.add(now, 1)
+			continue
+		}
+		if over == nil {
+			over = make(map[string]bool)
+		}
+		over[ck.key.who] = true
+	}
+	return over
+}
+
+// fits reports whether n more units fit every window at now.
+func (rl *rateLog) fits(ws []Window, n int, now time.Time) bool {
+	rl.trim(ws, now)
+	end := rl.after(now)
+	for _, w := range ws {
+		if end-rl.after(now.Add(-w.Period))+n > w.Limit {
+			return false
+		}
+	}
+	return true
+}
+
+// trim forgets the units no window of ws counts at now.
+func (rl *rateLog) trim(ws []Window, now time.Time) {
+	longest := time.Duration(0)
+	for _, w := range ws {
+		longest = max(longest, w.Period)
+	}
+	rl.calls = rl.calls[rl.after(now.Add(-longest)):]
 }
 
 // admits reports whether n more units fit every window at now, and blocks

@@ -29,6 +29,9 @@ type input struct {
 	body    []byte
 	bodyErr bool // the body could not be read whole
 	now     time.Time
+	// dropped are the members the call's silent limits drop it for (an
+	// app message over a member's minute): WeCom answers success.
+	dropped map[string]bool
 }
 
 // decode unmarshals the JSON body into v; any failure is 47001.
@@ -43,10 +46,12 @@ func (in *input) decode(v any) *apiError {
 const (
 	codeSystemBusy      = -1
 	codeInvalidSecret   = 40001
+	codeInvalidMsgType  = 40008
 	codeInvalidCorpID   = 40013
 	codeInvalidToken    = 40014
 	codeInvalidUserList = 40031
 	codeChatNotFound    = 40050
+	codeInvalidAgentID  = 40056
 	codeInvalidParam    = 40058
 	codeInvalidTagID    = 40068
 	codeAllInvalid      = 40070
@@ -66,6 +71,7 @@ const (
 	codeTagIDMissing    = 41017
 	codeExternalMissing = 41035
 	codeTokenExpired    = 42001
+	codeEmptyContent    = 44004
 	codeRequireGET      = 43001
 	codeRequirePOST     = 43002
 	codeFreqLimit       = 45009
@@ -74,6 +80,7 @@ const (
 	codeUserNotFound    = 46004
 	codeDataFormat      = 47001
 	codeNoSuchUserID    = 60111
+	codeAllRecipients   = 81013
 	codeTooManyMembers  = 81014
 	codeNeedOwnerFilter = 81017
 	codeNoCustomers     = 84061
@@ -195,6 +202,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		cs, units = countedKeys(rt, c, tok, ip, in)
 		if !s.admitRate(cs, units, now) {
 			aerr = errf(codeFreqLimit, "api freq out of limit")
+		} else {
+			in.dropped = s.dropped(cs, now)
 		}
 	}
 	if aerr != nil {

@@ -60,6 +60,8 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 
 		catalog.MediaUpload: (*corp).mediaUpload,
 		catalog.MediaGet:    (*corp).mediaGet,
+
+		catalog.MessageSend: (*corp).messageSend,
 	}
 }
 

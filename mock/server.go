@@ -161,6 +161,8 @@ type corp struct {
 	// logins: a provider's web logins by auth_code, {corp, user}
 	// (credentials.go; nil until one is added).
 	logins map[string][2]string
+	// messages: the app messages (messages.go; nil until one is sent).
+	messages *messageBook
 }
 
 func newCorp(id string) *corp {

@@ -22,6 +22,7 @@ type Memory struct {
 	seq       uint64
 	nextSweep time.Time
 	learned   map[string]Learned // by key; guarded by mu
+	members   memberLines        // the waiters of requests with Members
 }
 
 // NewMemory returns an empty in-process backend.
@@ -90,6 +91,16 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 		return Lease{}, err
 	}
 	r = r.merged()
+	if len(r.Members) > 0 {
+		if busy := m.members.busy(r); len(busy) > 0 { // waiters came first
+			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
+		}
+		l, v, now, err := m.tryMembers(ctx, r)
+		if err == nil && !v.ok {
+			err = v.err(r.Key, now)
+		}
+		return l, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
@@ -141,11 +152,7 @@ func (m *Memory) untakeAll(ks *keyState, l Lease, r Request, now time.Time, own 
 	if own {
 		ks.untake(l, r, m.epoch)
 	}
-	for _, mem := range r.Members {
-		if mk := m.keys[MemberKey(r.Key, mem)]; mk != nil {
-			mk.untake(l, r, m.epoch)
-		}
-	}
+
 	for _, s := range l.With {
 		if sk := m.keys[s.Key]; sk != nil {
 			delete(sk.holders, s.ID)
@@ -163,6 +170,9 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 		return Lease{}, err
 	}
 	r = r.merged()
+	if len(r.Members) > 0 {
+		return m.members.acquire(ctx, r, m.tryMembers)
+	}
 	m.mu.Lock()
 	now := time.Now()
 	m.sweep(now)
@@ -199,6 +209,26 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 	}
 	m.giveUp(ks, &w)
 	return Lease{}, ctx.Err()
+}
+
+// tryMembers is one attempt at r, a request with Members (see
+// memberLines): taken whole if every member has room and ctx has not
+// ended.
+func (m *Memory) tryMembers(ctx context.Context, r Request) (Lease, verdict, time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	m.sweep(now)
+	ks := m.state(r.Key)
+	defer m.forget(r.Key, ks, now)
+	v := m.check(ks, r, now)
+	if !v.ok {
+		return Lease{}, v, now, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Lease{}, v, now, err
+	}
+	return m.take(r.Key, ks, r, now), v, now, nil
 }
 
 // giveUp takes w, whose caller gave up, out of ks's line; a lease it was

@@ -181,8 +181,10 @@ type Redis struct {
 	pass      *redis.Script
 	restoreSc *redis.Script
 	members   *redis.Script
-	swapLimit *redis.Script
-	loadLimit *redis.Script
+	// memberLines: the waiters of requests with Members (members.go)
+	memberLines memberLines
+	swapLimit   *redis.Script
+	loadLimit   *redis.Script
 	// learned are the learned limits this process last read or wrote
 	// (LoadLimit, SwapLimit), by key: they cap every acquisition on the key.
 	learnedMu sync.Mutex

@@ -45,6 +45,9 @@ func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	if len(r.With) > 0 {
 		return tryApart(ctx, b, r)
 	}
+	if len(r.Members) > 0 {
+		return b.tryMembersOnce(ctx, r)
+	}
 	b.mu.Lock()
 	queued := b.keys[r.Key].waiting()
 	b.mu.Unlock()
@@ -74,6 +77,9 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	}
 	if len(r.With) > 0 { // the With slots first, held while r waits for its slot
 		return acquireApart(ctx, b, r)
+	}
+	if len(r.Members) > 0 {
+		return b.memberLines.acquire(ctx, r, b.tryMembers)
 	}
 	return b.wait(ctx, r)
 }

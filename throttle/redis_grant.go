@@ -199,10 +199,6 @@ func (b *Redis) handOn(key string, l Lease, r Request) {
 
 // giveBack releases a lease and refunds its window counts.
 func (b *Redis) giveBack(l Lease, r Request) {
-	if len(r.Members) > 0 {
-		b.refundMembers(l, r)
-		return
-	}
 	if b.isDown() {
 		if l.HoldsSlot() {
 			b.orphan(l) // released, without a refund, when Redis answers

@@ -113,6 +113,55 @@ func (b *Redis) attemptMembers(ctx context.Context, r Request) (acquireResult, e
 	}
 }
 
+// tryMembers is one attempt at r, a request with Members, for
+// memberLines: on Redis, or on the fallback while Redis is down (whose
+// answer ends the acquisition). A grant to a caller that has left is
+// given back.
+func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time.Time, error) {
+	down, err := b.ready(ctx)
+	if err != nil {
+		return Lease{}, verdict{}, time.Time{}, err
+	}
+	if down {
+		l, err := b.instead(ctx, r, false, nil)
+		return l, verdict{ok: true}, time.Time{}, err
+	}
+	res, err := b.attemptMembers(ctx, r)
+	if err != nil {
+		outage, err := b.failed("acquire", err)
+		if outage {
+			l, err := b.instead(ctx, r, false, err)
+			return l, verdict{ok: true}, time.Time{}, err
+		}
+		return Lease{}, verdict{}, time.Time{}, err
+	}
+	if res.v.ok && ctx.Err() != nil {
+		b.refundMembers(res.lease, r)
+		return Lease{}, res.v, res.now, ctx.Err()
+	}
+	return res.lease, res.v, res.now, nil
+}
+
+// tryMembersOnce is TryAcquire of r, a request with Members: refused while
+// waiters of this process are in line for one of its members.
+func (b *Redis) tryMembersOnce(ctx context.Context, r Request) (Lease, error) {
+	if busy := b.memberLines.busy(r); len(busy) > 0 {
+		return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
+	}
+	res, err := b.attemptMembers(ctx, r)
+	if err != nil {
+		outage, err := b.failed("acquire", err)
+		if outage {
+			return b.instead(ctx, r, true, err)
+		}
+		return Lease{}, err
+	}
+	if !res.v.ok {
+		return Lease{}, res.v.err(r.Key, res.now)
+	}
+	return res.lease, nil
+}
+
 // refundMembers gives back the count of a lease of r that no call used (its
 // caller gave up as it was granted).
 func (b *Redis) refundMembers(l Lease, r Request) {

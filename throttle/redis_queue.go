@@ -123,7 +123,7 @@ func (k *rkey) waiterFor(r Request, busyToo bool, capped func(Request) Request) 
 // whole milliseconds, so that a grant parsed from Redis compares too).
 func sameLimits(a, b Request) bool {
 	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
-	if len(a.Members) > 0 || len(b.Members) > 0 || a.Concurrency != b.Concurrency || ms(a.LeaseTTL()) != ms(b.LeaseTTL()) || len(a.Windows) != len(b.Windows) || a.units() != b.units() {
+	if a.Concurrency != b.Concurrency || ms(a.LeaseTTL()) != ms(b.LeaseTTL()) || len(a.Windows) != len(b.Windows) || a.units() != b.units() {
 		return false
 	}
 	for i, w := range a.Windows {

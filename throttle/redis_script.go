@@ -93,9 +93,6 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 // attempt runs the acquire script, and after Redis lost the key's state
 // writes back what this process knows and runs it again.
 func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
-	if len(a.r.Members) > 0 {
-		return b.attemptMembers(ctx, a.r)
-	}
 	var (
 		res  acquireResult
 		held bool

@@ -212,3 +212,37 @@ func testMembersCooldown(t *testing.T, e *env) {
 	_, err := e.b.TryAcquire(ctx, membersReq("cool", []throttle.Window{{Limit: 5, Period: 100 * e.u}}, "a"))
 	limitError(t, err, throttle.ReasonCooldown)
 }
+
+// testMembersOthersGoOn: a waiter for a member without room holds up
+// only the requests naming that member: one to other members goes on at
+// once, and a TryAcquire that would overtake it on its member is refused.
+func testMembersOthersGoOn(t *testing.T, e *env) {
+	ctx := context.Background()
+	ws := []throttle.Window{{Limit: 1, Period: 1000 * e.u}}
+	if _, err := e.b.TryAcquire(ctx, membersReq("hol", ws, "x")); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.b.Acquire(wctx, membersReq("hol", ws, "x", "w"))
+		done <- err
+	}()
+	e.settle()
+	short, stop := context.WithTimeout(ctx, 50*e.u)
+	defer stop()
+	if _, err := e.b.Acquire(short, membersReq("hol", ws, "y", "z")); err != nil {
+		t.Errorf("a request to other members behind a waiter: %v", err)
+	}
+	_, err := e.b.TryAcquire(ctx, membersReq("hol", ws, "w"))
+	if le := limitError(t, err, throttle.ReasonConcurrency); !slices.Equal(le.Members, []string{"w"}) {
+		t.Errorf("Members = %q, want [w]: the member a waiter is in line for", le.Members)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("the waiter: %v, want context.Canceled", err)
+	}
+	if _, err := e.b.TryAcquire(ctx, membersReq("hol", ws, "w")); err != nil {
+		t.Errorf("w once its waiter left, which took nothing: %v", err)
+	}
+}

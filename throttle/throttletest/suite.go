@@ -102,6 +102,7 @@ func Run(t *testing.T, h Harness) {
 		{"MembersCancel", testMembersCancel},
 		{"MembersMany", testMembersMany},
 		{"MembersCooldown", testMembersCooldown},
+		{"MembersOthersGoOn", testMembersOthersGoOn},
 	}
 	if h.FIFO {
 		tests = append(tests, struct {

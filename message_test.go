@@ -1,0 +1,234 @@
+package wecom_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+
+	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/mock"
+)
+
+// sentBodies answers message/send with answer and records each body sent.
+func sentBodies(t *testing.T, answer string) (*wecom.Client, func() []string) {
+	t.Helper()
+	mt := tokenTransport()
+	var mu sync.Mutex
+	var bodies []string
+	mt.RegisterResponder(http.MethodPost, testBase+catalog.MessageSend.Path(), func(r *http.Request) (*http.Response, error) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		return httpmock.NewStringResponse(http.StatusOK, answer), nil
+	})
+	return transportClient(t, mt, wecom.WithAgentID(1000002)), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bodies)
+	}
+}
+
+// TestMessageWire: every message type goes out as WeCom documents it
+// (document/path/90236), with the recipients, the agent and the options.
+func TestMessageWire(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		m    wecom.Message
+		want string
+	}{
+		{"text", wecom.Message{ToUser: []string{"UserID1", "UserID2", "userid1"}, Content: &wecom.TextMessage{Content: "你的快递已到"}, Safe: true, EnableIDTrans: true},
+			`{"touser":"UserID1|UserID2","msgtype":"text","agentid":1000002,"text":{"content":"你的快递已到"},"safe":1,"enable_id_trans":1}`},
+		{"image", wecom.Message{ToUser: []string{"u"}, AgentID: 7, Content: &wecom.ImageMessage{MediaID: "MEDIA_ID"}},
+			`{"touser":"u","msgtype":"image","agentid":7,"image":{"media_id":"MEDIA_ID"}}`},
+		{"voice", wecom.Message{ToUser: []string{"u"}, Content: &wecom.VoiceMessage{MediaID: "MEDIA_ID"}},
+			`{"touser":"u","msgtype":"voice","agentid":1000002,"voice":{"media_id":"MEDIA_ID"}}`},
+		{"video", wecom.Message{ToUser: []string{"u"}, Content: &wecom.VideoMessage{MediaID: "MEDIA_ID", Title: "Title", Description: "Description"}},
+			`{"touser":"u","msgtype":"video","agentid":1000002,"video":{"media_id":"MEDIA_ID","title":"Title","description":"Description"}}`},
+		{"file", wecom.Message{ToUser: []string{"u"}, Content: &wecom.FileMessage{MediaID: "1Yv-zXfHjSjU-7LH-GwtYqDGS-zz6w22KmWAT5COgP7o"}},
+			`{"touser":"u","msgtype":"file","agentid":1000002,"file":{"media_id":"1Yv-zXfHjSjU-7LH-GwtYqDGS-zz6w22KmWAT5COgP7o"}}`},
+		{"textcard", wecom.Message{ToUser: []string{"u"}, Content: &wecom.TextCardMessage{Title: "领奖通知", Description: `<div class="gray">2016年9月26日</div>`, URL: "https://work.weixin.qq.com", ButtonText: "更多"}},
+			`{"touser":"u","msgtype":"textcard","agentid":1000002,"textcard":{"title":"领奖通知","description":"<div class=\"gray\">2016年9月26日</div>","url":"https://work.weixin.qq.com","btntxt":"更多"}}`},
+		{"news", wecom.Message{ToUser: []string{"u"}, Content: &wecom.NewsMessage{Articles: []wecom.NewsArticle{{Title: "中秋节礼品领取", Description: "今年中秋节公司有豪礼相送", URL: "https://work.weixin.qq.com", PicURL: "https://res.mail.qq.com/node/ww/wwopenmng/images/independent/doc/test_pic_msg1.png"}}}},
+			`{"touser":"u","msgtype":"news","agentid":1000002,"news":{"articles":[{"title":"中秋节礼品领取","description":"今年中秋节公司有豪礼相送","url":"https://work.weixin.qq.com","picurl":"https://res.mail.qq.com/node/ww/wwopenmng/images/independent/doc/test_pic_msg1.png"}]}}`},
+		{"mpnews", wecom.Message{ToUser: []string{"u"}, Content: &wecom.MPNewsMessage{Articles: []wecom.MPNewsArticle{{Title: "Title", ThumbMediaID: "MEDIA_ID", Author: "Author", ContentSourceURL: "URL", Content: "Content", Digest: "Digest description"}}}},
+			`{"touser":"u","msgtype":"mpnews","agentid":1000002,"mpnews":{"articles":[{"title":"Title","thumb_media_id":"MEDIA_ID","author":"Author","content_source_url":"URL","content":"Content","digest":"Digest description"}]}}`},
+		{"markdown", wecom.Message{ToUser: []string{"u"}, Content: &wecom.MarkdownMessage{Content: "您的会议室已经预定\n>**事项详情**"}},
+			`{"touser":"u","msgtype":"markdown","agentid":1000002,"markdown":{"content":"您的会议室已经预定\n>**事项详情**"}}`},
+		{"miniprogram_notice", wecom.Message{ToUser: []string{"u"}, Content: &wecom.MiniProgramNotice{AppID: "wx123123123123123", Page: "pages/index?userid=zhangsan&orderid=123123123", Title: "会议室预订成功通知", Description: "4月27日 16:16", EmphasisFirstItem: true, ContentItems: []wecom.NoticeItem{{Key: "会议室", Value: "402"}}}},
+			`{"touser":"u","msgtype":"miniprogram_notice","agentid":1000002,"miniprogram_notice":{"appid":"wx123123123123123","page":"pages/index?userid=zhangsan&orderid=123123123","title":"会议室预订成功通知","description":"4月27日 16:16","emphasis_first_item":true,"content_item":[{"key":"会议室","value":"402"}]}}`},
+		{"duplicate check", wecom.Message{ToUser: []string{"u"}, Content: &wecom.TextMessage{Content: "x"}, DuplicateCheck: true, DuplicateInterval: 1800 * time.Second},
+			`{"touser":"u","msgtype":"text","agentid":1000002,"text":{"content":"x"},"enable_duplicate_check":1,"duplicate_check_interval":1800}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok","msgid":"m1"}`)
+			if _, err := c.Messages.Send(context.Background(), tc.m); err != nil {
+				t.Fatal(err)
+			}
+			got := bodies()
+			if len(got) != 1 {
+				t.Fatalf("%d requests", len(got))
+			}
+			var g, w any
+			_ = json.Unmarshal([]byte(got[0]), &g)
+			_ = json.Unmarshal([]byte(tc.want), &w)
+			if gj, wj := mustJSON(t, g), mustJSON(t, w); gj != wj {
+				t.Errorf("sent %s\nwant %s", gj, wj)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestMessageResult: the invalid lists come back as lists, from WeCom's
+// "a|b" strings or from arrays (a linked corp's answer), numbers included.
+func TestMessageResult(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		answer string
+		want   wecom.SendResult
+	}{
+		{`{"errcode":0,"errmsg":"ok","invaliduser":"userid1|userid2","invalidparty":"partyid1|partyid2","invalidtag":"tagid1|tagid2","unlicenseduser":"userid3|userid4","msgid":"xx","response_code":"xyzxyz"}`,
+			wecom.SendResult{MsgID: "xx", ResponseCode: "xyzxyz", InvalidUsers: []string{"userid1", "userid2"}, InvalidParties: []string{"partyid1", "partyid2"},
+				InvalidTags: []string{"tagid1", "tagid2"}, UnlicensedUsers: []string{"userid3", "userid4"}}},
+		{`{"errcode":0,"errmsg":"ok","invaliduser":["u1","u2"],"invalidparty":[2,3],"invalidtag":"","msgid":"m"}`,
+			wecom.SendResult{MsgID: "m", InvalidUsers: []string{"u1", "u2"}, InvalidParties: []string{"2", "3"}}},
+		{`{"errcode":0,"errmsg":"ok","invaliduser":null,"msgid":"m"}`, wecom.SendResult{MsgID: "m"}},
+	} {
+		c, _ := sentBodies(t, tc.answer)
+		got, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"u"}, Content: &wecom.TextMessage{Content: "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []*[]string{&got.InvalidUsers, &got.InvalidParties, &got.InvalidTags, &got.UnlicensedUsers} {
+			if len(*l) == 0 {
+				*l = nil
+			}
+		}
+		if mustJSON(t, got) != mustJSON(t, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.answer, got, tc.want)
+		}
+	}
+}
+
+// TestMessageInvalid: what WeCom would refuse, or what the SDK cannot
+// count per member, is refused before anything is sent.
+func TestMessageInvalid(t *testing.T) {
+	t.Parallel()
+	c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok"}`)
+	text := &wecom.TextMessage{Content: "x"}
+	for name, m := range map[string]wecom.Message{
+		"no recipient":        {Content: text},
+		"@all":                {ToUser: []string{"@all"}, Content: text},
+		"a bar in a userid":   {ToUser: []string{"a|b"}, Content: text},
+		"1,001 members":       {ToUser: slices.Repeat([]string{"u"}, 1001), Content: text},
+		"no content":          {ToUser: []string{"u"}},
+		"empty text":          {ToUser: []string{"u"}, Content: &wecom.TextMessage{}},
+		"text over 2,048":     {ToUser: []string{"u"}, Content: &wecom.TextMessage{Content: strings.Repeat("x", 2049)}},
+		"a card without url":  {ToUser: []string{"u"}, Content: &wecom.TextCardMessage{Title: "t", Description: "d"}},
+		"nine articles":       {ToUser: []string{"u"}, Content: &wecom.NewsMessage{Articles: slices.Repeat([]wecom.NewsArticle{{Title: "t", URL: "u"}}, 9)}},
+		"a notice title of 3": {ToUser: []string{"u"}, Content: &wecom.MiniProgramNotice{AppID: "wx", Title: "三个字"}},
+		"a 5-hour check":      {ToUser: []string{"u"}, Content: text, DuplicateCheck: true, DuplicateInterval: 5 * time.Hour},
+	} {
+		_, err := c.Messages.Send(context.Background(), m)
+		if !errors.Is(err, wecom.ErrInvalidRequest) {
+			t.Errorf("%s: %v, want wecom.ErrInvalidRequest", name, err)
+		}
+	}
+	noAgent := transportClient(t, tokenTransport())
+	if _, err := noAgent.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"u"}, Content: text}); !errors.Is(err, wecom.ErrInvalidRequest) {
+		t.Errorf("no agent id: %v, want wecom.ErrInvalidRequest", err)
+	}
+	if n := len(bodies()); n != 0 {
+		t.Errorf("%d messages sent", n)
+	}
+}
+
+// notifyRun sends each member perMember messages through a client of a
+// fresh mock, in a synctest bubble, a goroutine per member and one send to
+// all of them in between, and returns each member's tally and the virtual
+// time it took.
+func notifyRun(t *testing.T, members []string, perMember int, opts ...wecom.Option) (map[string]mock.MessageTally, time.Duration) {
+	t.Helper()
+	srv, err := mock.New(mock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddApp(testCorp, testSecret)
+	srv.AddUsers(testCorp, members...)
+	mt := httpmock.NewMockTransport()
+	srv.Register(mt, testBase)
+	c := transportClient(t, mt, append([]wecom.Option{wecom.WithAgentID(1000002)}, opts...)...)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, m := range members {
+		wg.Go(func() {
+			for i := range perMember - 1 {
+				if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{m}, Content: &wecom.TextMessage{Content: "n" + string(rune('a'+i%26))}}); err != nil {
+					t.Errorf("to %s: %v", m, err)
+					return
+				}
+			}
+		})
+	}
+	if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: members, Content: &wecom.TextMessage{Content: "to all"}}); err != nil {
+		t.Errorf("to all: %v", err)
+	}
+	wg.Wait()
+	tallies := map[string]mock.MessageTally{}
+	for _, m := range members {
+		tallies[m] = srv.MessageTally(testCorp, m)
+	}
+	return tallies, time.Since(start)
+}
+
+// TestMessagesNeverDropped: 40 messages to each of 3 members, more than a
+// minute allows, all delivered, none dropped, in a little over the minute
+// the windows require; with the per-minute rule taken away, the mock drops
+// some, as WeCom would.
+func TestMessagesNeverDropped(t *testing.T) {
+	t.Parallel()
+	members := []string{"zhangsan", "lisi", "wangwu"}
+	synctest.Test(t, func(t *testing.T) {
+		tallies, took := notifyRun(t, members, 40)
+		for m, tl := range tallies {
+			if tl.Delivered != 40 || tl.Dropped != 0 {
+				t.Errorf("%s: %+v, want 40 delivered and none dropped", m, tl)
+			}
+		}
+		if took < time.Minute || took > 62*time.Second {
+			t.Errorf("took %s, want just over the minute 40 messages a member need", took)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		tallies, _ := notifyRun(t, members, 40, wecom.WithoutRule(catalog.MessageSend.Path(), catalog.RuleMemberMinute))
+		dropped := 0
+		for _, tl := range tallies {
+			dropped += tl.Dropped
+		}
+		if dropped == 0 {
+			t.Error("without the per-minute rule nothing was dropped: the test cannot see a drop")
+		}
+	})
+}

@@ -1,0 +1,150 @@
+// Requests with Members, as both backends wait for them: in a line per
+// member rather than in their key's line, so that a send waiting for one
+// member's window holds up only the sends to that member.
+
+package throttle
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// memberLines orders a process's waiters for requests with Members: one
+// line per member key, in arrival order. A waiter asks its backend only
+// when it is first in the line of every member it names, and keeps that
+// place while it waits for them to have room, so that no later request
+// overtakes it on a member they share and it is not starved; requests
+// naming none of its members go on meanwhile. A waiter joins all its
+// lines at once, under one lock, so the lines agree on the order of any
+// two waiters and none waits on another in a cycle. The zero value is
+// ready to use.
+type memberLines struct {
+	mu    sync.Mutex
+	lines map[string][]*memberWaiter // by member key
+}
+
+// memberWaiter is one request in the lines of its members.
+type memberWaiter struct {
+	keys  []string
+	ahead int           // the lines where another waiter is first
+	turn  chan struct{} // closed once ahead is 0
+}
+
+// memberKeys returns the keys of r's members.
+func memberKeys(r Request) []string {
+	keys := make([]string, len(r.Members))
+	for i, m := range r.Members {
+		keys[i] = MemberKey(r.Key, m)
+	}
+	return keys
+}
+
+// busy returns the members of r for whom a waiter of this process is in
+// line: a TryAcquire of r would overtake it.
+func (ml *memberLines) busy(r Request) []string {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	var out []string
+	for i, k := range memberKeys(r) {
+		if len(ml.lines[k]) > 0 {
+			out = append(out, r.Members[i])
+		}
+	}
+	return out
+}
+
+// join puts a waiter for r at the back of its members' lines.
+func (ml *memberLines) join(r Request) *memberWaiter {
+	w := &memberWaiter{keys: memberKeys(r), turn: make(chan struct{})}
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	if ml.lines == nil {
+		ml.lines = make(map[string][]*memberWaiter)
+	}
+	for _, k := range w.keys {
+		if len(ml.lines[k]) > 0 {
+			w.ahead++
+		}
+		ml.lines[k] = append(ml.lines[k], w)
+	}
+	if w.ahead == 0 {
+		close(w.turn)
+	}
+	return w
+}
+
+// leave takes w out of its lines, and lets the waiters it was first
+// before come forward.
+func (ml *memberLines) leave(w *memberWaiter) {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	for _, k := range w.keys {
+		line := ml.lines[k]
+		i := slices.Index(line, w)
+		line = slices.Delete(line, i, i+1)
+		if len(line) == 0 {
+			delete(ml.lines, k)
+			continue
+		}
+		ml.lines[k] = line
+		if next := line[0]; i == 0 {
+			if next.ahead--; next.ahead == 0 {
+				close(next.turn)
+			}
+		}
+	}
+}
+
+// memberTry is one attempt at a request with Members: a lease, or the
+// refusal v at now by the backend's clock, or an error that ends the
+// acquisition.
+type memberTry func(ctx context.Context, r Request) (l Lease, v verdict, now time.Time, err error)
+
+// acquire is Acquire of a request with Members: it waits for its turn in
+// its members' lines, then tries until granted, waiting between tries
+// for the time the refusal names; it fails at once when that time is past
+// ctx's deadline.
+func (ml *memberLines) acquire(ctx context.Context, r Request, try memberTry) (Lease, error) {
+	w := ml.join(r)
+	defer ml.leave(w)
+	select {
+	case <-w.turn:
+	case <-ctx.Done():
+		return Lease{}, ctx.Err()
+	}
+	deadline, _ := ctx.Deadline()
+	var t told
+	for {
+		l, v, now, err := try(ctx, r)
+		if err != nil || v.ok {
+			return l, err
+		}
+		at := time.Now().Add(time.Second) // a refusal of no known end: ask again
+		if !v.at.IsZero() {
+			at = time.Now().Add(v.at.Sub(now))
+		}
+		if v.fails(r, deadline, at) {
+			return Lease{}, v.err(r.Key, now)
+		}
+		if t.news(v, at) {
+			stalled(ctx, r.Key, v, at)
+		}
+		if err := sleepUntil(ctx, at); err != nil {
+			return Lease{}, err
+		}
+	}
+}
+
+// sleepUntil waits until at, or fails with ctx's error.
+func sleepUntil(ctx context.Context, at time.Time) error {
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
