@@ -216,6 +216,9 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 		code := errcodeOf(err)
 		switch act {
 		case retryStop:
+			if !cl.idempotent && retryable(err) && errors.Is(err, ErrMaybeDone) {
+				return fmt.Errorf("%w (not repeated: it is not safe to repeat)", err)
+			}
 			return err
 		case retryNewCredential:
 			c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: "+cl.cred.name+" rejected, fetching a new one", slog.String("path", cl.path), slog.Int("errcode", code))

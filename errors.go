@@ -130,6 +130,13 @@ var (
 	// match context.DeadlineExceeded, which is kept for the caller's own
 	// deadline.
 	ErrAttemptTimeout = errors.New("wecom: attempt timed out")
+	// ErrMaybeDone: the request may have reached WeCom, but no clear answer
+	// came back (WeCom's -1, an HTTP 5xx, an answer that is not WeCom's, a
+	// connection broken after the request was written, an attempt
+	// timeout), so WeCom may have done the call. A call that is not safe to
+	// repeat is not repeated after it, and its error says so: a message
+	// sent without a duplicate check may have been delivered.
+	ErrMaybeDone = errors.New("wecom: may have been done")
 )
 
 // APIError is a non-zero errcode answered by WeCom.
@@ -173,6 +180,8 @@ func (e *APIError) Is(target error) bool {
 		return isCredentialCode(e.Code)
 	case ErrSystemBusy:
 		return e.Code == CodeSystemBusy || e.Code == CodeDataVersionConflict
+	case ErrMaybeDone:
+		return e.Code == CodeSystemBusy
 	}
 	return false
 }
@@ -299,9 +308,10 @@ func (e *TransportError) Error() string {
 	return fmt.Sprintf("wecom: %s: %v (%s)", e.Path, e.Err, sent)
 }
 
-// Is matches ErrTransport, and ErrAttemptTimeout for a timeout.
+// Is matches ErrTransport, ErrAttemptTimeout for a timeout and ErrMaybeDone
+// when the request was sent.
 func (e *TransportError) Is(target error) bool {
-	return target == ErrTransport || (e.Timeout && target == ErrAttemptTimeout)
+	return target == ErrTransport || (e.Timeout && target == ErrAttemptTimeout) || (e.Sent && target == ErrMaybeDone)
 }
 
 // Unwrap returns the cause, except for an attempt timeout.
@@ -333,3 +343,9 @@ func (e *ResponseError) Error() string {
 
 // Unwrap returns the decoding error.
 func (e *ResponseError) Unwrap() error { return e.Err }
+
+// Is matches ErrMaybeDone for an HTTP 5xx or an HTTP 200 that is not
+// WeCom's answer: the request may have reached WeCom behind it.
+func (e *ResponseError) Is(target error) bool {
+	return target == ErrMaybeDone && (e.StatusCode >= 500 || e.StatusCode == 200)
+}

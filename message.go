@@ -44,7 +44,9 @@ type Message struct {
 	// DuplicateInterval (default 30 minutes, at most 4 hours). With it, a
 	// send whose answer was lost (a timeout, -1) is retried: a copy that
 	// got through is not delivered twice. Without it, such a send is not
-	// retried, and its error says the message may have been delivered.
+	// retried, and its error says the message may have been delivered
+	// (it matches ErrMaybeDone). A send that never left is retried either
+	// way.
 	// It also drops a message you meant to send twice within the interval.
 	DuplicateCheck    bool
 	DuplicateInterval time.Duration

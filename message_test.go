@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -231,4 +233,111 @@ func TestMessagesNeverDropped(t *testing.T) {
 			t.Error("without the per-minute rule nothing was dropped: the test cannot see a drop")
 		}
 	})
+}
+
+// loseAnswers passes requests on to next, but loses the answer of the
+// first n calls to path after next has done them: WeCom did the call, the
+// client never hears so.
+type loseAnswers struct {
+	next http.RoundTripper
+	path string
+	mu   sync.Mutex
+	n    int
+}
+
+func (l *loseAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(r)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && r.URL.Path == l.path && l.n > 0 {
+		l.n--
+		resp.Body.Close()
+		return nil, errors.New("connection reset by peer")
+	}
+	return resp, err
+}
+
+// TestMessageAnswerLost: a send WeCom did whose answer was lost (the
+// connection broke, or WeCom answered -1 after doing it) is repeated only
+// under WeCom's duplicate check, which then delivers it once; without the
+// check it is not repeated, and its error says it may have been delivered.
+func TestMessageAnswerLost(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		dedupe    bool
+		busy      bool // WeCom answers -1 instead of the answer being lost
+		wantErr   bool
+		wantTally mock.MessageTally
+	}{
+		{"connection lost, duplicate check", true, false, false, mock.MessageTally{Delivered: 1, Deduplicated: 1}},
+		{"connection lost, no check", false, false, true, mock.MessageTally{Delivered: 1}},
+		{"-1, duplicate check", true, true, false, mock.MessageTally{Delivered: 0}},
+		{"-1, no check", false, true, true, mock.MessageTally{Delivered: 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv, err := mock.New(mock.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.AddApp(testCorp, testSecret)
+			srv.AddUsers(testCorp, "zhangsan")
+			mt := httpmock.NewMockTransport()
+			srv.Register(mt, testBase)
+			lost := &loseAnswers{next: mt, path: catalog.MessageSend.Path(), n: 1}
+			if tt.busy {
+				lost.n = 0
+				if err := srv.AddScript(mock.Script{Path: catalog.MessageSend.Path(), ErrCode: -1, ErrMsg: "system error"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := transportClient(t, lost, wecom.WithAgentID(1000002), fastRetries())
+			_, err = c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"zhangsan"}, DuplicateCheck: tt.dedupe,
+				Content: &wecom.TextMessage{Content: "the build is green"}})
+			if tt.wantErr {
+				if !errors.Is(err, wecom.ErrMaybeDone) || !strings.Contains(err.Error(), "not repeated") {
+					t.Errorf("err = %v, want ErrMaybeDone saying it was not repeated", err)
+				}
+			} else if err != nil {
+				t.Errorf("err = %v, want the retry to succeed", err)
+			}
+			if tt.busy {
+				tt.wantTally.Delivered = 0
+				if !tt.wantErr {
+					tt.wantTally.Delivered = 1 // the scripted -1 did nothing; the retry delivered it
+				}
+			}
+			if got := srv.MessageTally(testCorp, "zhangsan"); got != tt.wantTally {
+				t.Errorf("tally %+v, want %+v", got, tt.wantTally)
+			}
+		})
+	}
+}
+
+// TestRefusedMessageRetried: a send that never left (its connection was
+// refused) is safe to repeat and is repeated, without a duplicate check.
+func TestRefusedMessageRetried(t *testing.T) {
+	t.Parallel()
+	srv, base := startMock(t, testCorp, testSecret)
+	srv.AddUsers(testCorp, "zhangsan")
+	var dials atomic.Int32
+	var d net.Dialer
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) == 2 { // gettoken, then the first send
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused")}
+		}
+		return d.DialContext(ctx, network, addr)
+	}}
+	c, err := wecom.New(testCorp, testSecret, wecom.WithBaseURL(base), wecom.WithTransport(tr), wecom.WithAgentID(1000002), fastRetries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"zhangsan"}, Content: &wecom.TextMessage{Content: "hello"}}); err != nil {
+		t.Fatalf("err = %v, want the refused send repeated", err)
+	}
+	if got := srv.MessageTally(testCorp, "zhangsan"); got != (mock.MessageTally{Delivered: 1}) || dials.Load() != 3 {
+		t.Errorf("tally %+v after %d dials, want one delivered after 3 dials", got, dials.Load())
+	}
 }

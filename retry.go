@@ -137,7 +137,8 @@ type retryState struct {
 // attempt's error, the endpoint (cl: whether it is safe to repeat, the
 // credential it carries), what the call retried so far and the caller's
 // deadline at now (zero: none), what the call does next. A call that is
-// not safe to repeat is retried while WeCom's duplicate check covers it.
+// not safe to repeat is retried when it cannot have been done (it never
+// left), or while WeCom's duplicate check covers it.
 func (c *Client) decide(err error, cl *call, st retryState, now, deadline time.Time) (retryAction, retryState) {
 	code := errcodeOf(err)
 	fits := func(d time.Duration) bool { return deadline.IsZero() || !deadline.Before(now.Add(d)) }
@@ -155,7 +156,7 @@ func (c *Client) decide(err error, cl *call, st retryState, now, deadline time.T
 	case code == CodeConcurrencyLimited && st.conc < c.retry.MaxConcurrencyRetries:
 		st.conc++
 		return retryBackoff, st
-	case retryable(err) && (cl.idempotent || now.Before(cl.dedupeUntil)) && st.busy < c.retry.MaxRetries:
+	case retryable(err) && (cl.idempotent || now.Before(cl.dedupeUntil) || !errors.Is(err, ErrMaybeDone)) && st.busy < c.retry.MaxRetries:
 		st.busy++
 		return retryBackoff, st
 	}
