@@ -1,0 +1,72 @@
+package wecom_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// TestMessagesAcrossProcesses: two processes sharing a Redis limiter send
+// 16 messages each to the same 1,000 members, 32 a member, more than a
+// minute's 30. Within a deadline too short for the next minute, every
+// member gets exactly 30, the mock drops none, and the two sends over the
+// window fail before leaving, naming all 1,000 members.
+func TestMessagesAcrossProcesses(t *testing.T) {
+	rdb := redistest.Single(t)
+	prefix := redistest.Prefix(t, rdb)
+	srv, base := startMock(t, testCorp, testSecret)
+	members := make([]string, wecom.MaxMessageUsers)
+	for i := range members {
+		members[i] = fmt.Sprintf("user%04d", i)
+	}
+	srv.AddUsers(testCorp, members...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var sent, refused int
+	var wg sync.WaitGroup
+	for p := range 2 {
+		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		c, err := wecom.New(testCorp, testSecret, wecom.WithBaseURL(base), wecom.WithLimiter(b), wecom.WithAgentID(1000002))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for i := range 16 {
+				_, err := c.Messages.Send(ctx, wecom.Message{ToUser: members, Content: &wecom.TextMessage{Content: fmt.Sprintf("process %d, message %d", p, i)}})
+				var rl *wecom.RateLimitError
+				mu.Lock()
+				switch {
+				case err == nil:
+					sent++
+				case errors.As(err, &rl) && len(rl.Members) == len(members):
+					refused++
+				default:
+					t.Errorf("process %d, message %d: %v", p, i, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if sent != 30 || refused != 2 {
+		t.Errorf("%d sent and %d refused, want 30 and 2", sent, refused)
+	}
+	for _, m := range members {
+		if got := srv.MessageTally(testCorp, m); got != (mock.MessageTally{Delivered: 30}) {
+			t.Fatalf("%s: %+v, want 30 delivered and none dropped", m, got)
+		}
+	}
+}
