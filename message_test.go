@@ -341,3 +341,25 @@ func TestRefusedMessageRetried(t *testing.T) {
 		t.Errorf("tally %+v after %d dials, want one delivered after 3 dials", got, dials.Load())
 	}
 }
+
+// TestMessageRecipients: members WeCom does not know come back in
+// InvalidUsers while the others get the message; a send to none it knows
+// fails with 81013.
+func TestMessageRecipients(t *testing.T) {
+	t.Parallel()
+	c, srv := mockClient(t, mock.Config{}, wecom.WithAgentID(1000002))
+	srv.AddUsers(testCorp, "zhangsan")
+	ctx := context.Background()
+	res, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"zhangsan", "ghost"}, Content: &wecom.TextMessage{Content: "hi"}})
+	if err != nil || !slices.Equal(res.InvalidUsers, []string{"ghost"}) || res.MsgID == "" {
+		t.Errorf("Send = %+v, %v; want ghost invalid and a msgid", res, err)
+	}
+	if got := srv.MessageTally(testCorp, "zhangsan"); got.Delivered != 1 {
+		t.Errorf("zhangsan: %+v, want one delivered", got)
+	}
+	_, err = c.Messages.Send(ctx, wecom.Message{ToUser: []string{"ghost"}, Content: &wecom.TextMessage{Content: "hi"}})
+	var ae *wecom.APIError
+	if !errors.As(err, &ae) || ae.Code != 81013 {
+		t.Errorf("to nobody known: %v, want errcode 81013", err)
+	}
+}
