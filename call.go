@@ -35,6 +35,11 @@ type call struct {
 	members []string
 	// weight is the units a call counts against weighted rules (0: 1).
 	weight int
+	// uncounted names the recipients no limit counts (catalog.Keys).
+	uncounted []string
+	// tryMembers: a call's per-member windows are taken if they have room
+	// now, never waited for (a message sent only to the members ready).
+	tryMembers bool
 	// dedupe: WeCom drops a copy of the call sent within this long of the
 	// first (a message's duplicate check), so that it may be repeated
 	// until dedupeUntil, which do sets, though its endpoint is not
@@ -129,7 +134,7 @@ func (c *Client) readKeys(cl *call, el *endpointLimits) error {
 		if err != nil {
 			return &ValidationError{Field: "request", Reason: fmt.Sprintf("%s: %v", cl.path, err), Err: err}
 		}
-		cl.resource, cl.members, cl.weight = k.Resource, k.Members, k.Weight
+		cl.resource, cl.members, cl.weight, cl.uncounted = k.Resource, k.Members, k.Weight, k.Uncounted
 	}
 	return counted(cl, el.rules)
 }
@@ -246,7 +251,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n int) (tok string, final bool, err error) {
 	waitStart := time.Now()
 	leases, slot, changes, err := c.acquire(ctx, cl, el)
-	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChanges: changes}
+	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChanges: changes, Uncounted: cl.uncounted}
 	if err != nil {
 		a.Err = err
 		c.observe(ctx, a)

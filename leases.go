@@ -264,7 +264,7 @@ func (c *Client) acquireAll(ctx context.Context, cl *call, reqs []leaseRequest) 
 	leases = make([]throttle.Lease, 0, len(reqs))
 	for _, r := range reqs {
 		var l throttle.Lease
-		if r.day {
+		if r.day || (cl.tryMembers && len(r.Members) > 0) {
 			l, err = c.limiter.TryAcquire(ctx, r.Request)
 		} else {
 			l, err = c.limiter.Acquire(ctx, r.Request)

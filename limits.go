@@ -219,7 +219,7 @@ func counted(cl *call, rules []catalog.Rule) error {
 		switch {
 		case cl.resource == "" && (r.Scope == catalog.ScopeResource || r.Scope == catalog.ScopeShared || r.Scope == catalog.ScopeRobot):
 			what = "the resource a call edits"
-		case len(cl.members) == 0 && r.Scope == catalog.ScopeAppMember:
+		case len(cl.members) == 0 && len(cl.uncounted) == 0 && r.Scope == catalog.ScopeAppMember:
 			what = "the members a call reaches"
 		case cl.weight == 0 && r.Weighted:
 			what = "the units a call counts"

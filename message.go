@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,16 +18,29 @@ import (
 // WeCom drops, without an error, every message beyond 30 a minute and
 // 1,000 an hour from one app to one member. Send counts each message on
 // every member it names and waits, within its context, until all of them
-// have room: nothing is sent that WeCom would drop.
+// have room: nothing is sent that WeCom would drop. SendReady sends at
+// once to the members with room and hands back the others.
+//
+// An app's daily quota (the corp's account limit times 200
+// recipient-messages) depends on the corp: declare it with
+// WithRule(catalog.MessageSend.Path(), catalog.MessageQuota(n)).
 type MessageService service
 
 // Message is one app message (message/send, document/path/90236).
 type Message struct {
 	// ToUser are the members it goes to, by userid: at most
 	// MaxMessageUsers. A userid named twice (in any case) gets it once.
-	// Parties, tags and "@all" reach members the SDK cannot count from the
-	// request, so Send does not take them: name the users.
 	ToUser []string
+	// ToParty and ToTag are departments and tags whose members it goes
+	// to (at most 100 each), and ToAll every member the app can reach.
+	// These members are NOT counted by the per-member windows: the SDK
+	// cannot tell them from the request, and WeCom drops silently what
+	// goes over a member's 30 a minute or 1,000 an hour. Such a send is
+	// marked in Attempt.Uncounted for the observer. Name the users in
+	// ToUser when every message must arrive.
+	ToParty []int
+	ToTag   []int
+	ToAll   bool
 	// AgentID is the app's id; zero means the client's (WithAgentID).
 	AgentID int
 	// Content is what the message says: a *TextMessage, *ImageMessage,
@@ -54,6 +68,10 @@ type Message struct {
 
 // MaxMessageUsers is the most members one message names (touser).
 const MaxMessageUsers = 1000
+
+// maxMessageGroups is the most parties, and the most tags, one message
+// names.
+const maxMessageGroups = 100
 
 // MaxDuplicateInterval is the longest duplicate check WeCom takes.
 const MaxDuplicateInterval = 4 * time.Hour
@@ -93,11 +111,64 @@ type SendResult struct {
 // once with a *RateLimitError whose Members are those without room, and
 // nothing is sent to anyone.
 func (s *MessageService) Send(ctx context.Context, m Message) (SendResult, error) {
+	return s.send(ctx, m, false)
+}
+
+// Deferred are the members SendReady did not send to: their windows had
+// no room.
+type Deferred struct {
+	// Members are their userids, as the Message named them.
+	Members []string
+	// RetryAfter is when every one of them has room again, from the
+	// refusal that named the last of them.
+	RetryAfter time.Duration
+}
+
+// SendReady sends m at once to the members of m.ToUser who have room in
+// their per-member windows now, and hands back the others in Deferred,
+// without waiting for them; send them later (or with Send, which waits).
+// When none has room, nothing is sent and the SendResult is empty. It
+// counts members, so m names its recipients in ToUser only.
+func (s *MessageService) SendReady(ctx context.Context, m Message) (SendResult, Deferred, error) {
+	if m.ToAll || len(m.ToParty)+len(m.ToTag) > 0 {
+		return SendResult{}, Deferred{}, invalid("message recipients", "SendReady counts each member: name them in ToUser only")
+	}
+	var d Deferred
+	ready := distinctUserIDs(m.ToUser)
+	for len(ready) > 0 {
+		m.ToUser = ready
+		res, err := s.send(ctx, m, true)
+		var rl *RateLimitError
+		if !errors.As(err, &rl) || len(rl.Members) == 0 {
+			return res, d, err
+		}
+		full := make(map[string]bool, len(rl.Members))
+		for _, u := range rl.Members {
+			full[u] = true
+		}
+		kept := slices.DeleteFunc(slices.Clone(ready), func(u string) bool { return full[strings.ToLower(u)] })
+		if len(kept) == len(ready) {
+			return res, d, err // the refusal named none of them
+		}
+		for _, u := range ready {
+			if full[strings.ToLower(u)] {
+				d.Members = append(d.Members, u)
+			}
+		}
+		d.RetryAfter = max(d.RetryAfter, rl.RetryAfter)
+		ready = kept
+	}
+	return SendResult{}, d, nil
+}
+
+// send sends m; with tryMembers, it takes the members' windows only if
+// they have room now.
+func (s *MessageService) send(ctx context.Context, m Message, tryMembers bool) (SendResult, error) {
 	body, err := s.client.messageBody(m)
 	if err != nil {
 		return SendResult{}, err
 	}
-	cl := &call{id: catalog.MessageSend, body: body}
+	cl := &call{id: catalog.MessageSend, body: body, tryMembers: tryMembers}
 	if m.DuplicateCheck {
 		cl.dedupe = cmp.Or(m.DuplicateInterval, defaultDuplicateInterval)
 	}
@@ -113,8 +184,14 @@ func (c *Client) messageBody(m Message) (json.RawMessage, error) {
 	agent := cmp.Or(m.AgentID, c.agentID)
 	var errs []error
 	switch {
-	case len(m.ToUser) == 0:
-		errs = append(errs, invalid("message touser", "no recipient"))
+	case m.ToAll && len(m.ToUser)+len(m.ToParty)+len(m.ToTag) > 0:
+		errs = append(errs, invalid("message recipients", "ToAll with users, parties or tags"))
+	case !m.ToAll && len(m.ToUser)+len(m.ToParty)+len(m.ToTag) == 0:
+		errs = append(errs, invalid("message recipients", "none: set ToUser, ToParty, ToTag or ToAll"))
+	case len(m.ToParty) > maxMessageGroups || len(m.ToTag) > maxMessageGroups:
+		errs = append(errs, invalid("message recipients", "%d parties and %d tags, at most %d each", len(m.ToParty), len(m.ToTag), maxMessageGroups))
+	case slices.ContainsFunc(m.ToParty, func(id int) bool { return id <= 0 }) || slices.ContainsFunc(m.ToTag, func(id int) bool { return id <= 0 }):
+		errs = append(errs, invalid("message recipients", "a party or tag id not positive"))
 	case len(m.ToUser) > MaxMessageUsers:
 		errs = append(errs, invalid("message touser", "%d members, at most %d", len(m.ToUser), MaxMessageUsers))
 	case slices.ContainsFunc(m.ToUser, func(u string) bool { return u == "" || u == "@all" || strings.ContainsAny(u, "|") }):
@@ -135,10 +212,21 @@ func (c *Client) messageBody(m Message) (json.RawMessage, error) {
 		return nil, err
 	}
 	w := map[string]any{
-		"touser":            strings.Join(distinctUserIDs(m.ToUser), "|"),
 		"msgtype":           m.Content.MsgType(),
 		"agentid":           agent,
 		m.Content.MsgType(): m.Content,
+	}
+	switch {
+	case m.ToAll:
+		w["touser"] = "@all"
+	case len(m.ToUser) > 0:
+		w["touser"] = strings.Join(distinctUserIDs(m.ToUser), "|")
+	}
+	if len(m.ToParty) > 0 {
+		w["toparty"] = joinIDs(m.ToParty)
+	}
+	if len(m.ToTag) > 0 {
+		w["totag"] = joinIDs(m.ToTag)
 	}
 	if m.Safe {
 		w["safe"] = 1
@@ -153,6 +241,15 @@ func (c *Client) messageBody(m Message) (json.RawMessage, error) {
 		}
 	}
 	return json.Marshal(w)
+}
+
+// joinIDs writes ids as WeCom's "1|2|3".
+func joinIDs(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(id)
+	}
+	return strings.Join(s, "|")
 }
 
 // sendAnswer is message/send's answer. The invalid lists come as "a|b"

@@ -23,7 +23,7 @@ import (
 )
 
 // sentBodies answers message/send with answer and records each body sent.
-func sentBodies(t *testing.T, answer string) (*wecom.Client, func() []string) {
+func sentBodies(t *testing.T, answer string, opts ...wecom.Option) (*wecom.Client, func() []string) {
 	t.Helper()
 	mt := tokenTransport()
 	var mu sync.Mutex
@@ -35,7 +35,7 @@ func sentBodies(t *testing.T, answer string) (*wecom.Client, func() []string) {
 		mu.Unlock()
 		return httpmock.NewStringResponse(http.StatusOK, answer), nil
 	})
-	return transportClient(t, mt, wecom.WithAgentID(1000002)), func() []string {
+	return transportClient(t, mt, append([]wecom.Option{wecom.WithAgentID(1000002)}, opts...)...), func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(bodies)
@@ -143,6 +143,8 @@ func TestMessageInvalid(t *testing.T) {
 	for name, m := range map[string]wecom.Message{
 		"no recipient":        {Content: text},
 		"@all":                {ToUser: []string{"@all"}, Content: text},
+		"ToAll and users":     {ToAll: true, ToUser: []string{"u"}, Content: text},
+		"party 0":             {ToParty: []int{0}, Content: text},
 		"a bar in a userid":   {ToUser: []string{"a|b"}, Content: text},
 		"1,001 members":       {ToUser: slices.Repeat([]string{"u"}, 1001), Content: text},
 		"no content":          {ToUser: []string{"u"}},
@@ -361,5 +363,102 @@ func TestMessageRecipients(t *testing.T) {
 	var ae *wecom.APIError
 	if !errors.As(err, &ae) || ae.Code != 81013 {
 		t.Errorf("to nobody known: %v, want errcode 81013", err)
+	}
+}
+
+// TestMessageSendReady: with one member's minute full, SendReady sends to
+// the others at once and hands that member back, nothing dropped; with
+// none ready, nothing is sent.
+func TestMessageSendReady(t *testing.T) {
+	t.Parallel()
+	c, srv := mockClient(t, mock.Config{}, wecom.WithAgentID(1000002))
+	srv.AddUsers(testCorp, "zhangsan", "lisi", "wangwu")
+	ctx := context.Background()
+	text := &wecom.TextMessage{Content: "hi"}
+	for range 30 {
+		if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"zhangsan"}, Content: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, d, err := c.Messages.SendReady(ctx, wecom.Message{ToUser: []string{"LiSi", "ZhangSan", "wangwu"}, Content: text})
+	if err != nil || res.MsgID == "" || !slices.Equal(d.Members, []string{"ZhangSan"}) || d.RetryAfter <= 0 {
+		t.Fatalf("SendReady = %+v, %+v, %v; want sent, ZhangSan deferred", res, d, err)
+	}
+	res, d, err = c.Messages.SendReady(ctx, wecom.Message{ToUser: []string{"zhangsan"}, Content: text})
+	if err != nil || res.MsgID != "" || !slices.Equal(d.Members, []string{"zhangsan"}) {
+		t.Errorf("SendReady to a full member = %+v, %+v, %v; want nothing sent", res, d, err)
+	}
+	want := map[string]mock.MessageTally{"zhangsan": {Delivered: 30}, "lisi": {Delivered: 1}, "wangwu": {Delivered: 1}}
+	for m, w := range want {
+		if got := srv.MessageTally(testCorp, m); got != w {
+			t.Errorf("%s: %+v, want %+v", m, got, w)
+		}
+	}
+	if _, _, err := c.Messages.SendReady(ctx, wecom.Message{ToParty: []int{2}, Content: text}); !errors.Is(err, wecom.ErrInvalidRequest) {
+		t.Errorf("SendReady to a party: %v, want ErrInvalidRequest", err)
+	}
+}
+
+// TestMessageUncounted: a message to parties, tags or everyone goes out as
+// WeCom documents it, and the observer is told which recipients no limit
+// counted.
+func TestMessageUncounted(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var uncounted [][]string
+	obs := wecom.WithObserver(func(_ context.Context, a wecom.Attempt) {
+		if a.Path == catalog.MessageSend.Path() {
+			mu.Lock()
+			uncounted = append(uncounted, a.Uncounted)
+			mu.Unlock()
+		}
+	})
+	c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok","msgid":"m"}`, obs)
+	text := &wecom.TextMessage{Content: "x"}
+	ctx := context.Background()
+	for _, m := range []wecom.Message{
+		{ToUser: []string{"zhangsan"}, ToParty: []int{2, 3}, ToTag: []int{4}, Content: text},
+		{ToAll: true, Content: text},
+	} {
+		if _, err := c.Messages.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		`{"agentid":1000002,"msgtype":"text","text":{"content":"x"},"toparty":"2|3","totag":"4","touser":"zhangsan"}`,
+		`{"agentid":1000002,"msgtype":"text","text":{"content":"x"},"touser":"@all"}`,
+	}
+	if got := bodies(); !slices.Equal(got, want) {
+		t.Errorf("bodies:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	wantU := [][]string{{"toparty", "totag"}, {"@all"}}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.EqualFunc(uncounted, wantU, slices.Equal) {
+		t.Errorf("observer saw uncounted %q, want %q", uncounted, wantU)
+	}
+}
+
+// TestMessageQuota: with the daily quota declared, a message counts once
+// per member it names, and the send that would go over is refused until
+// the next day, unsent.
+func TestMessageQuota(t *testing.T) {
+	t.Parallel()
+	c, srv := mockClient(t, mock.Config{}, wecom.WithAgentID(1000002), wecom.WithRule(catalog.MessageSend.Path(), catalog.MessageQuota(5)))
+	srv.AddUsers(testCorp, "a", "b", "c")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	text := &wecom.TextMessage{Content: "x"}
+	if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a", "b", "c"}, Content: text}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a", "b", "c"}, Content: text}); !errors.Is(err, wecom.ErrRateLimited) {
+		t.Errorf("6 recipients over a quota of 5: %v, want ErrRateLimited", err)
+	}
+	if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a", "b"}, Content: text}); err != nil {
+		t.Errorf("5 recipients within the quota: %v", err)
+	}
+	if got := srv.MessageTally(testCorp, "c"); got.Delivered != 1 {
+		t.Errorf("c: %+v, want the refused send unsent", got)
 	}
 }

@@ -36,6 +36,11 @@ type Attempt struct {
 	// learned from WeCom (see WithAdaptiveLimits) that this attempt noticed:
 	// before it was sent, and from its 45033, in order.
 	LimitChanges []LimitChange
+	// Uncounted names the recipients of the call that no limit counted:
+	// "@all", "toparty" or "totag" of an app message, whose members WeCom
+	// finds itself. The per-member windows hold only for the members the
+	// call named, and WeCom drops silently what goes over them.
+	Uncounted []string
 }
 
 // Observer is called after every attempt of every call, gettoken included, in

@@ -156,11 +156,18 @@ func (c *Client) decide(err error, cl *call, st retryState, now, deadline time.T
 	case code == CodeConcurrencyLimited && st.conc < c.retry.MaxConcurrencyRetries:
 		st.conc++
 		return retryBackoff, st
-	case retryable(err) && (cl.idempotent || now.Before(cl.dedupeUntil) || !errors.Is(err, ErrMaybeDone)) && st.busy < c.retry.MaxRetries:
+	case retryable(err) && (cl.idempotent || now.Before(cl.dedupeUntil) || neverLeft(err)) && st.busy < c.retry.MaxRetries:
 		st.busy++
 		return retryBackoff, st
 	}
 	return retryStop, st
+}
+
+// neverLeft reports a request known not to have reached WeCom: its
+// connection was refused, or it was not written.
+func neverLeft(err error) bool {
+	var te *TransportError
+	return errors.As(err, &te) && !te.Sent
 }
 
 // errcodeOf returns the errcode of WeCom's answer in err's chain (0: none).

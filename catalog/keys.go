@@ -21,6 +21,10 @@ type Keys struct {
 	Members []string
 	// Weight is the units a call counts against weighted rules (0: 1).
 	Weight int
+	// Uncounted names the recipients the request reaches that no limit
+	// can count from it ("@all", "toparty", "totag"): members WeCom finds
+	// behind them are not counted by the per-member rules.
+	Uncounted []string
 }
 
 // A KeysFunc reads a call's Keys from its request: the query and, for a
@@ -105,9 +109,10 @@ func MediaKeys(q url.Values, _ []byte) (Keys, error) {
 }
 
 // MessageKeys reads the members an app message reaches: the userids of its
-// touser ("a|b|c"). A message to every member ("@all"), or to parties or
-// tags, names no member the limits can count, and is refused: the limits
-// per member would not hold.
+// touser ("a|b|c"), its Weight their number (at least 1). A message to
+// every member ("@all"), or to parties or tags, reaches members the request
+// does not name: they are listed in Uncounted, and only the users named
+// are counted.
 func MessageKeys(_ url.Values, body []byte) (Keys, error) {
 	var m struct {
 		ToUser  string `json:"touser"`
@@ -117,17 +122,27 @@ func MessageKeys(_ url.Values, body []byte) (Keys, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return Keys{}, fmt.Errorf("%w: the recipients: %v", ErrNoKeys, err)
 	}
+	var k Keys
 	switch {
-	case m.ToUser == "@all" || m.ToParty != "" || m.ToTag != "":
-		return Keys{}, fmt.Errorf("%w: a message to @all, parties or tags reaches members the limits cannot count from the request: name the users", ErrNoKeys)
-	case m.ToUser == "":
-		return Keys{}, fmt.Errorf("%w: no recipient (touser)", ErrNoKeys)
+	case m.ToUser == "@all":
+		k.Uncounted = append(k.Uncounted, "@all")
+	case m.ToUser != "":
+		k.Members = strings.Split(m.ToUser, "|")
+		if slices.Contains(k.Members, "") {
+			return Keys{}, fmt.Errorf("%w: an empty userid in touser", ErrNoKeys)
+		}
 	}
-	users := strings.Split(m.ToUser, "|")
-	if slices.Contains(users, "") {
-		return Keys{}, fmt.Errorf("%w: an empty userid in touser", ErrNoKeys)
+	if m.ToParty != "" {
+		k.Uncounted = append(k.Uncounted, "toparty")
 	}
-	return Keys{Members: users}, nil
+	if m.ToTag != "" {
+		k.Uncounted = append(k.Uncounted, "totag")
+	}
+	if len(k.Members) == 0 && len(k.Uncounted) == 0 {
+		return Keys{}, fmt.Errorf("%w: no recipient (touser, toparty or totag)", ErrNoKeys)
+	}
+	k.Weight = max(len(k.Members), 1)
+	return k, nil
 }
 
 // SampleRequest returns the query and body of e's Sample: for a GET or a

@@ -110,6 +110,9 @@ const (
 	// without an error.
 	RuleMemberMinute = "member-minute"
 	RuleMemberHour   = "member-hour"
+	// RuleRecipientDay is an app's daily quota of recipient-messages (see
+	// MessageQuota).
+	RuleRecipientDay = "recipient-day"
 	// RuleFetch lets one token fetch at a time run per app: the client holds
 	// it around looking in the token store, fetching and storing, so that a
 	// process that waited finds the token another one fetched.
@@ -132,6 +135,7 @@ const (
 	srcTicket = "official, document/path/96909 and 90454: jsapi tickets at most 400 an hour per corp and 100 an hour per app"
 	srcMedia  = "official help for 45033 (wecom-api.md): fetching the same media_id repeatedly; one at a time is the SDK's assumption"
 	srcMember = "official, document/path/90236 and 90454: an app sends one member at most 30 messages a minute and 1,000 an hour; beyond, they are discarded without error"
+	srcQuota  = "official, document/path/90236: an app sends at most the corp's account limit x 200 recipient-messages a day; a message to 1,000 members counts 1,000"
 	srcRem    = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
 )
 
@@ -218,6 +222,17 @@ func Endpoints() []Endpoint {
 				{Name: RuleMemberHour, Scope: ScopeAppMember, Group: GroupMessage, Limit: 1000, Per: Hour, Silent: true, Source: srcMember},
 			}},
 	}
+}
+
+// MessageQuota is the rule of an app's daily message quota: recipients
+// recipient-messages a natural day (the corp's account limit (人数上限)
+// times 200), a message counting once per member it names. WeCom does not
+// publish what a send over it gets. The number depends on the corp, so
+// the catalog does not declare it: add it to message/send with
+// wecom.WithRule(catalog.MessageSend.Path(), catalog.MessageQuota(n)).
+// Members reached through parties, tags or @all are not counted.
+func MessageQuota(recipients int) Rule {
+	return Rule{Name: RuleRecipientDay, Scope: ScopeApp, Group: GroupMessage, Limit: recipients, Per: Day, Weighted: true, Source: srcQuota}
 }
 
 // base returns WeCom's limits for every API: per corp and API, 10,000 calls

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/wecomkit/wecom/catalog"
@@ -109,8 +110,8 @@ func (l limit) keysOf(rt *route, c *corp, tok *token, ip string, keys catalog.Ke
 			return nil
 		}
 		out := make([]limitKey, 0, len(keys.Members))
-		for _, m := range keys.Members {
-			out = append(out, limitKey{scope: l.scope, in: c.id + "#" + tok.app, of: of, who: m})
+		for _, m := range keys.Members { // userids compare without case
+			out = append(out, limitKey{scope: l.scope, in: c.id + "#" + tok.app, of: of, who: strings.ToLower(m)})
 		}
 		return out
 	case catalog.ScopeRobot:

@@ -100,8 +100,8 @@ func (c *corp) messageSend(in *input) (any, *apiError) {
 	var users, bad []string
 	if req.ToUser != "" {
 		for _, u := range strings.Split(req.ToUser, "|") {
-			if c.users[u] {
-				users = append(users, u)
+			if id, ok := c.user(u); ok {
+				users = append(users, id)
 			} else {
 				bad = append(bad, u)
 			}
@@ -129,13 +129,27 @@ func (c *corp) messageSend(in *input) (any, *apiError) {
 		switch {
 		case dup:
 			t.Deduplicated++
-		case in.dropped[u]:
+		case in.dropped[strings.ToLower(u)]:
 			t.Dropped++
 		default:
 			t.Delivered++
 		}
 	}
 	return out, nil
+}
+
+// user returns the userid of the directory that u names: WeCom compares
+// userids without case.
+func (c *corp) user(u string) (string, bool) {
+	if c.users[u] {
+		return u, true
+	}
+	for id := range c.users {
+		if strings.EqualFold(id, u) {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 // duplicate reports whether the message is a copy, within its duplicate
