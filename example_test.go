@@ -259,3 +259,22 @@ func ExampleClient_JSAPITicket() {
 	// Output:
 	// true true
 }
+
+// Send a message to two members. Send waits until each has room in the
+// windows of 30 a minute and 1,000 an hour per app, beyond which WeCom
+// would drop it without an error.
+func ExampleMessageService_Send() {
+	c, stop := exampleClient()
+	defer stop()
+	res, err := c.Messages.Send(context.Background(), wecom.Message{
+		ToUser:         []string{"zhangsan", "lisi", "nobody"},
+		AgentID:        1000002,
+		Content:        &wecom.TextMessage{Content: "The build is green"},
+		DuplicateCheck: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("unknown to WeCom:", res.InvalidUsers)
+	// Output: unknown to WeCom: [nobody]
+}
