@@ -139,6 +139,18 @@ func typedEndpoints() []failureEndpoint {
 			_, err := c.Messages.Send(ctx, Message{ToUser: []string{"zhangsan", "lisi"}, AgentID: 1000002, Content: &TextMessage{Content: "hello"}})
 			return err
 		}},
+		{name: "Messages.Recall", id: catalog.MessageRecall, call: func(ctx context.Context, c *Client) error {
+			return c.Messages.Recall(ctx, "vcT8gGc-7dFb4bxT35ONjBDz901sLlXPZw1DAMC_Gc26qRpK-AK5sTJkkb0128t")
+		}},
+		{name: "Messages.UpdateTemplateCard", id: catalog.MessageUpdateCard, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Messages.UpdateTemplateCard(ctx, UpdateTemplateCardRequest{ResponseCode: "response_code", AgentID: 1,
+				Users: []string{"userid1", "userid2"}, ReplaceButton: "replace_name"})
+			return err
+		}},
+		{name: "Messages.Statistics", id: catalog.MessageStatistics, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Messages.Statistics(ctx, StatisticsToday)
+			return err
+		}},
 		{name: "JSAPITicket", id: catalog.JSAPITicket, call: func(ctx context.Context, c *Client) error {
 			_, err := c.JSAPITicket(ctx)
 			return err
@@ -263,7 +275,9 @@ func testEndpointFailure(t *testing.T, ep failureEndpoint) {
 		tokens   int // gettoken calls
 	}{
 		{CodeSystemBusy, ErrSystemBusy, busyAttempts, 1},
-		{CodeDataVersionConflict, ErrSystemBusy, busyAttempts, 1},
+		// 6000 is a conflict: the call was not done, so every endpoint
+		// sends it again (ErrMaybeDone does not match it).
+		{CodeDataVersionConflict, ErrSystemBusy, 1 + 3, 1},
 		{CodeInvalidAccessToken, ErrTokenInvalid, 2, 2},
 		{CodeAccessTokenExpired, ErrTokenInvalid, 2, 2},
 		{CodeAccessTokenMissing, ErrTokenInvalid, 1, 1},

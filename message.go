@@ -45,8 +45,8 @@ type Message struct {
 	AgentID int
 	// Content is what the message says: a *TextMessage, *ImageMessage,
 	// *VoiceMessage, *VideoMessage, *FileMessage, *TextCardMessage,
-	// *NewsMessage, *MPNewsMessage, *MarkdownMessage or
-	// *MiniProgramNotice.
+	// *NewsMessage, *MPNewsMessage, *MarkdownMessage, *MiniProgramNotice
+	// or *TemplateCardMessage.
 	Content MessageContent
 	// Safe marks a confidential message (保密消息): it cannot be
 	// forwarded, and shows the reader's watermark.

@@ -77,9 +77,13 @@ const (
 // customerSubject is the resource of the customer-edit APIs.
 const customerSubject = "customer (userid, external_userid)"
 
-// The app message (应用消息) endpoints.
+// The app message (应用消息) endpoints: a message sent, recalled, its
+// template card updated, and the apps' sends counted.
 const (
-	MessageSend ID = "/cgi-bin/message/send"
+	MessageSend       ID = "/cgi-bin/message/send"
+	MessageRecall     ID = "/cgi-bin/message/recall"
+	MessageUpdateCard ID = "/cgi-bin/message/update_template_card"
+	MessageStatistics ID = "/cgi-bin/message/get_statistics"
 )
 
 // GroupMessage is the group of the app message APIs, whose per-member
@@ -221,6 +225,21 @@ func Endpoints() []Endpoint {
 				{Name: RuleMemberMinute, Scope: ScopeAppMember, Group: GroupMessage, Limit: 30, Per: Minute, Silent: true, Source: srcMember},
 				{Name: RuleMemberHour, Scope: ScopeAppMember, Group: GroupMessage, Limit: 1000, Per: Hour, Silent: true, Source: srcMember},
 			}},
+		// A recall is not repeatable: one that went through, sent again,
+		// finds the message recalled and fails, so that a repeat after a
+		// lost answer would report a recall that was done as refused. A
+		// caller who gets an error of unknown outcome (ErrMaybeDone) may
+		// recall once more and take a refusal as done. No limit of its own
+		// is documented (document/path/94867): the base ones.
+		{ID: MessageRecall, Method: http.MethodPost, Doc: 94867,
+			Sample: `{"msgid":"vcT8gGc-7dFb4bxT35ONjBDz901sLlXPZw1DAMC_Gc26qRpK-AK5sTJkkb0128t"}`, Rules: base()},
+		// A card's response_code serves once (and for 72 hours,
+		// document/path/94888): an update sent again fails, whether the
+		// first went through or not. Not repeatable.
+		{ID: MessageUpdateCard, Method: http.MethodPost, Doc: 94888,
+			Sample: `{"userids":["userid1","userid2"],"agentid":1,"response_code":"response_code","button":{"replace_name":"replace_name"}}`, Rules: base()},
+		// Reading the counts is safe to repeat.
+		{ID: MessageStatistics, Method: http.MethodPost, Doc: 92369, Repeatable: true, Sample: `{"time_type":0}`, Rules: base()},
 	}
 }
 

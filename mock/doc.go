@@ -57,6 +57,13 @@
 //     40131) are WeCom's own.
 //   - 47001: a body that is not valid JSON of the expected shape (including
 //     an empty body, except for get_corp_tag_list, which treats it as {}).
+//   - 40058: message/recall of a msgid the app did not send, already
+//     recalled, or sent 24 hours ago or more; get_statistics with a
+//     time_type other than 0 or 1.
+//   - 60140: update_template_card with a response_code not issued to the
+//     app, used, or 72 hours old or more (the code an app was seen to get;
+//     undocumented). 81013 when none of its recipients is known, and
+//     40058 with neither button.replace_name nor a template_card.
 //
 // A Server is safe for use by any number of goroutines. It holds no
 // goroutines of its own.

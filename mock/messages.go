@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // App messages (message/send) as WeCom delivers them: to the members of
@@ -34,11 +36,18 @@ type messageBook struct {
 	// digest of its body.
 	sent map[string]time.Time
 	seq  int
+	// issued: the messages sent, by msgid, and the response codes of the
+	// template cards, by code; delivered: the recipient-messages each app
+	// delivered, by China Standard Time day (messages_manage.go).
+	issued    map[string]*issuedMessage
+	codes     map[string]*issuedCode
+	delivered map[appDay]int
 }
 
 func (c *corp) messagesOf() *messageBook {
 	if c.messages == nil {
-		c.messages = &messageBook{tally: make(map[string]*MessageTally), sent: make(map[string]time.Time)}
+		c.messages = &messageBook{tally: make(map[string]*MessageTally), sent: make(map[string]time.Time),
+			issued: make(map[string]*issuedMessage), codes: make(map[string]*issuedCode), delivered: make(map[appDay]int)}
 	}
 	return c.messages
 }
@@ -119,7 +128,9 @@ func (c *corp) messageSend(in *input) (any, *apiError) {
 	if req.MsgType == "template_card" {
 		out.ResponseCode = "rc" + strconv.Itoa(mb.seq)
 	}
+	mb.issue(in, req.AgentID, out.MsgID, out.ResponseCode)
 	dup := mb.duplicate(in, req)
+	day := appDay{agentID: req.AgentID, day: catalog.DayOf(in.now)}
 	for _, u := range users {
 		t := mb.tally[u]
 		if t == nil {
@@ -133,6 +144,7 @@ func (c *corp) messageSend(in *input) (any, *apiError) {
 			t.Dropped++
 		default:
 			t.Delivered++
+			mb.delivered[day]++
 		}
 	}
 	return out, nil

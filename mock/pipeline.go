@@ -80,11 +80,16 @@ const (
 	codeUserNotFound    = 46004
 	codeDataFormat      = 47001
 	codeNoSuchUserID    = 60111
-	codeAllRecipients   = 81013
-	codeTooManyMembers  = 81014
-	codeNeedOwnerFilter = 81017
-	codeNoCustomers     = 84061
-	codeNotResigned     = 90500
+	// codeInvalidResponseCode answers an update_template_card whose
+	// response_code was never issued to the app, was used, or is over 72
+	// hours old. WeCom documents no code; 60140 is the one an app calling
+	// update_template_card was seen to take for an expired or used code.
+	codeInvalidResponseCode = 60140
+	codeAllRecipients       = 81013
+	codeTooManyMembers      = 81014
+	codeNeedOwnerFilter     = 81017
+	codeNoCustomers         = 84061
+	codeNotResigned         = 90500
 )
 
 // wrongMethod refuses a call made with another HTTP method than its API's,

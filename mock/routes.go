@@ -61,7 +61,10 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.MediaUpload: (*corp).mediaUpload,
 		catalog.MediaGet:    (*corp).mediaGet,
 
-		catalog.MessageSend: (*corp).messageSend,
+		catalog.MessageSend:       (*corp).messageSend,
+		catalog.MessageRecall:     (*corp).messageRecall,
+		catalog.MessageUpdateCard: (*corp).messageUpdateCard,
+		catalog.MessageStatistics: (*corp).messageStatistics,
 	}
 }
 
