@@ -275,9 +275,7 @@ func testEndpointFailure(t *testing.T, ep failureEndpoint) {
 		tokens   int // gettoken calls
 	}{
 		{CodeSystemBusy, ErrSystemBusy, busyAttempts, 1},
-		// 6000 is a conflict: the call was not done, so every endpoint
-		// sends it again (ErrMaybeDone does not match it).
-		{CodeDataVersionConflict, ErrSystemBusy, 1 + 3, 1},
+		{CodeDataVersionConflict, ErrSystemBusy, busyAttempts, 1},
 		{CodeInvalidAccessToken, ErrTokenInvalid, 2, 2},
 		{CodeAccessTokenExpired, ErrTokenInvalid, 2, 2},
 		{CodeAccessTokenMissing, ErrTokenInvalid, 1, 1},
