@@ -36,7 +36,9 @@ func NewRobot(key string, opts ...Option) (*Robot, error) {
 	switch {
 	case key == "":
 		return nil, invalid("robot key", "empty")
-	case strings.ContainsFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || strings.ContainsRune("&#?=/", r) }):
+	case strings.ContainsFunc(key, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || strings.ContainsRune("&#?=/", r)
+	}):
 		// the key is not echoed: it is a credential
 		return nil, invalid("robot key", "holds a space, a control character or one of & # ? = /: give the key of the webhook URL, not the URL")
 	}
@@ -99,3 +101,7 @@ func (r *Robot) Upload(ctx context.Context, req UploadRequest) (Media, error) {
 	}
 	return r.c.upload(ctx, catalog.WebhookUpload, req, size)
 }
+
+// Drain waits until every attempt of the robot that may outlive its caller
+// has ended, or until ctx ends, as Client.Drain does.
+func (r *Robot) Drain(ctx context.Context) error { return r.c.Drain(ctx) }

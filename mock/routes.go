@@ -62,6 +62,9 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.MediaGet:    (*corp).mediaGet,
 
 		catalog.MessageSend: (*corp).messageSend,
+
+		catalog.WebhookSend:   (*corp).robotSend,
+		catalog.WebhookUpload: (*corp).robotUpload,
 	}
 }
 
