@@ -110,8 +110,10 @@ func (c *Client) credentialOf(e catalog.Endpoint) (*credential, error) {
 		return c.suite, nil
 	case e.Token == catalog.ProviderToken && c.provider != nil:
 		return c.provider, nil
+	case e.Token == catalog.RobotKey && c.robot != nil:
+		return c.robot, nil
 	}
-	return nil, invalid("credential", "%s carries a %s, which the client was not given (WithSuite, WithProvider)", e.ID, e.Token)
+	return nil, invalid("credential", "%s carries a %s, which the client was not given (WithSuite, WithProvider, NewRobot)", e.ID, e.Token)
 }
 
 // readKeys reads what cl's rules count per resource, per member or in
@@ -130,13 +132,28 @@ func (c *Client) readKeys(cl *call, el *endpointLimits) error {
 		if body != nil {
 			cl.body = body
 		}
-		k, err := el.ep.Keys(cl.query, body)
+		k, err := el.ep.Keys(keysQuery(cl, el.ep), body)
 		if err != nil {
 			return &ValidationError{Field: "request", Reason: fmt.Sprintf("%s: %v", cl.path, err), Err: err}
 		}
 		cl.resource, cl.members, cl.weight, cl.uncounted = k.Resource, k.Members, k.Weight, k.Uncounted
 	}
 	return counted(cl, el.rules)
+}
+
+// keysQuery is the query a call's Keys read: its own, with the robot's key
+// for an endpoint whose limits count per robot (the key is what names the
+// robot), as the server sees the query.
+func keysQuery(cl *call, e catalog.Endpoint) url.Values {
+	if e.Token != catalog.RobotKey || cl.cred == nil || cl.cred.fixed == "" {
+		return cl.query
+	}
+	q := make(url.Values, len(cl.query)+1)
+	for k, v := range cl.query {
+		q[k] = v
+	}
+	q.Set(cl.cred.param, cl.cred.fixed)
+	return q
 }
 
 // encoded returns body as it goes on the wire: as it is when it is already

@@ -29,6 +29,7 @@ type Client struct {
 	suite           *credential // WithSuite's suite_access_token, or nil
 	suiteCfg        *suiteConfig
 	provider        *credential // WithProvider's provider_access_token, or nil
+	robot           *credential // a Robot's webhook key, or nil
 	providerCfg     *providerConfig
 	jsapi, agentTkt *credential // the JS-SDK tickets
 	overrides       map[string]*override
@@ -70,6 +71,23 @@ type service struct{ client *Client }
 // own (pass one to WithTransport to share connections among clients), throttles with a private in-process limiter and caches
 // tokens in memory.
 func New(corpID, secret string, opts ...Option) (*Client, error) {
+	c, err := newClient(corpID, secret, opts)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case corpID == "" || strings.ContainsAny(corpID, " \t\r\n{}|"):
+		return nil, invalid("corp id", "%q is empty or holds a space, brace or bar", corpID)
+	case secret == "" && c.tokens.source == nil:
+		return nil, invalid("secret", "empty (give a secret, or WithTokenSource)")
+	case secret == "" && c.agentID == 0:
+		return nil, invalid("agent id", "required with a token source and no secret, to keep apps' tokens apart")
+	}
+	return c, c.finish()
+}
+
+// newClient returns a client with its defaults and opts applied.
+func newClient(corpID, secret string, opts []Option) (*Client, error) {
 	c := &Client{
 		corpID:         corpID,
 		secret:         secret,
@@ -90,14 +108,12 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	switch {
-	case corpID == "" || strings.ContainsAny(corpID, " \t\r\n{}|"):
-		return nil, invalid("corp id", "%q is empty or holds a space, brace or bar", corpID)
-	case secret == "" && c.tokens.source == nil:
-		return nil, invalid("secret", "empty (give a secret, or WithTokenSource)")
-	case secret == "" && c.agentID == 0:
-		return nil, invalid("agent id", "required with a token source and no secret, to keep apps' tokens apart")
-	}
+	return c, nil
+}
+
+// finish completes a client whose options are in: its transport, limiter,
+// credentials, limits and services.
+func (c *Client) finish() error {
 	if c.http == nil {
 		c.http = newResty(&http.Client{Transport: defaultTransport()})
 	}
@@ -106,6 +122,9 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	}
 	c.tokens.initCorp(c)
 	c.tokens.env = c.credentialEnv()
+	if c.robot != nil {
+		c.robot.env = c.credentialEnv()
+	}
 	c.initTickets()
 	if c.suiteCfg != nil {
 		c.initSuite()
@@ -115,14 +134,14 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	}
 	c.learner = c.newLearner()
 	if err := c.resolveLimits(); err != nil {
-		return nil, err
+		return err
 	}
 	c.Tags = &TagService{client: c}
 	c.CustomerTags = &CustomerTagService{client: c}
 	c.Customers = &CustomerService{client: c}
 	c.Media = &MediaService{client: c}
 	c.Messages = &MessageService{client: c}
-	return c, nil
+	return nil
 }
 
 // CorpID returns the corp id the client calls for.

@@ -56,6 +56,9 @@ type credential struct {
 	// refused reports the errcodes that say WeCom refused it.
 	param   string
 	refused func(code int) bool
+	// fixed is the value of a credential that is given, never fetched
+	// (a robot's key); empty for the others.
+	fixed string
 
 	mu       sync.Mutex
 	cur      cachedToken
@@ -138,6 +141,19 @@ func validExpiring(what, value string, expiresIn int64) error {
 		return fmt.Errorf("no %s or no positive expires_in", what)
 	}
 	return nil
+}
+
+// fixedCredential returns a credential that is value, given and never
+// fetched nor refreshed (a robot's key), carried in the query as param and
+// redacted as a secret. The client sets its env once its options are in.
+func fixedCredential(name, param, value string) *credential {
+	forever := time.Now().AddDate(100, 0, 0)
+	return &credential{name: name, param: param, fixed: value, store: NewMemoryTokenStore(), secrets: []string{value},
+		refused: func(int) bool { return false },
+		ask: func(context.Context) (Token, error) {
+			return Token{}, fmt.Errorf("wecom: the %s is given, never fetched", name)
+		},
+		cur: cachedToken{tok: Token{Value: value, ExpiresAt: forever}, usable: forever, refresh: forever}}
 }
 
 // initCorp completes the corp's access token once the options are in.

@@ -54,7 +54,8 @@ func failureEndpoints() []failureEndpoint {
 // rowEndpoints calls every row of the catalog that carries the corp's
 // access token through the pipeline with its sample request. (The rows of
 // other credentials, which the shared cases' gettoken counts do not fit,
-// have tests of their own: suite_test.go.)
+// have tests of their own: suite_test.go; robot_test.go for a group robot's,
+// which carry its key and no token at all.)
 func rowEndpoints() []failureEndpoint {
 	var eps []failureEndpoint
 	for _, e := range catalog.Endpoints() {

@@ -3,6 +3,7 @@ package wecom
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wecomkit/wecom/throttle"
@@ -55,6 +56,9 @@ const (
 	CodeInvalidSuiteTicket = 40085
 	// CodeSuiteTokenExpired (42009): the suite_access_token expired.
 	CodeSuiteTokenExpired = 42009
+	// CodeInvalidWebhook (93000): the robot's webhook key is not valid, or
+	// the robot was removed from its group.
+	CodeInvalidWebhook = 93000
 	// CodeAPINotAllowed (48002): the API is not allowed for this app.
 	CodeAPINotAllowed = 48002
 	// CodeNoPrivilege (60011): no privilege on the member, department or tag.
@@ -113,7 +117,8 @@ var (
 	// after one refetch.
 	ErrTokenInvalid = errors.New("wecom: access token invalid")
 	// ErrBadCredentials: gettoken refused the corp id or secret (40001, 40013,
-	// 40091). The SDK does not ask again for a while (see WithBadCredentialsBackoff).
+	// 40091), or WeCom a robot's webhook key (93000). The SDK does not ask
+	// for a token again for a while (see WithBadCredentialsBackoff).
 	ErrBadCredentials = errors.New("wecom: bad credentials")
 	// ErrSystemBusy: WeCom answered -1 or 6000, after the retries that were safe.
 	ErrSystemBusy = errors.New("wecom: system busy")
@@ -159,6 +164,8 @@ func (e *APIError) Error() string {
 
 func (e *APIError) who() string {
 	switch {
+	case e.CorpID == "" && strings.HasPrefix(e.Path, "/cgi-bin/webhook/"):
+		return "robot"
 	case e.CorpID == "":
 		return "corp ?"
 	case e.AgentID != 0:
@@ -196,7 +203,8 @@ func isSuiteTokenCode(code int) bool {
 }
 
 func isCredentialCode(code int) bool {
-	return code == CodeInvalidSecret || code == CodeInvalidCorpID || code == CodeSecretOfOtherCorp || code == CodeInvalidSuiteID
+	return code == CodeInvalidSecret || code == CodeInvalidCorpID || code == CodeSecretOfOtherCorp || code == CodeInvalidSuiteID ||
+		code == CodeInvalidWebhook
 }
 
 // RateLimitError reports that an API may not be called until RetryAfter has

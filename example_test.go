@@ -278,3 +278,40 @@ func ExampleMessageService_Send() {
 	fmt.Println("unknown to WeCom:", res.InvalidUsers)
 	// Output: unknown to WeCom: [nobody]
 }
+
+// Send a group robot's messages with its webhook key alone: no corp id,
+// secret or token. A run of sends waits for room in the robot's 20 messages
+// a minute instead of being refused.
+func ExampleNewRobot() {
+	m, err := mock.New(mock.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	const key = "693a91f6-7xxx-4bc4-97a0-0ec2sifa5aaa" // from the webhook URL's key=
+	m.AddRobot(key)
+	srv := m.Start()
+	defer srv.Close()
+
+	robot, err := wecom.NewRobot(key, wecom.WithBaseURL(srv.URL))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	err = robot.Send(ctx, &wecom.RobotText{Content: "广州今日天气：29度", Mentioned: []string{"wangqing"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	file, err := robot.Upload(ctx, wecom.UploadRequest{Type: wecom.MediaFile, Filename: "report.csv", Body: strings.NewReader("day,sent\nmon,20\n")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := robot.Send(ctx, &wecom.RobotFile{MediaID: file.ID}); err != nil {
+		log.Fatal(err)
+	}
+	for _, msg := range m.RobotMessages(key) {
+		fmt.Println(msg.MsgType)
+	}
+	// Output:
+	// text
+	// file
+}

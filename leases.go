@@ -80,14 +80,14 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 
 // coolKey is the limiter key a 45009 on cl cools down: its API's key or,
 // for an endpoint without a rule per corp and API (app messages, which do
-// not count toward the base limits), the key of its first rule per app,
-// which all its calls take.
+// not count toward the base limits; a robot's messages), the key of its
+// first rule per app or per robot, which all its calls take.
 func (c *Client) coolKey(cl *call, el *endpointLimits) string {
 	if slices.ContainsFunc(el.rules, func(r catalog.Rule) bool { return r.Scope == catalog.ScopeAPI }) {
 		return c.apiKey(cl.path)
 	}
 	for _, r := range el.rules {
-		if (r.Scope == catalog.ScopeApp || r.Scope == catalog.ScopeAppMember) && r.Per != catalog.Day && !r.Weighted {
+		if (r.Scope == catalog.ScopeApp || r.Scope == catalog.ScopeAppMember || r.Scope == catalog.ScopeRobot) && r.Per != catalog.Day && !r.Weighted {
 			if keys := c.ruleKeys(cl, r, time.Time{}); len(keys) > 0 {
 				return keys[0]
 			}

@@ -85,10 +85,16 @@ func (s *MediaService) Upload(ctx context.Context, req UploadRequest) (Media, er
 	if err != nil {
 		return Media{}, err
 	}
+	return s.client.upload(ctx, catalog.MediaUpload, req, size)
+}
+
+// upload sends req, checked and size bytes long, to the upload endpoint id
+// (media/upload, a robot's webhook/upload_media): the two answer alike.
+func (c *Client) upload(ctx context.Context, id catalog.ID, req UploadRequest, size int64) (Media, error) {
 	var out uploadAnswer
-	cl := &call{id: catalog.MediaUpload, query: url.Values{"type": {string(req.Type)}}, out: &out,
+	cl := &call{id: id, query: url.Values{"type": {string(req.Type)}}, out: &out,
 		upload: &upload{field: "media", filename: req.Filename, size: size, r: req.Body}}
-	if err := s.client.do(ctx, cl); err != nil {
+	if err := c.do(ctx, cl); err != nil {
 		return Media{}, err
 	}
 	m := Media{Type: out.Type, ID: out.MediaID}

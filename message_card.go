@@ -446,3 +446,6 @@ func unique(field string, keys []string) error {
 	}
 	return nil
 }
+
+// robotMessage: a robot sends text and news notice cards (Robot.Send).
+func (*TemplateCardMessage) robotMessage() {}

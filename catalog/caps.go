@@ -93,3 +93,25 @@ const (
 	// larger than it fetched without Range answers 830002.
 	MediaChunkBytes = 20 << 20
 )
+
+// Caps of the group robot's webhook/send (WebhookSend) and
+// webhook/upload_media (WebhookUpload), document/path/91770.
+const (
+	// RobotTextBytes is the longest text content.
+	RobotTextBytes = 2048
+	// RobotMarkdownBytes is the longest markdown or markdown_v2 content.
+	RobotMarkdownBytes = 4096
+	// RobotImageBytes is the largest image, before base64.
+	RobotImageBytes = 2 << 20
+	// RobotArticles is the most articles of a news message.
+	RobotArticles = 8
+	// RobotArticleTitleBytes and RobotArticleDescriptionBytes are the
+	// longest title and description of an article (WeCom cuts longer
+	// ones).
+	RobotArticleTitleBytes       = 128
+	RobotArticleDescriptionBytes = 512
+	// RobotFileBytes and RobotVoiceBytes are the largest uploads of a file
+	// and of a voice (AMR, at most 60 s); both must be over MediaMinBytes.
+	RobotFileBytes  = 20 << 20
+	RobotVoiceBytes = 2 << 20
+)

@@ -38,6 +38,10 @@ const (
 	SuiteToken
 	// ProviderToken is a service provider's provider_access_token.
 	ProviderToken
+	// RobotKey is a group robot's webhook key (the key of its webhook
+	// URL): a credential of its own, carried in the query as "key", with
+	// no corp, secret or token behind it.
+	RobotKey
 )
 
 // String names the token.
@@ -51,6 +55,8 @@ func (t Token) String() string {
 		return "suite_access_token"
 	case ProviderToken:
 		return "provider_access_token"
+	case RobotKey:
+		return "key"
 	}
 	return fmt.Sprintf("Token(%d)", int(t))
 }

@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,18 +147,48 @@ func MessageKeys(_ url.Values, body []byte) (Keys, error) {
 	return k, nil
 }
 
+// RobotKeys reads the robot a call of a group robot's endpoint counts on:
+// its key, the credential in the query, which the client adds there before
+// it reads the keys as the server sees them. The resource is a digest of the
+// key, never the key: limiter keys are stored and logged.
+func RobotKeys(q url.Values, _ []byte) (Keys, error) {
+	key := q.Get(RobotKey.String())
+	if key == "" {
+		return Keys{}, fmt.Errorf("%w: the robot's key", ErrNoKeys)
+	}
+	return Keys{Resource: RobotResource(key)}, nil
+}
+
+// RobotResource names the robot of a webhook key as a resource: a digest
+// of the key, from which the key cannot be read back.
+func RobotResource(key string) string {
+	sum := sha256.Sum256([]byte("wecom robot\x00" + key))
+	return hex.EncodeToString(sum[:12])
+}
+
+// sampleRobotKey is the key of the webhook URL in WeCom's own example
+// (document/path/91770).
+const sampleRobotKey = "693a91f6-7xxx-4bc4-97a0-0ec2sifa5aaa"
+
 // SampleRequest returns the query and body of e's Sample: for a GET or a
 // multipart upload, the query it holds; for another POST, the JSON body.
+// The query of an endpoint that carries a robot's key holds the key of
+// WeCom's example, as a call's holds its robot's.
 func (e Endpoint) SampleRequest() (url.Values, []byte, error) {
+	q, body := url.Values{}, []byte(nil)
 	if e.Method == "GET" || e.Body == MultipartBody {
-		q, err := url.ParseQuery(e.Sample)
-		if err != nil {
+		var err error
+		if q, err = url.ParseQuery(e.Sample); err != nil {
 			return nil, nil, fmt.Errorf("catalog: endpoint %s: sample query: %w", e.ID, err)
 		}
-		return q, nil, nil
+	} else {
+		if !json.Valid([]byte(e.Sample)) {
+			return nil, nil, fmt.Errorf("catalog: endpoint %s: the sample body is not JSON", e.ID)
+		}
+		body = []byte(e.Sample)
 	}
-	if !json.Valid([]byte(e.Sample)) {
-		return nil, nil, fmt.Errorf("catalog: endpoint %s: the sample body is not JSON", e.ID)
+	if e.Token == RobotKey {
+		q.Set(RobotKey.String(), sampleRobotKey)
 	}
-	return url.Values{}, []byte(e.Sample), nil
+	return q, body, nil
 }

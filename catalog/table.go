@@ -86,6 +86,14 @@ const (
 	MessageStatistics ID = "/cgi-bin/message/get_statistics"
 )
 
+// The group robot (群机器人) endpoints: a message sent to the group chat of
+// a robot's webhook, and a file uploaded for its file and voice messages.
+// Their calls carry the robot's key (RobotKey), not an access token.
+const (
+	WebhookSend   ID = "/cgi-bin/webhook/send"
+	WebhookUpload ID = "/cgi-bin/webhook/upload_media"
+)
+
 // GroupMessage is the group of the app message APIs, whose per-member
 // limits count together per app.
 const GroupMessage = "message"
@@ -117,6 +125,8 @@ const (
 	// RuleRecipientDay is an app's daily quota of recipient-messages (see
 	// MessageQuota).
 	RuleRecipientDay = "recipient-day"
+	// RuleRobotMinute is a group robot's 20 messages a minute.
+	RuleRobotMinute = "robot-minute"
 	// RuleFetch lets one token fetch at a time run per app: the client holds
 	// it around looking in the token store, fetching and storing, so that a
 	// process that waited finds the token another one fetched.
@@ -140,6 +150,7 @@ const (
 	srcMedia  = "official help for 45033 (wecom-api.md): fetching the same media_id repeatedly; one at a time is the SDK's assumption"
 	srcMember = "official, document/path/90236 and 90454: an app sends one member at most 30 messages a minute and 1,000 an hour; beyond, they are discarded without error"
 	srcQuota  = "official, document/path/90236: an app sends at most the corp's account limit x 200 recipient-messages a day; a message to 1,000 members counts 1,000"
+	srcRobot  = "official, document/path/91770: each robot sends at most 20 messages a minute (WeCom answers 45009 beyond)"
 	srcRem    = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
 )
 
@@ -240,6 +251,16 @@ func Endpoints() []Endpoint {
 			Sample: `{"userids":["userid1","userid2"],"agentid":1,"response_code":"response_code","button":{"replace_name":"replace_name"}}`, Rules: base()},
 		// Reading the counts is safe to repeat.
 		{ID: MessageStatistics, Method: http.MethodPost, Doc: 92369, Repeatable: true, Sample: `{"time_type":0}`, Rules: base()},
+		// A robot's message sent twice shows twice: not repeatable. Its
+		// limit is the robot's own; robots belong to no corp the SDK
+		// knows, so no rule per corp applies.
+		{ID: WebhookSend, Method: http.MethodPost, Doc: 91770, Token: RobotKey, Keys: RobotKeys,
+			Sample: `{"msgtype":"text","text":{"content":"hello world"}}`,
+			Rules:  []Rule{{Name: RuleRobotMinute, Scope: ScopeRobot, Limit: 20, Per: Minute, Source: srcRobot}}},
+		// An upload is not a message: 91770 caps messages only, and says
+		// nothing of uploads, so no rule counts them. A repeated upload
+		// stores a second copy, harmless: media expire after three days.
+		{ID: WebhookUpload, Method: http.MethodPost, Doc: 91770, Repeatable: true, Token: RobotKey, Body: MultipartBody, Sample: "type=file"},
 	}
 }
 

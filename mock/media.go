@@ -89,15 +89,26 @@ func (c *corp) mediaUpload(in *input) (any, *apiError) {
 	if !ok {
 		return nil, errf(codeInvalidMediaType, "invalid media type")
 	}
+	name, data, aerr := readMedia(in, limit)
+	if aerr != nil {
+		return nil, aerr
+	}
+	id := c.mediaOf().add(&mediaFile{name: name, ctype: "application/octet-stream", data: data})
+	return uploadAnswer{status: okStatus("ok"), Type: typ, MediaID: id, CreatedAt: strconv.FormatInt(in.now.Unix(), 10)}, nil
+}
+
+// readMedia reads the file of a multipart upload, as WeCom does: one part
+// named "media" with a filename, over 5 bytes and at most limit.
+func readMedia(in *input, limit int) (name string, data []byte, _ *apiError) {
 	mt, params, err := mime.ParseMediaType(in.header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" || in.bodyErr {
-		return nil, errf(codeEmptyMedia, "empty media data")
+		return "", nil, errf(codeEmptyMedia, "empty media data")
 	}
 	mr := multipart.NewReader(bytes.NewReader(in.body), params["boundary"])
 	for {
 		p, err := mr.NextPart()
 		if err != nil {
-			return nil, errf(codeEmptyMedia, "empty media data")
+			return "", nil, errf(codeEmptyMedia, "empty media data")
 		}
 		if p.FormName() != "media" || p.FileName() == "" {
 			continue
@@ -105,12 +116,11 @@ func (c *corp) mediaUpload(in *input) (any, *apiError) {
 		data, err := io.ReadAll(p)
 		switch {
 		case err != nil || len(data) == 0:
-			return nil, errf(codeEmptyMedia, "empty media data")
+			return "", nil, errf(codeEmptyMedia, "empty media data")
 		case len(data) <= catalog.MediaMinBytes || len(data) > limit:
-			return nil, errf(codeInvalidFileSize, "invalid file size")
+			return "", nil, errf(codeInvalidFileSize, "invalid file size")
 		}
-		id := c.mediaOf().add(&mediaFile{name: p.FileName(), ctype: "application/octet-stream", data: data})
-		return uploadAnswer{status: okStatus("ok"), Type: typ, MediaID: id, CreatedAt: strconv.FormatInt(in.now.Unix(), 10)}, nil
+		return p.FileName(), data, nil
 	}
 }
 

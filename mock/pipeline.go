@@ -404,6 +404,8 @@ func (s *Server) checkCredential(kind catalog.Token, q url.Values, now time.Time
 		return s.suites.check(s, q.Get(kind.String()), now)
 	case catalog.ProviderToken:
 		return s.providers.check(s, q.Get(kind.String()), now)
+	case catalog.RobotKey:
+		return s.checkRobot(q)
 	}
 	return s.checkToken(q.Get("access_token"), now)
 }

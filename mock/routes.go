@@ -65,6 +65,9 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.MessageRecall:     (*corp).messageRecall,
 		catalog.MessageUpdateCard: (*corp).messageUpdateCard,
 		catalog.MessageStatistics: (*corp).messageStatistics,
+
+		catalog.WebhookSend:   (*corp).robotSend,
+		catalog.WebhookUpload: (*corp).robotUpload,
 	}
 }
 

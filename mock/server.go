@@ -163,6 +163,9 @@ type corp struct {
 	logins map[string][2]string
 	// messages: the app messages (messages.go; nil until one is sent).
 	messages *messageBook
+	// robots: the group robots by webhook key (robots.go): set only in
+	// the Server's robot host, a corp of their own.
+	robots map[string]*robot
 }
 
 func newCorp(id string) *corp {
@@ -186,11 +189,13 @@ type Server struct {
 	tokens  map[string]*token
 	// suites and providers, with their tokens (credentials.go).
 	suites, providers *tokenBook
-	rates             map[limitKey]*rateLog
-	inFlight          map[limitKey]int
-	stats             Stats
-	scripts           []*Script
-	hintSeq           uint64
+	// robotHost holds the group robots (robots.go).
+	robotHost *corp
+	rates     map[limitKey]*rateLog
+	inFlight  map[limitKey]int
+	stats     Stats
+	scripts   []*Script
+	hintSeq   uint64
 }
 
 // New returns a Server configured by cfg. It fails when cfg.Latency or
@@ -231,10 +236,12 @@ func New(cfg Config) (*Server, error) {
 		tokens:    make(map[string]*token),
 		suites:    newTokenBook("suite", codeInvalidSuiteToken, codeSuiteTokenExpired),
 		providers: newTokenBook("provider", codeInvalidToken, codeTokenExpired),
+		robotHost: newCorp(""),
 		rates:     make(map[limitKey]*rateLog),
 		inFlight:  make(map[limitKey]int),
 		stats:     newStats(),
 	}
+	s.robotHost.robots = make(map[string]*robot)
 	if s.now == nil {
 		s.now = time.Now
 	}
