@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,6 +68,61 @@ func TestMessagesAcrossProcesses(t *testing.T) {
 	for _, m := range members {
 		if got := srv.MessageTally(testCorp, m); got != (mock.MessageTally{Delivered: 30}) {
 			t.Fatalf("%s: %+v, want 30 delivered and none dropped", m, got)
+		}
+	}
+}
+
+// TestRobotAcrossProcesses: two processes sharing a Redis limiter send 13
+// messages each through one robot: 20 go in the minute, the 6 over it fail
+// before leaving (the deadline cannot wait for the next minute), and the
+// mock refuses none. The Redis keys hold no trace of the robot's key.
+func TestRobotAcrossProcesses(t *testing.T) {
+	rdb := redistest.Single(t)
+	prefix := redistest.Prefix(t, rdb)
+	srv, base := startMock(t, testCorp, testSecret)
+	srv.AddRobot(testRobotKey)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var sent, refused int
+	var wg sync.WaitGroup
+	for p := range 2 {
+		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		r, err := wecom.NewRobot(testRobotKey, wecom.WithBaseURL(base), wecom.WithLimiter(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for i := range 13 {
+				err := r.Send(ctx, &wecom.RobotText{Content: fmt.Sprintf("process %d, message %d", p, i)})
+				mu.Lock()
+				switch {
+				case err == nil:
+					sent++
+				case errors.Is(err, wecom.ErrRateLimited):
+					refused++
+				default:
+					t.Errorf("process %d, message %d: %v", p, i, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if got := len(srv.RobotMessages(testRobotKey)); sent != 20 || refused != 6 || got != 20 {
+		t.Errorf("%d sent, %d refused, %d at the mock; want 20, 6, 20", sent, refused, got)
+	}
+	keys, err := rdb.Keys(context.Background(), prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, testRobotKey) {
+			t.Errorf("Redis key %q holds the robot's key", k)
 		}
 	}
 }
