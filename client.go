@@ -50,6 +50,7 @@ type Client struct {
 	blocks          blockLog
 	near            nearCache
 	background      tracker
+	chats           chatBook // the members of app group chats (AppChats)
 
 	// Tags calls the contact tag (通讯录标签) APIs.
 	Tags *TagService
@@ -61,6 +62,8 @@ type Client struct {
 	Media *MediaService
 	// Messages sends app messages (应用消息).
 	Messages *MessageService
+	// AppChats creates app group chats (群聊会话) and posts to them.
+	AppChats *AppChatService
 }
 
 type service struct{ client *Client }
@@ -122,6 +125,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	c.Customers = &CustomerService{client: c}
 	c.Media = &MediaService{client: c}
 	c.Messages = &MessageService{client: c}
+	c.AppChats = &AppChatService{client: c}
 	return c, nil
 }
 
