@@ -61,7 +61,13 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.MediaUpload: (*corp).mediaUpload,
 		catalog.MediaGet:    (*corp).mediaGet,
 
-		catalog.MessageSend: (*corp).messageSend,
+		catalog.MessageSend:       (*corp).messageSend,
+		catalog.LinkedMessageSend: (*corp).linkedMessageSend,
+
+		catalog.AppChatCreate: (*corp).appChatCreate,
+		catalog.AppChatUpdate: (*corp).appChatUpdate,
+		catalog.AppChatGet:    (*corp).appChatGet,
+		catalog.AppChatSend:   (*corp).appChatSend,
 	}
 }
 

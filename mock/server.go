@@ -163,6 +163,9 @@ type corp struct {
 	logins map[string][2]string
 	// messages: the app messages (messages.go; nil until one is sent).
 	messages *messageBook
+	// appChats: the app group chats (appchats.go; nil until one is
+	// used).
+	appChats *appChatBook
 }
 
 func newCorp(id string) *corp {
