@@ -155,25 +155,38 @@ func TestAppChatInvalid(t *testing.T) {
 	ctx := context.Background()
 	two := []string{"a", "b"}
 	text := &wecom.TextMessage{Content: "x"}
-	for name, call := range map[string]func() error{
-		"one member":            func() error { _, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: []string{"a", "A"}}); return err },
-		"2,001 members":         func() error { _, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: manyUsers(2001)}); return err },
-		"an empty member":       func() error { _, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: []string{"a", ""}}); return err },
-		"an owner not a member": func() error { _, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: two, Owner: "c"}); return err },
-		"a chatid with a dash":  func() error { _, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: two, ChatID: "a-b"}); return err },
-		"a chatid of 33":        func() error { _, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: two, ChatID: strings.Repeat("a", 33)}); return err },
-		"update without chatid": func() error { return c.AppChats.Update(ctx, wecom.AppChatUpdateRequest{Name: "n"}) },
-		"update of nothing":     func() error { return c.AppChats.Update(ctx, wecom.AppChatUpdateRequest{ChatID: "c"}) },
-		"get without chatid":    func() error { _, err := c.AppChats.Get(ctx, ""); return err },
-		"send without chatid":   func() error { return c.AppChats.Send(ctx, wecom.AppChatMessage{Content: text}) },
-		"send without content":  func() error { return c.AppChats.Send(ctx, wecom.AppChatMessage{ChatID: "c"}) },
-		"a mini program notice": func() error {
-			return c.AppChats.Send(ctx, wecom.AppChatMessage{ChatID: "c", Content: &wecom.MiniProgramNotice{AppID: "wx", Page: "p", Title: "会议室预订成功"}})
-		},
-		"an empty text": func() error { return c.AppChats.Send(ctx, wecom.AppChatMessage{ChatID: "c", Content: &wecom.TextMessage{}}) },
+	for name, r := range map[string]wecom.AppChatCreateRequest{
+		"one member":            {Members: []string{"a", "A"}},
+		"2,001 members":         {Members: manyUsers(2001)},
+		"an empty member":       {Members: []string{"a", ""}},
+		"an owner not a member": {Members: two, Owner: "c"},
+		"a chatid with a dash":  {Members: two, ChatID: "a-b"},
+		"a chatid of 33":        {Members: two, ChatID: strings.Repeat("a", 33)},
 	} {
-		if err := call(); !errors.Is(err, wecom.ErrInvalidRequest) {
-			t.Errorf("%s: %v, want wecom.ErrInvalidRequest", name, err)
+		if _, err := c.AppChats.Create(ctx, r); !errors.Is(err, wecom.ErrInvalidRequest) {
+			t.Errorf("create, %s: %v, want wecom.ErrInvalidRequest", name, err)
+		}
+	}
+	for name, r := range map[string]wecom.AppChatUpdateRequest{
+		"no chatid":       {Name: "n"},
+		"nothing":         {ChatID: "c"},
+		"an empty member": {ChatID: "c", AddMembers: []string{""}},
+	} {
+		if err := c.AppChats.Update(ctx, r); !errors.Is(err, wecom.ErrInvalidRequest) {
+			t.Errorf("update, %s: %v, want wecom.ErrInvalidRequest", name, err)
+		}
+	}
+	if _, err := c.AppChats.Get(ctx, ""); !errors.Is(err, wecom.ErrInvalidRequest) {
+		t.Errorf("get without chatid: %v, want wecom.ErrInvalidRequest", err)
+	}
+	for name, m := range map[string]wecom.AppChatMessage{
+		"no chatid":             {Content: text},
+		"no content":            {ChatID: "c"},
+		"a mini program notice": {ChatID: "c", Content: &wecom.MiniProgramNotice{AppID: "wx", Page: "p", Title: "会议室预订成功"}},
+		"an empty text":         {ChatID: "c", Content: &wecom.TextMessage{}},
+	} {
+		if err := c.AppChats.Send(ctx, m); !errors.Is(err, wecom.ErrInvalidRequest) {
+			t.Errorf("send, %s: %v, want wecom.ErrInvalidRequest", name, err)
 		}
 	}
 	if got := sent(); len(got) != 0 {
