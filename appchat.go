@@ -187,6 +187,9 @@ func (s *AppChatService) Send(ctx context.Context, m AppChatMessage) error {
 		}
 		members = chat.Members
 	}
+	if len(members) == 0 {
+		return fmt.Errorf("wecom: %s: WeCom told no member of chat %q, whom its message counts: not sent", catalog.AppChatSend, m.ChatID)
+	}
 	err = s.client.do(ctx, &call{id: catalog.AppChatSend, body: body, chatMembers: members})
 	if code := errcodeOf(err); code == CodeChatNotFound || code == CodeChatNotOwned {
 		s.client.chats.forget(m.ChatID)
