@@ -302,47 +302,61 @@ func TestAppChatPushWeighted(t *testing.T) {
 // TestAppChatMemberAcrossApps: a member's 200 a minute in groups counts
 // what every app of the corp sends them. Two apps sharing a limiter, each
 // posting 150 messages to its own chat with the same member: the member
-// receives all 300, none dropped, in a little over a minute.
+// receives all 300, none dropped, in a little over a minute. Without the
+// rule, the mock drops some of them, though neither app alone went over.
 func TestAppChatMemberAcrossApps(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := mock.New(mock.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.AddUsers(testCorp, "zhangsan", "lisi", "wangwu")
-		limiter := throttle.NewMemory()
-		ctx := context.Background()
-		start := time.Now()
-		var wg sync.WaitGroup
-		for i, app := range []struct {
-			secret, other string
-		}{{"secret-a", "lisi"}, {"secret-b", "wangwu"}} {
-			srv.AddApp(testCorp, app.secret)
-			c, err := wecom.New(testCorp, app.secret, wecom.WithBaseURL(testBase), wecom.WithTransport(srvTransport(srv)),
-				wecom.WithAgentID(1000002+i), wecom.WithLimiter(limiter))
-			if err != nil {
-				t.Fatal(err)
-			}
-			id, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: []string{"zhangsan", app.other}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			wg.Go(func() {
-				for range 150 {
-					if err := c.AppChats.Send(ctx, wecom.AppChatMessage{ChatID: id, Content: &wecom.TextMessage{Content: "n"}}); err != nil {
-						t.Errorf("app %d: %v", i, err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		if got := srv.AppChatTally(testCorp, "zhangsan"); got.Delivered != 300 || got.Dropped != 0 {
+		got, took := twoAppsRun(t)
+		if got.Delivered != 300 || got.Dropped != 0 {
 			t.Errorf("zhangsan: %+v, want 300 delivered, none dropped", got)
 		}
-		if took := time.Since(start); took < time.Minute {
+		if took < time.Minute {
 			t.Errorf("took %s, want over the minute 300 messages to one member need", took)
 		}
 	})
+	synctest.Test(t, func(t *testing.T) {
+		got, _ := twoAppsRun(t, wecom.WithoutRule(catalog.AppChatSend.Path(), catalog.RuleChatMemberMinute))
+		if got.Dropped == 0 {
+			t.Errorf("zhangsan: %+v without the rule, want some dropped: the mock must count across apps", got)
+		}
+	})
+}
+
+// twoAppsRun has two apps of one corp, sharing a limiter, each post 150
+// messages to a chat of its own with zhangsan, and returns zhangsan's
+// tally and the time it took.
+func twoAppsRun(t *testing.T, opts ...wecom.Option) (mock.MessageTally, time.Duration) {
+	t.Helper()
+	srv, err := mock.New(mock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddUsers(testCorp, "zhangsan", "lisi", "wangwu")
+	limiter := throttle.NewMemory()
+	ctx := context.Background()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, app := range []struct{ secret, other string }{{"secret-a", "lisi"}, {"secret-b", "wangwu"}} {
+		srv.AddApp(testCorp, app.secret)
+		c, err := wecom.New(testCorp, app.secret, append([]wecom.Option{wecom.WithBaseURL(testBase), wecom.WithTransport(srvTransport(srv)),
+			wecom.WithAgentID(1000002 + i), wecom.WithLimiter(limiter)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: []string{"zhangsan", app.other}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for range 150 {
+				if err := c.AppChats.Send(ctx, wecom.AppChatMessage{ChatID: id, Content: &wecom.TextMessage{Content: "n"}}); err != nil {
+					t.Errorf("app %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return srv.AppChatTally(testCorp, "zhangsan"), time.Since(start)
 }
