@@ -40,6 +40,10 @@ type call struct {
 	// tryMembers: a call's per-member windows are taken if they have room
 	// now, never waited for (a message sent only to the members ready).
 	tryMembers bool
+	// chatMembers are the members of the app group chat the call sends
+	// to, which its request does not name (catalog.Keys.Chat): the typed
+	// method knows them (AppChats.Send); nil for Do, which cannot.
+	chatMembers []string
 	// dedupe: WeCom drops a copy of the call sent within this long of the
 	// first (a message's duplicate check), so that it may be repeated
 	// until dedupeUntil, which do sets, though its endpoint is not
@@ -135,6 +139,12 @@ func (c *Client) readKeys(cl *call, el *endpointLimits) error {
 		k, err := el.ep.Keys(keysQuery(cl, el.ep), body)
 		if err != nil {
 			return &ValidationError{Field: "request", Reason: fmt.Sprintf("%s: %v", cl.path, err), Err: err}
+		}
+		if k.Chat != "" {
+			if cl.chatMembers == nil {
+				return invalid("request", "%s names only its chat %q, and its limits count the chat's members, which only AppChats.Send knows (it reads them with appchat/get): send it with that", cl.path, k.Chat)
+			}
+			k.Members, k.Weight = cl.chatMembers, len(cl.chatMembers)
 		}
 		cl.resource, cl.members, cl.weight, cl.uncounted = k.Resource, k.Members, k.Weight, k.Uncounted
 	}

@@ -51,6 +51,7 @@ type Client struct {
 	blocks          blockLog
 	near            nearCache
 	background      tracker
+	chats           chatBook // the members of app group chats (AppChats)
 
 	// Tags calls the contact tag (通讯录标签) APIs.
 	Tags *TagService
@@ -62,6 +63,8 @@ type Client struct {
 	Media *MediaService
 	// Messages sends app messages (应用消息).
 	Messages *MessageService
+	// AppChats creates app group chats (群聊会话) and posts to them.
+	AppChats *AppChatService
 }
 
 type service struct{ client *Client }
@@ -141,6 +144,7 @@ func (c *Client) finish() error {
 	c.Customers = &CustomerService{client: c}
 	c.Media = &MediaService{client: c}
 	c.Messages = &MessageService{client: c}
+	c.AppChats = &AppChatService{client: c}
 	return nil
 }
 

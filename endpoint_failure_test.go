@@ -152,6 +152,27 @@ func typedEndpoints() []failureEndpoint {
 			_, err := c.Messages.Statistics(ctx, StatisticsToday)
 			return err
 		}},
+		{name: "Messages.SendLinked", id: catalog.LinkedMessageSend, call: func(ctx context.Context, c *Client) error {
+			_, err := c.Messages.SendLinked(ctx, LinkedMessage{ToUser: []string{"zhangsan", "wwlinked/lisi"}, AgentID: 1000002, Content: &TextMessage{Content: "hello"}})
+			return err
+		}},
+		{name: "AppChats.Create", id: catalog.AppChatCreate, call: func(ctx context.Context, c *Client) error {
+			_, err := c.AppChats.Create(ctx, AppChatCreateRequest{Name: "NAME", Owner: "zhangsan", Members: []string{"zhangsan", "lisi"}, ChatID: "CHATID"})
+			return err
+		}},
+		{name: "AppChats.Update", id: catalog.AppChatUpdate, call: func(ctx context.Context, c *Client) error {
+			return c.AppChats.Update(ctx, AppChatUpdateRequest{ChatID: "CHATID", AddMembers: []string{"wangwu"}})
+		}},
+		{name: "AppChats.Get", id: catalog.AppChatGet, call: func(ctx context.Context, c *Client) error {
+			_, err := c.AppChats.Get(ctx, "CHATID")
+			return err
+		}},
+		{name: "AppChats.Send", id: catalog.AppChatSend, call: func(ctx context.Context, c *Client) error {
+			// The chat's members are known, as after a Create: the send
+			// is the call's only request.
+			c.chats.put("CHATID", []string{"zhangsan", "lisi"}, c.now())
+			return c.AppChats.Send(ctx, AppChatMessage{ChatID: "CHATID", Content: &TextMessage{Content: "hello"}})
+		}},
 		{name: "JSAPITicket", id: catalog.JSAPITicket, call: func(ctx context.Context, c *Client) error {
 			_, err := c.JSAPITicket(ctx)
 			return err

@@ -102,6 +102,19 @@ const (
 	CodeNotFollower = 40131
 	// CodeTokenOfOtherApp (301002): the token belongs to another app.
 	CodeTokenOfOtherApp = 301002
+
+	// CodeChatNotFound (86003): no app group chat has that chatid.
+	CodeChatNotFound = 86003
+	// CodeChatMemberCount (86006): a chat would have too many or too few
+	// members (2 to 2,000).
+	CodeChatMemberCount = 86006
+	// CodeChatNotOwned (86008): the chat was created by another app.
+	CodeChatNotOwned = 86008
+	// CodeChatIDExists (86215): a chat already has that chatid.
+	CodeChatIDExists = 86215
+	// CodeInvalidChatMember (86216): a member to add is not in the
+	// directory, or one to remove is not in the chat.
+	CodeInvalidChatMember = 86216
 )
 
 // Sentinels for the classes of failure a caller branches on. Match them with

@@ -57,7 +57,7 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 				i = len(reqs) - 1
 			}
 			q := &reqs[i]
-			if r.Scope == catalog.ScopeAppMember {
+			if r.CountsMembers() {
 				q.Members = memberKeys(cl.members)
 			}
 			switch {
@@ -79,15 +79,16 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 }
 
 // coolKey is the limiter key a 45009 on cl cools down: its API's key or,
-// for an endpoint without a rule per corp and API (app messages, which do
-// not count toward the base limits; a robot's messages), the key of its
-// first rule per app or per robot, which all its calls take.
+// for an endpoint without an unweighted rule per corp and API (app
+// messages, which do not count toward the base limits, and whose weighted
+// counts live on keys of their own; a robot's messages), the key of its
+// first rule per app, per member or per robot, which all its calls take.
 func (c *Client) coolKey(cl *call, el *endpointLimits) string {
-	if slices.ContainsFunc(el.rules, func(r catalog.Rule) bool { return r.Scope == catalog.ScopeAPI }) {
+	if slices.ContainsFunc(el.rules, func(r catalog.Rule) bool { return r.Scope == catalog.ScopeAPI && !r.Weighted }) {
 		return c.apiKey(cl.path)
 	}
 	for _, r := range el.rules {
-		if (r.Scope == catalog.ScopeApp || r.Scope == catalog.ScopeAppMember || r.Scope == catalog.ScopeRobot) && r.Per != catalog.Day && !r.Weighted {
+		if (r.Scope == catalog.ScopeApp || r.CountsMembers() || r.Scope == catalog.ScopeRobot) && r.Per != catalog.Day && !r.Weighted {
 			if keys := c.ruleKeys(cl, r, time.Time{}); len(keys) > 0 {
 				return keys[0]
 			}
@@ -173,6 +174,10 @@ func (c *Client) ruleKeys(cl *call, r catalog.Rule, now time.Time) []string {
 	case catalog.ScopeAppMember: // one request, counted on each member (throttle.MemberKey)
 		if len(cl.members) > 0 {
 			keys = []string{corp + "#" + c.appID() + "@" + shared}
+		}
+	case catalog.ScopeMember: // as ScopeAppMember, across the corp's apps
+		if len(cl.members) > 0 {
+			keys = []string{corp + "@" + shared}
 		}
 	case catalog.ScopeIP:
 		if c.egress != "" {

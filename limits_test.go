@@ -270,10 +270,10 @@ func TestRequestsFromRules(t *testing.T) {
 			{"{wwcorp}" + catalog.TagList.Path(), 5, base, false, nil},
 			{"{wwcorp}" + catalog.TagList.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 7, Period: dayWindow}}, true, nil},
 		}},
-		{"per app and member", []Option{WithAgentID(1000002), WithKeys("/cgi-bin/appchat/send", unitKeys), WithRule("/cgi-bin/appchat/send",
+		{"per app and member", []Option{WithAgentID(1000002), WithKeys("/cgi-bin/made_up/chat_send", unitKeys), WithRule("/cgi-bin/made_up/chat_send",
 			catalog.Rule{Name: "member", Scope: catalog.ScopeAppMember, Group: "message", Limit: 30, Per: catalog.Minute})},
-			&call{path: "/cgi-bin/appchat/send", members: []string{"a", "B", "b", "c"}}, []want{
-				{"{wwcorp}/cgi-bin/appchat/send", 0, base, false, nil},
+			&call{path: "/cgi-bin/made_up/chat_send", members: []string{"a", "B", "b", "c"}}, []want{
+				{"{wwcorp}/cgi-bin/made_up/chat_send", 0, base, false, nil},
 				{"{wwcorp}#1000002@message", 0, []throttle.Window{{Limit: 30, Period: time.Minute}}, false, []string{"a", "b", "c"}},
 			}},
 	} {
@@ -377,7 +377,7 @@ func TestBlockEscalates(t *testing.T) {
 func TestWeightedRule(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock(time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC))
-	path := "/cgi-bin/appchat/send"
+	path := "/cgi-bin/made_up/chat_send"
 	f := setup(t, withClock(clock.Now), WithAgentID(1000002), WithKeys(path, unitKeys),
 		WithRule(path, catalog.Rule{Name: "recipients", Scope: catalog.ScopeApp, Group: "message", Limit: 10, Per: catalog.Day, Weighted: true}))
 	f.respond("POST", path, `{"errcode":0,"errmsg":"ok"}`)
@@ -409,7 +409,7 @@ func TestWeightedRule(t *testing.T) {
 // naming that member, and the others keep their room.
 func TestPerMemberRule(t *testing.T) {
 	t.Parallel()
-	path := "/cgi-bin/appchat/send"
+	path := "/cgi-bin/made_up/chat_send"
 	f := setup(t, WithAgentID(1000002), WithKeys(path, unitKeys),
 		WithRule(path, catalog.Rule{Name: "member-minute", Scope: catalog.ScopeAppMember, Group: "message", Limit: 2, Per: catalog.Minute}))
 	f.respond("POST", path, `{"errcode":0,"errmsg":"ok"}`)

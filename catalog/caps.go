@@ -115,3 +115,27 @@ const (
 	RobotFileBytes  = 20 << 20
 	RobotVoiceBytes = 2 << 20
 )
+
+// Caps of appchat/create and appchat/update (AppChatCreate,
+// document/path/90245; AppChatUpdate, document/path/90246).
+const (
+	// AppChatMinMembers and AppChatMaxMembers bound a chat's members
+	// (userlist, the owner among them).
+	AppChatMinMembers = 2
+	AppChatMaxMembers = 2000
+	// AppChatIDLen is the longest chatid a caller may choose (0-9, a-z,
+	// A-Z).
+	AppChatIDLen = 32
+	// AppChatNameLen is the longest name; WeCom cuts a longer one.
+	AppChatNameLen = 50
+)
+
+// Caps of linkedcorp/message/send (LinkedMessageSend,
+// document/path/90250).
+const (
+	// LinkedMessageUsers, LinkedMessageParties and LinkedMessageTags are
+	// the most members, parties and tags one message names.
+	LinkedMessageUsers   = 1000
+	LinkedMessageParties = 100
+	LinkedMessageTags    = 100
+)

@@ -19,8 +19,14 @@ type Keys struct {
 	// per (a customer, a robot); empty when the call names none.
 	Resource string
 	// Members are the members a call reaches, each counted by the
-	// ScopeAppMember rules.
+	// ScopeAppMember and ScopeMember rules.
 	Members []string
+	// Chat is the app group chat a call sends to (appchat/send): the
+	// request names the chat, not its members, so Members is empty and the
+	// members counted are the chat's, as whoever knows them supplies them
+	// (the client's AppChats service, the mock's chats), with as many
+	// units as there are members.
+	Chat string
 	// Weight is the units a call counts against weighted rules (0: 1).
 	Weight int
 	// Uncounted names the recipients the request reaches that no limit
@@ -64,7 +70,7 @@ func CustomerResource(userID, externalUserID string) string {
 // NeedsKeys reports whether r counts what only a request says: a
 // resource, members, or units.
 func (r Rule) NeedsKeys() bool {
-	return r.Scope.needsResource() || r.Scope == ScopeRobot || r.Scope == ScopeAppMember || r.Weighted
+	return r.Scope.needsResource() || r.Scope == ScopeRobot || r.Scope.countsMembers() || r.Weighted
 }
 
 // NeedsKeys reports whether a call of e must say what its rules count, and

@@ -35,6 +35,10 @@ const (
 	ScopeIP
 	// ScopeRobot counts per group robot (webhook key).
 	ScopeRobot
+	// ScopeMember counts per corp and member, across the corp's apps: one
+	// count per member a call reaches (what a member receives in app group
+	// chats, whichever app sends it).
+	ScopeMember
 )
 
 // String names the scope.
@@ -54,11 +58,20 @@ func (s Scope) String() string {
 		return "per source IP and API"
 	case ScopeRobot:
 		return "per robot"
+	case ScopeMember:
+		return "per corp and member"
 	}
 	return fmt.Sprintf("Scope(%d)", int(s))
 }
 
-func (s Scope) valid() bool { return s >= ScopeAPI && s <= ScopeRobot }
+func (s Scope) valid() bool { return s >= ScopeAPI && s <= ScopeMember }
+
+// countsMembers reports whether the scope counts per member a call reaches.
+func (s Scope) countsMembers() bool { return s == ScopeAppMember || s == ScopeMember }
+
+// CountsMembers reports whether r counts once per member a call reaches
+// (ScopeAppMember, ScopeMember).
+func (r Rule) CountsMembers() bool { return r.Scope.countsMembers() }
 
 // needsResource reports whether the scope counts per resource of a call.
 func (s Scope) needsResource() bool { return s == ScopeResource || s == ScopeShared }

@@ -84,6 +84,9 @@ const (
 	MessageRecall     ID = "/cgi-bin/message/recall"
 	MessageUpdateCard ID = "/cgi-bin/message/update_template_card"
 	MessageStatistics ID = "/cgi-bin/message/get_statistics"
+	// LinkedMessageSend sends an app message to members of linked corps
+	// (互联企业) as well as the corp's own.
+	LinkedMessageSend ID = "/cgi-bin/linkedcorp/message/send"
 )
 
 // The group robot (群机器人) endpoints: a message sent to the group chat of
@@ -93,6 +96,19 @@ const (
 	WebhookSend   ID = "/cgi-bin/webhook/send"
 	WebhookUpload ID = "/cgi-bin/webhook/upload_media"
 )
+
+// The app group chat (群聊会话) endpoints: chats an app creates, changes,
+// reads and posts to.
+const (
+	AppChatCreate ID = "/cgi-bin/appchat/create"
+	AppChatUpdate ID = "/cgi-bin/appchat/update"
+	AppChatGet    ID = "/cgi-bin/appchat/get"
+	AppChatSend   ID = "/cgi-bin/appchat/send"
+)
+
+// GroupAppChat is the group of the per-member limits of app group chat
+// messages, which count per corp and member.
+const GroupAppChat = "appchat"
 
 // GroupMessage is the group of the app message APIs, whose per-member
 // limits count together per app.
@@ -127,6 +143,19 @@ const (
 	RuleRecipientDay = "recipient-day"
 	// RuleRobotMinute is a group robot's 20 messages a minute.
 	RuleRobotMinute = "robot-minute"
+	// RuleChatMemberMinute and RuleChatMemberDay are the app messages one
+	// member receives in app group chats: 200 a minute and 10,000 a CST
+	// day, beyond which WeCom drops them without an error.
+	RuleChatMemberMinute = "chat-member-minute"
+	RuleChatMemberDay    = "chat-member-day"
+	// RulePushMinute and RulePushHour are the person-messages app group
+	// chats push per corp (a message to a chat of N members counts N):
+	// 20,000 a minute and 300,000 an hour.
+	RulePushMinute = "push-minute"
+	RulePushHour   = "push-hour"
+	// RulePerDay caps an API's calls per corp in a CST day (appchat/create:
+	// 1,000); wecom.Limits.PerDay sets it.
+	RulePerDay = "day"
 	// RuleFetch lets one token fetch at a time run per app: the client holds
 	// it around looking in the token store, fetching and storing, so that a
 	// process that waited finds the token another one fetched.
@@ -151,6 +180,10 @@ const (
 	srcMember = "official, document/path/90236 and 90454: an app sends one member at most 30 messages a minute and 1,000 an hour; beyond, they are discarded without error"
 	srcQuota  = "official, document/path/90236: an app sends at most the corp's account limit x 200 recipient-messages a day; a message to 1,000 members counts 1,000"
 	srcRobot  = "official, document/path/91770: each robot sends at most 20 messages a minute (WeCom answers 45009 beyond)"
+	srcChat   = "official, document/path/90454: app group chats, at most 1,000 created a day and 1,000 changes an hour per corp"
+	srcPush   = "official, document/path/90454: app group chat messages, at most 20,000 person-messages a minute and 300,000 an hour per corp (a message counts each member of its chat)"
+	srcChatMb = "official, document/path/90454: a member receives at most 200 app messages a minute and 10,000 a day in groups; beyond, they are dropped without error. Counted per corp and member, across apps, as the page names no app"
+	srcLinked = "official, document/path/90454 and 90236: an app sends one member at most 30 messages a minute and 1,000 an hour, dropped without error beyond; document/path/90250 does not say whether linked-corp messages count apart, so the SDK counts them with message/send's (inference), a linked member as corpid/userid"
 	srcRem    = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
 )
 
@@ -261,7 +294,49 @@ func Endpoints() []Endpoint {
 		// nothing of uploads, so no rule counts them. A repeated upload
 		// stores a second copy, harmless: media expire after three days.
 		{ID: WebhookUpload, Method: http.MethodPost, Doc: 91770, Repeatable: true, Token: RobotKey, Body: MultipartBody, Sample: "type=file"},
+		// Not repeatable, as message/send.
+		{ID: LinkedMessageSend, Method: http.MethodPost, Doc: 90250, Keys: LinkedMessageKeys,
+			Sample: `{"touser":["userid1","CorpId1/userid1"],"msgtype":"text","agentid":1,"text":{"content":"hello"},"safe":0}`,
+			Rules: []Rule{
+				{Name: RuleMemberMinute, Scope: ScopeAppMember, Group: GroupMessage, Limit: 30, Per: Minute, Silent: true, Source: srcLinked},
+				{Name: RuleMemberHour, Scope: ScopeAppMember, Group: GroupMessage, Limit: 1000, Per: Hour, Silent: true, Source: srcLinked},
+			}},
+		// A create sent twice makes a second chat (or, with a chatid,
+		// fails with 86215 for the chat the first made); an update sent
+		// twice fails on the members it already added or removed (86216):
+		// neither is repeatable.
+		{ID: AppChatCreate, Method: http.MethodPost, Doc: 90245,
+			Sample: `{"name":"NAME","owner":"userid1","userlist":["userid1","userid2","userid3"],"chatid":"CHATID"}`,
+			Rules:  with(Rule{Name: RulePerDay, Scope: ScopeAPI, Limit: 1000, Per: Day, Source: srcChat})},
+		{ID: AppChatUpdate, Method: http.MethodPost, Doc: 90246,
+			Sample: `{"chatid":"CHATID","name":"NAME","owner":"userid2","add_user_list":["userid1"],"del_user_list":["userid3"]}`,
+			Rules:  appChatUpdateRules()},
+		{ID: AppChatGet, Method: http.MethodGet, Doc: 90247, Repeatable: true, Sample: "chatid=CHATID", Rules: base()},
+		// A message sent twice is delivered twice: not repeatable. Like
+		// every message, it does not count toward the base limits; its
+		// rules count the chat's members, which the request does not name
+		// (AppChatKeys).
+		{ID: AppChatSend, Method: http.MethodPost, Doc: 90248, Keys: AppChatKeys,
+			Sample: `{"chatid":"CHATID","msgtype":"text","text":{"content":"hello"},"safe":0}`,
+			Rules: []Rule{
+				{Name: RuleChatMemberMinute, Scope: ScopeMember, Group: GroupAppChat, Limit: 200, Per: Minute, Silent: true, Source: srcChatMb},
+				{Name: RuleChatMemberDay, Scope: ScopeMember, Group: GroupAppChat, Limit: 10000, Per: Day, Silent: true, Source: srcChatMb},
+				{Name: RulePushMinute, Scope: ScopeAPI, Limit: 20000, Per: Minute, Weighted: true, Source: srcPush},
+				{Name: RulePushHour, Scope: ScopeAPI, Limit: 300000, Per: Hour, Weighted: true, Source: srcPush},
+			}},
 	}
+}
+
+// appChatUpdateRules returns the limits of appchat/update: the base ones,
+// with 1,000 an hour per corp.
+func appChatUpdateRules() []Rule {
+	rs := base()
+	for i := range rs {
+		if rs[i].Name == RulePerHour {
+			rs[i].Limit, rs[i].Source = 1000, srcChat
+		}
+	}
+	return rs
 }
 
 // MessageQuota is the rule of an app's daily message quota: recipients

@@ -105,13 +105,17 @@ func (l limit) keysOf(rt *route, c *corp, tok *token, ip string, keys catalog.Ke
 		k.who = keys.Resource
 	case catalog.ScopeApp:
 		k.in = c.id + "#" + tok.app
-	case catalog.ScopeAppMember:
+	case catalog.ScopeAppMember, catalog.ScopeMember:
 		if !ok {
 			return nil
 		}
+		in := c.id
+		if l.scope == catalog.ScopeAppMember {
+			in += "#" + tok.app
+		}
 		out := make([]limitKey, 0, len(keys.Members))
 		for _, m := range keys.Members { // userids compare without case
-			out = append(out, limitKey{scope: l.scope, in: c.id + "#" + tok.app, of: of, who: strings.ToLower(m)})
+			out = append(out, limitKey{scope: l.scope, in: in, of: of, who: strings.ToLower(m)})
 		}
 		return out
 	case catalog.ScopeRobot:
@@ -121,6 +125,9 @@ func (l limit) keysOf(rt *route, c *corp, tok *token, ip string, keys catalog.Ke
 		k.in, k.who = "", keys.Resource
 	case catalog.ScopeIP:
 		k.in = ip
+	}
+	if l.weighted { // units count apart from calls
+		k.of += "~units"
 	}
 	return []limitKey{k}
 }
@@ -139,6 +146,10 @@ func countedKeys(rt *route, c *corp, tok *token, ip string, in *input) (cs []cou
 	if rt.Keys != nil && !in.bodyErr {
 		k, err := rt.Keys(in.query, in.body)
 		keys, ok = k, err == nil
+	}
+	if ok && keys.Chat != "" { // an app group chat's message counts the chat's members
+		keys.Members = c.appChatMembers(keys.Chat)
+		keys.Weight, ok = len(keys.Members), len(keys.Members) > 0
 	}
 	for _, l := range rt.limits {
 		for _, k := range l.keysOf(rt, c, tok, ip, keys, ok) {

@@ -66,8 +66,14 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.MessageUpdateCard: (*corp).messageUpdateCard,
 		catalog.MessageStatistics: (*corp).messageStatistics,
 
-		catalog.WebhookSend:   (*corp).robotSend,
-		catalog.WebhookUpload: (*corp).robotUpload,
+		catalog.WebhookSend:       (*corp).robotSend,
+		catalog.WebhookUpload:     (*corp).robotUpload,
+		catalog.LinkedMessageSend: (*corp).linkedMessageSend,
+
+		catalog.AppChatCreate: (*corp).appChatCreate,
+		catalog.AppChatUpdate: (*corp).appChatUpdate,
+		catalog.AppChatGet:    (*corp).appChatGet,
+		catalog.AppChatSend:   (*corp).appChatSend,
 	}
 }
 

@@ -166,6 +166,9 @@ type corp struct {
 	// robots: the group robots by webhook key (robots.go): set only in
 	// the Server's robot host, a corp of their own.
 	robots map[string]*robot
+	// appChats: the app group chats (appchats.go; nil until one is
+	// used).
+	appChats *appChatBook
 }
 
 func newCorp(id string) *corp {
