@@ -243,6 +243,9 @@ func TestMessagesNeverDropped(t *testing.T) {
 type loseAnswers struct {
 	next http.RoundTripper
 	path string
+	// late: the answer comes after the attempt timeout, instead of the
+	// connection breaking.
+	late bool
 	mu   sync.Mutex
 	n    int
 }
@@ -250,13 +253,20 @@ type loseAnswers struct {
 func (l *loseAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := l.next.RoundTrip(r)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err == nil && r.URL.Path == l.path && l.n > 0 {
+	lose := err == nil && r.URL.Path == l.path && l.n > 0
+	if lose {
 		l.n--
-		resp.Body.Close()
-		return nil, errors.New("connection reset by peer")
 	}
-	return resp, err
+	l.mu.Unlock()
+	if !lose {
+		return resp, err
+	}
+	resp.Body.Close()
+	if l.late {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	}
+	return nil, errors.New("connection reset by peer")
 }
 
 // TestMessageAnswerLost: a send WeCom did whose answer was lost (the
@@ -271,11 +281,14 @@ func TestMessageAnswerLost(t *testing.T) {
 		busy      bool // WeCom answers -1 instead of the answer being lost
 		wantErr   bool
 		wantTally mock.MessageTally
+		late      bool // the answer comes after the attempt timeout
 	}{
-		{"connection lost, duplicate check", true, false, false, mock.MessageTally{Delivered: 1, Deduplicated: 1}},
-		{"connection lost, no check", false, false, true, mock.MessageTally{Delivered: 1}},
-		{"-1, duplicate check", true, true, false, mock.MessageTally{Delivered: 0}},
-		{"-1, no check", false, true, true, mock.MessageTally{Delivered: 0}},
+		{"answer after the timeout, duplicate check", true, false, false, mock.MessageTally{Delivered: 1, Deduplicated: 1}, true},
+		{"answer after the timeout, no check", false, false, true, mock.MessageTally{Delivered: 1}, true},
+		{"connection lost, duplicate check", true, false, false, mock.MessageTally{Delivered: 1, Deduplicated: 1}, false},
+		{"connection lost, no check", false, false, true, mock.MessageTally{Delivered: 1}, false},
+		{"-1, duplicate check", true, true, false, mock.MessageTally{Delivered: 0}, false},
+		{"-1, no check", false, true, true, mock.MessageTally{Delivered: 0}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,14 +301,14 @@ func TestMessageAnswerLost(t *testing.T) {
 			srv.AddUsers(testCorp, "zhangsan")
 			mt := httpmock.NewMockTransport()
 			srv.Register(mt, testBase)
-			lost := &loseAnswers{next: mt, path: catalog.MessageSend.Path(), n: 1}
+			lost := &loseAnswers{next: mt, path: catalog.MessageSend.Path(), n: 1, late: tt.late}
 			if tt.busy {
 				lost.n = 0
 				if err := srv.AddScript(mock.Script{Path: catalog.MessageSend.Path(), ErrCode: -1, ErrMsg: "system error"}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			c := transportClient(t, lost, wecom.WithAgentID(1000002), fastRetries())
+			c := transportClient(t, lost, wecom.WithAgentID(1000002), fastRetries(), wecom.WithAttemptTimeout(100*time.Millisecond))
 			_, err = c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"zhangsan"}, DuplicateCheck: tt.dedupe,
 				Content: &wecom.TextMessage{Content: "the build is green"}})
 			if tt.wantErr {
