@@ -78,3 +78,42 @@ func singleCPU(t *testing.T, rdb *redis.Client) (usec int64) {
 	}
 	return usec
 }
+
+// floorScript is the least a script that keeps a window HASH per member can
+// do: one HMGET of a member's two windows' fields and one HSET of its two
+// buckets and totals, with no other work.
+var floorScript = redis.NewScript(`
+for i = 1, #KEYS do
+  redis.call('HMGET', KEYS[i], 'lo', 't', 'b', 'r', 123, 'u', 'lo2', 't2', 'b2', 'r2', 1234, 'u2')
+  redis.call('HSET', KEYS[i], 123, 1, 't', 1, 1234, 1, 't2', 1)
+end
+return 0`)
+
+// TestMembersFloor: the Redis CPU a recipient of floorScript, on 1,000
+// members: what a script with one HASH per member and one read and one
+// write of it costs at least, against which TestMembersSend's figure reads.
+//
+//	REDIS_ADDR=127.0.0.1:6379 go test -run TestMembersFloor -v -count=1 .
+func TestMembersFloor(t *testing.T) {
+	rdb := newRedis(t)
+	prefix := uniquePrefix(t, rdb)
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s{floor}m%04d", prefix, i)
+	}
+	ctx := context.Background()
+	if err := floorScript.Run(ctx, rdb, keys).Err(); err != nil { // loads it, creates the HASHes
+		t.Fatal(err)
+	}
+	const runs = 20
+	cpu0 := singleCPU(t, rdb)
+	for range runs {
+		if err := floorScript.Run(ctx, rdb, keys).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("one HMGET and one HSET a member: %.2f us of Redis CPU a recipient", float64(singleCPU(t, rdb)-cpu0)/(runs*1000))
+	if err := rdb.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
