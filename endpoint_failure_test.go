@@ -140,6 +140,9 @@ func typedEndpoints() []failureEndpoint {
 			_, err := c.Messages.Send(ctx, Message{ToUser: []string{"zhangsan", "lisi"}, AgentID: 1000002, Content: &TextMessage{Content: "hello"}})
 			return err
 		}},
+		{name: "Customers.Welcome", id: catalog.SendWelcomeMsg, call: func(ctx context.Context, c *Client) error {
+			return c.Customers.Welcome(ctx, WelcomeMessage{WelcomeCode: "CALLBACK_CODE", Text: "hello"})
+		}},
 		{name: "Messages.Recall", id: catalog.MessageRecall, call: func(ctx context.Context, c *Client) error {
 			return c.Messages.Recall(ctx, "vcT8gGc-7dFb4bxT35ONjBDz901sLlXPZw1DAMC_Gc26qRpK-AK5sTJkkb0128t")
 		}},

@@ -23,6 +23,7 @@ const (
 	CustomerList   ID = "/cgi-bin/externalcontact/list"
 	CustomerGet    ID = "/cgi-bin/externalcontact/get"
 	CustomerBatch  ID = "/cgi-bin/externalcontact/batch/get_by_user"
+	SendWelcomeMsg ID = "/cgi-bin/externalcontact/send_welcome_msg"
 )
 
 // The customer transfer (客户继承) endpoints: on-job (在职继承) and resigned
@@ -220,6 +221,12 @@ func Endpoints() []Endpoint {
 		{ID: CustomerGet, Method: http.MethodGet, Doc: 92114, Repeatable: true, Sample: "external_userid=woAJ2GCAAAXtWyujaWJHDDGi0mACH71w", Rules: base()},
 		{ID: CustomerBatch, Method: http.MethodPost, Doc: 96316, Repeatable: true, Sample: `{"userid_list":["zhangsan"],"limit":100}`,
 			Rules: with(inFlight(RuleInFlight, 5, srcBatch))},
+
+		// A welcome_code serves once (document/path/92137): a welcome sent
+		// again fails, whether the first went through or not. Not
+		// repeatable.
+		{ID: SendWelcomeMsg, Method: http.MethodPost, Doc: 92137,
+			Sample: `{"welcome_code":"CALLBACK_CODE","text":{"content":"hello"}}`, Rules: base()},
 
 		// Transfers are not repeatable: an on-job one sent twice may count
 		// twice against WeCom's 2 transfers of a customer per 90 days

@@ -60,6 +60,9 @@
 //   - 40058: message/recall of a msgid the app did not send, already
 //     recalled, or sent 24 hours ago or more; get_statistics with a
 //     time_type other than 0 or 1.
+//   - 41051: send_welcome_msg with a welcome_code unknown, used or past
+//     its 20 seconds (WeCom documents 41051 for a code another app used
+//     first).
 //   - 60140: update_template_card with a response_code not issued to the
 //     app, used, or 72 hours old or more (the code an app was seen to get;
 //     undocumented). 81013 when none of its recipients is known, and

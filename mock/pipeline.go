@@ -65,6 +65,7 @@ const (
 	codeSameTakeover    = 40130
 	codeNotFollower     = 40131
 	codeTokenMissing    = 41001
+	codeWelcomeCode     = 41051
 	codeCorpIDMissing   = 41002
 	codeSecretMissing   = 41004
 	codeUserIDMissing   = 41009

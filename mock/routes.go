@@ -40,6 +40,7 @@ func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
 		catalog.CustomerList:   (*corp).customerList,
 		catalog.CustomerGet:    (*corp).customerGet,
 		catalog.CustomerBatch:  (*corp).customerBatch,
+		catalog.SendWelcomeMsg: (*corp).sendWelcome,
 
 		catalog.GroupChatList:     (*corp).groupChatList,
 		catalog.GroupChatGet:      (*corp).groupChatGet,

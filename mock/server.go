@@ -169,6 +169,9 @@ type corp struct {
 	// appChats: the app group chats (appchats.go; nil until one is
 	// used).
 	appChats *appChatBook
+	// welcomes: welcome codes and messages (welcome.go; nil until one is
+	// issued).
+	welcomes *welcomeBook
 }
 
 func newCorp(id string) *corp {
