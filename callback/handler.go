@@ -274,9 +274,15 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 		case o = <-done: // finished just in time
 		default:
 			// Answer now: WeCom would retry after 5 s, and the retry would
-			// run the handler again while this one still works.
-			h.stats.overran.Add(1)
-			h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: handler still running at its deadline, acknowledged", slog.String("kind", j.kind), slog.Duration("timeout", h.cfg.timeout))
+			// run the handler again while this one still works. (If WeCom
+			// hung up instead, the answer goes nowhere; the handler's
+			// context is cancelled all the same.)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				h.stats.overran.Add(1)
+				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: handler still running at its deadline, acknowledged", slog.String("kind", j.kind), slog.Duration("timeout", h.cfg.timeout))
+			} else {
+				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: request gone while its handler runs", slog.String("kind", j.kind))
+			}
 			h.ack(w, p)
 			go func() {
 				if o := <-done; o.err != nil {

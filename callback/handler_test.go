@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,8 +199,8 @@ func TestRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, callback.WithMaxBodySize(1024))
-			delivered := 0
-			callback.Handle(r.h, func(context.Context, callback.Event) error { delivered++; return nil })
+			var delivered atomic.Int32
+			callback.Handle(r.h, func(context.Context, callback.Event) error { delivered.Add(1); return nil })
 			s := tc.req(t, r)
 			method := tc.method
 			if method == "" {
@@ -209,8 +210,8 @@ func TestRejects(t *testing.T) {
 			if code != tc.want {
 				t.Fatalf("status %d, want %d", code, tc.want)
 			}
-			if delivered != 0 || r.h.Stats().Rejected != 1 {
-				t.Fatalf("delivered %d, stats %+v", delivered, r.h.Stats())
+			if delivered.Load() != 0 || r.h.Stats().Rejected != 1 {
+				t.Fatalf("delivered %d, stats %+v", delivered.Load(), r.h.Stats())
 			}
 			logs := r.logs.String()
 			if !strings.Contains(logs, "rejected") || !strings.Contains(logs, "status="+strconv.Itoa(tc.want)) {
