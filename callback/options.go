@@ -1,0 +1,130 @@
+package callback
+
+import (
+	"log/slog"
+	"time"
+)
+
+// The Handler's defaults, set by NewHandler unless an option says otherwise.
+const (
+	// DefaultMaxBodySize bounds a POST body: 1 MiB. WeCom's callbacks are
+	// a few kilobytes; a larger body is answered 413 unread.
+	DefaultMaxBodySize = 1 << 20
+	// DefaultTimestampWindow is how far a request's timestamp may be from
+	// this server's clock, either way: 5 minutes. WeCom signs each attempt
+	// when it sends it, so an honest request is seconds old; the window
+	// allows for clock drift and bounds how long a captured request can be
+	// replayed.
+	DefaultTimestampWindow = 5 * time.Minute
+	// DefaultTimeout is the deadline of a handler called in line: 4
+	// seconds, leaving a second of WeCom's 5 for the network and the
+	// answer.
+	DefaultTimeout = 4 * time.Second
+	// DefaultQueuedTimeout is the deadline of a handler called from the
+	// queue (WithQueue), where WeCom's 5 seconds no longer bind: 1 minute.
+	DefaultQueuedTimeout = time.Minute
+)
+
+// config is what the options set.
+type config struct {
+	logger    *slog.Logger
+	maxBody   int64
+	window    time.Duration
+	timeout   time.Duration
+	dedupe    Deduper
+	ttl       time.Duration
+	queueSize int
+	workers   int
+}
+
+// Option configures a Handler. Options that cannot use their value make
+// NewHandler return an *Error matching ErrConfig.
+type Option func(*config) error
+
+// WithLogger sets the logger (default: discard). The Handler logs every
+// rejected request (status, reason, remote address), refusals, handler
+// errors and overruns; never a token, key, signature, ciphertext or
+// decrypted message.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fail(ErrConfig, "nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithMaxBodySize bounds a POST body in bytes (default
+// DefaultMaxBodySize); a larger one is answered 413.
+func WithMaxBodySize(n int64) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fail(ErrConfig, "max body size < 1")
+		}
+		c.maxBody = n
+		return nil
+	}
+}
+
+// WithTimestampWindow sets how far a request's timestamp may be from now,
+// either way (default DefaultTimestampWindow); a request outside is
+// answered 400 before anything is decrypted. 0 turns the check off (the
+// timestamp must still be a number).
+func WithTimestampWindow(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fail(ErrConfig, "negative timestamp window")
+		}
+		c.window = d
+		return nil
+	}
+}
+
+// WithTimeout sets the deadline of the context a handler gets (default
+// DefaultTimeout, or DefaultQueuedTimeout with WithQueue). Called in line,
+// a handler still running at its deadline does not hold the answer: the
+// callback is acknowledged (so WeCom does not retry it while it runs) and
+// the overrun is logged and counted in Stats.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fail(ErrConfig, "timeout <= 0")
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithDeduper sets where delivered callbacks are remembered, and for how
+// long (ttl <= 0: DefaultDedupeTTL). The default is a MemoryDeduper of
+// DefaultDedupeCapacity keys; replicas behind a load balancer need one
+// they share, such as redisstore.Deduper.
+func WithDeduper(d Deduper, ttl time.Duration) Option {
+	return func(c *config) error {
+		if d == nil {
+			return fail(ErrConfig, "nil deduper")
+		}
+		if ttl <= 0 {
+			ttl = DefaultDedupeTTL
+		}
+		c.dedupe, c.ttl = d, ttl
+		return nil
+	}
+}
+
+// WithQueue acknowledges each callback as soon as it is verified, parsed
+// and new, and hands it to one of workers goroutines through a queue of
+// size callbacks. When the queue is full the callback is refused (503, so
+// WeCom retries it later), logged and counted in Stats.Refused: the queue
+// never grows. A handler's reply cannot be sent this way and is dropped
+// (logged). Close stops the workers.
+func WithQueue(size, workers int) Option {
+	return func(c *config) error {
+		if size < 1 || workers < 1 {
+			return fail(ErrConfig, "queue size and workers must be at least 1")
+		}
+		c.queueSize, c.workers = size, workers
+		return nil
+	}
+}
