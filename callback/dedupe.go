@@ -20,7 +20,7 @@ const DefaultDedupeCapacity = 50_000
 
 // Deduper remembers the callbacks already delivered, so that WeCom's
 // retries of one are delivered once. Give a Handler one shared by every
-// replica behind a load balancer (redisstore.Deduper) with WithDeduper; the
+// replica behind a load balancer (redisdedupe.Deduper) with WithDeduper; the
 // default is a MemoryDeduper of this process.
 type Deduper interface {
 	// Seen records key for ttl and reports whether it was already recorded

@@ -20,6 +20,6 @@
 //     KfEvent, SuiteTicketEvent, …) hold WeCom's fields; a kind this
 //     package does not know arrives as a *RawEvent, never refused.
 //   - WeCom retries a callback up to 3 times; a Deduper (MemoryDeduper by
-//     default, redisstore.Deduper for replicas) delivers it once: by MsgId
+//     default, redisdedupe.Deduper for replicas) delivers it once: by MsgId
 //     for a message, by a digest of the decrypted XML for an event.
 package callback

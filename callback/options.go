@@ -99,7 +99,7 @@ func WithTimeout(d time.Duration) Option {
 // WithDeduper sets where delivered callbacks are remembered, and for how
 // long (ttl <= 0: DefaultDedupeTTL). The default is a MemoryDeduper of
 // DefaultDedupeCapacity keys; replicas behind a load balancer need one
-// they share, such as redisstore.Deduper.
+// they share, such as redisdedupe.Deduper.
 func WithDeduper(d Deduper, ttl time.Duration) Option {
 	return func(c *config) error {
 		if d == nil {

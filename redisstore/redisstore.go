@@ -1,8 +1,7 @@
-// Package redisstore keeps in Redis what every process of a fleet shares:
-// the wecom client's credentials (give its TokenStore to
-// wecom.WithTokenStore) and the callbacks already delivered (give its
-// Deduper to callback.WithDeduper). A program that keeps them in memory
-// does not import it, nor go-redis.
+// Package redisstore keeps in Redis the wecom client's credentials, shared
+// by every process of a fleet: give its TokenStore to wecom.WithTokenStore.
+// A program that keeps them in memory does not import it, nor go-redis.
+// The callbacks already delivered are kept by callback/redisdedupe.
 package redisstore
 
 import (

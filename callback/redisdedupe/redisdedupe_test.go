@@ -1,4 +1,4 @@
-package redisstore_test
+package redisdedupe_test
 
 import (
 	"context"
@@ -12,16 +12,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/wecomkit/wecom/callback"
 	"github.com/wecomkit/wecom/internal/redistest"
-	"github.com/wecomkit/wecom/redisstore"
+	"github.com/wecomkit/wecom/callback/redisdedupe"
 )
+
+// redisBackends are the Redis deployments every test runs on.
+var redisBackends = []struct {
+	name    string
+	connect func(testing.TB) redis.UniversalClient
+}{
+	{"single", redistest.Single},
+	{"cluster", redistest.Cluster},
+}
 
 func TestDeduperRejectsNilClient(t *testing.T) {
 	t.Parallel()
-	d, err := redisstore.NewDeduper(nil, "p:")
+	d, err := redisdedupe.New(nil, "p:")
 	if d != nil || !errors.Is(err, callback.ErrConfig) {
-		t.Fatalf("NewDeduper(nil) = %v, %v", d, err)
+		t.Fatalf("New(nil) = %v, %v", d, err)
 	}
 }
 
@@ -32,7 +43,7 @@ func TestDeduper(t *testing.T) {
 			t.Parallel()
 			rdb := b.connect(t)
 			prefix := redistest.Prefix(t, rdb)
-			d, err := redisstore.NewDeduper(rdb, prefix)
+			d, err := redisdedupe.New(rdb, prefix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +108,7 @@ func TestDeduperAcrossHandlers(t *testing.T) {
 			var urls []string
 			for range 2 {
 				c, _ := callback.NewCrypto(token, key, corp)
-				d, err := redisstore.NewDeduper(rdb, prefix)
+				d, err := redisdedupe.New(rdb, prefix)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,8 @@
-package redisstore
+// Package redisdedupe is a callback.Deduper on Redis, shared by the
+// replicas of a callback receiver. It links go-redis and the callback
+// package, not the client: a program that only receives callbacks needs
+// no wecom.Client.
+package redisdedupe
 
 import (
 	"context"
@@ -24,9 +28,9 @@ type Deduper struct {
 
 var _ callback.Deduper = (*Deduper)(nil)
 
-// NewDeduper returns a Deduper keeping keys in rdb under prefix (which may
+// New returns a Deduper keeping keys in rdb under prefix (which may
 // be empty). The caller keeps ownership of rdb.
-func NewDeduper(rdb redis.UniversalClient, prefix string) (*Deduper, error) {
+func New(rdb redis.UniversalClient, prefix string) (*Deduper, error) {
 	if rdb == nil {
 		return nil, &callback.Error{Class: callback.ErrConfig, Reason: "nil redis client"}
 	}
@@ -40,7 +44,7 @@ func (d *Deduper) Seen(ctx context.Context, key string, ttl time.Duration) (bool
 	if ttl <= 0 {
 		n, err := d.rdb.Exists(ctx, d.prefix+key).Result()
 		if err != nil {
-			return false, fmt.Errorf("redisstore: deduper exists: %w", err)
+			return false, fmt.Errorf("redisdedupe: exists: %w", err)
 		}
 		return n > 0, nil
 	}
@@ -55,14 +59,14 @@ func (d *Deduper) Seen(ctx context.Context, key string, ttl time.Duration) (bool
 	case errors.Is(err, redis.Nil): // NX: the key was there
 		return true, nil
 	default:
-		return false, fmt.Errorf("redisstore: deduper set: %w", err)
+		return false, fmt.Errorf("redisdedupe: set: %w", err)
 	}
 }
 
 // Forget implements callback.Deduper: DEL prefix+key.
 func (d *Deduper) Forget(ctx context.Context, key string) error {
 	if err := d.rdb.Del(ctx, d.prefix+key).Err(); err != nil {
-		return fmt.Errorf("redisstore: deduper del: %w", err)
+		return fmt.Errorf("redisdedupe: del: %w", err)
 	}
 	return nil
 }
