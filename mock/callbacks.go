@@ -127,7 +127,9 @@ func newPushes() *pushes {
 // members, customer tags, remarks), those AddExternalContact makes and
 // those PushCallback is given. WeCom sends each kind to the URL of the app
 // it concerns (contacts, customer contact); the mock sends a corp's all to
-// one. A zero CallbackConfig (empty URL) stops the pushes of later changes.
+// one. A push's timestamp and CreateTime are the Server's clock
+// (Config.Now), which a receiver checks against its own. A zero
+// CallbackConfig (empty URL) stops the pushes of later changes.
 // It fails on a URL that is not absolute http(s), a bad token or key, or
 // bad delays.
 func (s *Server) SetCallback(corpID string, cb CallbackConfig) error {
