@@ -284,12 +284,21 @@ func (c *corp) tagAddUsers(in *input) (any, *apiError) {
 	if len(mc.users) == 0 && len(mc.parties) == 0 {
 		return nil, errf(codeAllInvalid, "all userlist and partylist invalid")
 	}
+	var users []string
+	var parties []int
 	for _, u := range mc.users {
-		t.users[u] = true
+		if !t.users[u] {
+			t.users[u] = true
+			users = append(users, u)
+		}
 	}
 	for _, p := range mc.parties {
-		t.parties[p] = true
+		if !t.parties[p] {
+			t.parties[p] = true
+			parties = append(parties, p)
+		}
 	}
+	tagChanged(in, t, "Add", users, parties)
 	return mc.answer("ok"), nil
 }
 
@@ -309,5 +318,24 @@ func (c *corp) tagDelUsers(in *input) (any, *apiError) {
 	for _, p := range mc.parties {
 		delete(t.parties, p)
 	}
+	tagChanged(in, t, "Del", mc.users, mc.parties)
 	return mc.answer("deleted"), nil
+}
+
+// tagChanged emits change_contact update_tag for the members added to
+// (verb "Add") or removed from ("Del") a tag, as WeCom's contact
+// change notice has it: TagId and the ids in AddUserItems, AddPartyItems
+// or DelUserItems, DelPartyItems. Nothing that changed, no event.
+func tagChanged(in *input, t *contactTag, verb string, users []string, parties []int) {
+	if len(users) == 0 && len(parties) == 0 {
+		return
+	}
+	fields := []xmlField{number("TagId", t.id)}
+	if len(users) > 0 {
+		fields = append(fields, text(verb+"UserItems", strings.Join(users, ",")))
+	}
+	if len(parties) > 0 {
+		fields = append(fields, text(verb+"PartyItems", joinInts(parties)))
+	}
+	in.emit("change_contact", "update_tag", fields...)
 }

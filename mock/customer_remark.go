@@ -73,6 +73,9 @@ func (c *corp) remark(in *input) (any, *apiError) {
 		}
 	}
 	c.remarks[key] = r
+	// WeCom tells the customer-contact receiver of a member's edit of a
+	// customer's remark (document/path/92130, edit_external_contact).
+	in.emit("change_external_contact", "edit_external_contact", text("UserID", req.UserID), text("ExternalUserID", req.ExternalUserID))
 	return okStatus("ok"), nil
 }
 

@@ -260,10 +260,12 @@ func (c *corp) corpTagAdd(in *input) (any, *apiError) {
 		return nil, errf(codeCorpTagLimit, "corp tag count out of limit %d", maxCorpTagsPerCorp)
 	}
 	now := in.now.Unix()
-	if g == nil {
+	newGroup := g == nil
+	if newGroup {
 		id, seq := c.newID()
 		g = &tagGroup{id: id, name: req.GroupName, order: req.Order, created: now, seq: seq, tags: make(map[string]*corpTag)}
 		c.groups[id] = g
+		externalTagChanged(in, "create", "tag_group", id)
 	}
 	added := make([]*corpTag, 0, len(req.Tag))
 	for _, rt := range req.Tag {
@@ -272,6 +274,9 @@ func (c *corp) corpTagAdd(in *input) (any, *apiError) {
 		g.tags[id] = t
 		c.corpTags[id] = t
 		added = append(added, t)
+		if !newGroup {
+			externalTagChanged(in, "create", "tag", id)
+		}
 	}
 	return corpTagAddAnswer{status: okStatus("ok"), TagGroup: groupJSON(g, added)}, nil
 }
@@ -294,6 +299,7 @@ func (c *corp) corpTagEdit(in *input) (any, *apiError) {
 		if req.Order != nil {
 			t.order = *req.Order
 		}
+		externalTagChanged(in, "update", "tag", t.id)
 		return okStatus("ok"), nil
 	}
 	if g := c.groups[req.ID]; g != nil {
@@ -309,6 +315,7 @@ func (c *corp) corpTagEdit(in *input) (any, *apiError) {
 		if req.Order != nil {
 			g.order = *req.Order
 		}
+		externalTagChanged(in, "update", "tag_group", g.id)
 		return okStatus("ok"), nil
 	}
 	return nil, errf(codeInvalidTagID, "invalid tag id or tag group id")
@@ -338,14 +345,28 @@ func (c *corp) corpTagDel(in *input) (any, *apiError) {
 			for _, t := range g.tags {
 				c.removeCorpTag(t)
 			}
+			externalTagChanged(in, "delete", "tag_group", id)
 		}
 	}
 	for _, id := range req.TagID {
 		if t := c.corpTags[id]; t != nil {
 			c.removeCorpTag(t)
+			externalTagChanged(in, "delete", "tag", id)
+			if c.groups[t.group.id] == nil {
+				externalTagChanged(in, "delete", "tag_group", t.group.id)
+			}
 		}
 	}
 	return okStatus("ok"), nil
+}
+
+// externalTagChanged emits change_external_tag (document/path/92130):
+// ChangeType create, update or delete, the Id, and TagType tag or
+// tag_group. A group created or deleted is one event, not one more per tag
+// in it (the mock's reading of WeCom's page, which says so of deletes); a
+// group left empty by deleting its last tag is deleted, and says so.
+func externalTagChanged(in *input, change, tagType, id string) {
+	in.emit("change_external_tag", change, text("Id", id), text("TagType", tagType))
 }
 
 // markTag adds the add_tag tags, then removes the remove_tag ones.

@@ -46,10 +46,14 @@ type follow struct {
 func (s *Server) AddCustomer(corpID string, cu Customer, followers ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.corpLocked(corpID)
+	s.corpLocked(corpID).addCustomer(cu, s.now().Unix(), followers...)
+}
+
+// addCustomer adds (or replaces) cu and makes it a customer of followers
+// at unix time now.
+func (c *corp) addCustomer(cu Customer, now int64, followers ...string) {
 	p := cu
 	c.people[cu.ExternalUserID] = &p
-	now := s.now().Unix()
 	for _, u := range followers {
 		c.addFollow(u, cu.ExternalUserID, now)
 	}

@@ -26,6 +26,15 @@
 // del_corp_tag,mark_tag}) keep real state that tests can read back with
 // [Server.Tags], [Server.CorpTagGroups] and [Server.Marks].
 //
+// A Server pushes callbacks to a receiver ([Server.SetCallback]) as WeCom
+// does: encrypted and signed with the receiver's token and EncodingAESKey,
+// tried again when the answer is not a 200 within 5 s, 3 attempts in all
+// ([Server.CallbackDeliveries] records each). The API changes WeCom reports
+// are pushed (addtagusers and deltagusers, add/edit/del_corp_tag, remark);
+// [Server.AddExternalContact] makes a customer add a member and pushes
+// add_external_contact with its welcome code; [Server.PushCallback] pushes
+// any message or event.
+//
 // A Server can be served three ways: [Server.Handler] for any HTTP server,
 // [Server.Start] for an [net/http/httptest.Server], and [Server.Responder] or
 // [Server.Register] for github.com/jarcoal/httpmock.
@@ -69,5 +78,6 @@
 //     40058 with neither button.replace_name nor a template_card.
 //
 // A Server is safe for use by any number of goroutines. It holds no
-// goroutines of its own.
+// goroutines of its own but those delivering callbacks, which [Server.Close]
+// stops and waits for.
 package mock

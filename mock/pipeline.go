@@ -32,6 +32,9 @@ type input struct {
 	// dropped are the members the call's silent limits drop it for (an
 	// app message over a member's minute): WeCom answers success.
 	dropped map[string]bool
+	// events are the callbacks the call makes WeCom send (callback_events.go),
+	// pushed when it succeeds.
+	events []callbackEvent
 }
 
 // decode unmarshals the JSON body into v; any failure is 47001.
@@ -275,6 +278,9 @@ func (s *Server) execute(adm admission, wait time.Duration,
 	defer s.mu.Unlock()
 	in.now = s.now()
 	answer, aerr := rt.apply(c, in)
+	if aerr == nil && c != nil {
+		s.pushEventsLocked(c.id, in.now, in.events)
+	}
 	if f, ok := answer.(*fileAnswer); ok && aerr == nil && !malformed {
 		return nil, f
 	}

@@ -202,6 +202,8 @@ type Server struct {
 	stats     Stats
 	scripts   []*Script
 	hintSeq   uint64
+	// push holds the callbacks pushed to receivers (callbacks.go).
+	push *pushes
 }
 
 // New returns a Server configured by cfg. It fails when cfg.Latency or
@@ -246,6 +248,7 @@ func New(cfg Config) (*Server, error) {
 		rates:     make(map[limitKey]*rateLog),
 		inFlight:  make(map[limitKey]int),
 		stats:     newStats(),
+		push:      newPushes(),
 	}
 	s.robotHost.robots = make(map[string]*robot)
 	if s.now == nil {

@@ -48,10 +48,15 @@ func (c *corp) welcomesOf() *welcomeBook {
 func (s *Server) WelcomeCode(corpID, userID, externalUserID string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	wb := s.corpLocked(corpID).welcomesOf()
+	return s.corpLocked(corpID).newWelcomeCode(userID, externalUserID, s.now())
+}
+
+// newWelcomeCode issues a welcome code at now.
+func (c *corp) newWelcomeCode(userID, externalUserID string, now time.Time) string {
+	wb := c.welcomesOf()
 	wb.seq++
 	code := "welcome" + strconv.Itoa(wb.seq)
-	wb.codes[code] = &welcomeCode{userID: userID, externalUserID: externalUserID, expires: s.now().Add(WelcomeCodeTTL)}
+	wb.codes[code] = &welcomeCode{userID: userID, externalUserID: externalUserID, expires: now.Add(WelcomeCodeTTL)}
 	return code
 }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wecomkit/wecom/callback"
-	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/callback/redisdedupe"
+	"github.com/wecomkit/wecom/internal/redistest"
 )
 
 // redisBackends are the Redis deployments every test runs on.

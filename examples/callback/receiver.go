@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/wecomkit/wecom/callback"
+)
+
+// receive serves the receiver on cfg.listen until ctx ends.
+func receive(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	h, err := newReceiver(cfg, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "callback: receiving on %s for receive id %s\n", ln.Addr(), cfg.corpID)
+	return serve(ctx, ln, h)
+}
+
+// serve serves h on ln until ctx ends, then shuts down gracefully.
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shut)
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// newReceiver returns the receiver's handler, at every path: each callback
+// delivered is a JSON line on stdout; every refusal is logged on stderr.
+func newReceiver(cfg config, stdout, stderr io.Writer) (http.Handler, error) {
+	crypto, err := callback.NewCrypto(cfg.token, cfg.aesKey, cfg.corpID)
+	if err != nil {
+		return nil, err
+	}
+	h, err := callback.NewHandler(crypto, callback.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	if err != nil {
+		return nil, err
+	}
+	out := &syncWriter{w: stdout}
+	callback.Handle(h, func(_ context.Context, e callback.Event) error {
+		line, err := jsonLine(e.Common().XML)
+		if err != nil {
+			return err // a 500: WeCom tries again; it was parsed, so this does not happen
+		}
+		_, err = out.Write(line)
+		return err
+	})
+	return h, nil
+}
+
+// jsonLine renders a callback's XML as one line of JSON: the root's
+// children by element name, nested elements as objects, repeated names as
+// arrays, text as strings.
+func jsonLine(data []byte) ([]byte, error) {
+	v, err := xmlValue(data)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		obj = map[string]any{}
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
