@@ -40,7 +40,9 @@ type RedisConn interface {
 }
 
 // RedisSubscription is a subscription a RedisConn made (an alias of an
-// interface literal, so that an adapter need not import this package).
+// interface literal, so that an adapter need not import this package). The
+// backend compares subscriptions with ==: its dynamic type must be
+// comparable (a pointer, or a struct of one).
 type RedisSubscription = interface {
 	// Receive waits up to timeout for what the server sends next, and
 	// returns its channel and payload when it is a message; channel is
