@@ -13,6 +13,7 @@ import (
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // changeLog records the limit changes the observer sees.
@@ -139,7 +140,7 @@ func TestLimitLearnedFleetWide(t *testing.T) {
 	var logs [2]changeLog
 	var clients [2]*wecom.Client
 	for i := range clients {
-		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

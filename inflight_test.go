@@ -15,6 +15,7 @@ import (
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 const (
@@ -50,7 +51,7 @@ func newBackends(t *testing.T, kind string) []throttle.Backend {
 	prefix := redistest.Prefix(t, rdb)
 	var bs []throttle.Backend
 	for range 2 {
-		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // TestMessagesAcrossProcesses: two processes sharing a Redis limiter send
@@ -35,7 +36,7 @@ func TestMessagesAcrossProcesses(t *testing.T) {
 	var sent, refused int
 	var wg sync.WaitGroup
 	for p := range 2 {
-		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestRobotAcrossProcesses(t *testing.T) {
 	var sent, refused int
 	var wg sync.WaitGroup
 	for p := range 2 {
-		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // A 45009 seen by one process stops every process sharing the Redis limiter
@@ -17,7 +18,7 @@ func TestRedisSharedCooldown(t *testing.T) {
 	prefix := redistest.Prefix(t, rdb)
 	var clients []*fixture
 	for range 2 { // two processes: each its own backend and subscription
-		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/redisstore"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 const envAddr = "REDIS_ADDR"
@@ -96,7 +97,7 @@ func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([
 
 func newLimiter(tb testing.TB, rdb redis.UniversalClient, prefix string) *throttle.Redis {
 	tb.Helper()
-	l, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+	l, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -375,7 +376,7 @@ func handoffRequest(windows bool) throttle.Request {
 // and says so ("R").
 func handoffChild(t *testing.T) {
 	rdb := newRedis(t)
-	lim, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: os.Getenv(envPrefix)})
+	lim, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: os.Getenv(envPrefix)})
 	if err != nil {
 		fmt.Printf("E %v\n", err)
 		return

@@ -6,8 +6,6 @@ import (
 	"log"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -28,28 +26,6 @@ func ExampleMemory() {
 	defer func() { _ = lim.Release(ctx, l) }()
 	fmt.Println("holds a slot:", l.HoldsSlot())
 	// Output: holds a slot: true
-}
-
-// The same limits shared by every process using one Redis (compiled, not run:
-// it needs a Redis server).
-func ExampleNewRedis() {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
-	lim, err := throttle.NewRedis(rdb, throttle.RedisOptions{
-		Prefix:     "myapp:throttle:",
-		Fallback:   throttle.FallBackLocal, // keep going if Redis is down...
-		LocalShare: 1.0 / 3,                // ...each of 3 processes with a third of every limit
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer lim.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := lim.Acquire(ctx, throttle.Request{Key: "{corp}/cgi-bin/externalcontact/mark_tag", Concurrency: 5})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer func() { _ = lim.Release(ctx, l) }()
 }
 
 // A call that edits one customer takes the API's slot and the customer's

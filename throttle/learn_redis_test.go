@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // TestFallbackLeaseReportsTheFleetCap: while Redis is down, a lease of the
@@ -18,7 +19,7 @@ func TestFallbackLeaseReportsTheFleetCap(t *testing.T) {
 	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: refusedAddr(t), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Fallback: throttle.FallBackLocal, LocalShare: 1.0 / 3, OpTimeout: 200 * time.Millisecond})
+	b, err := throttleredis.New(rdb, throttle.RedisOptions{Fallback: throttle.FallBackLocal, LocalShare: 1.0 / 3, OpTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func (b *Redis) LoadLimit(ctx context.Context, key string) (Learned, time.Time, 
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	v, err := b.loadLimit.Run(octx, b.rdb, []string{b.names(key, nil).learned}).StringSlice()
+	v, err := replyStrings(b.loadLimit.run(octx, b.rdb, []string{b.names(key, nil).learned}))
 	if err != nil || len(v) != 3 {
 		_, err = b.failed("load limit", cmp.Or(err, errors.New("malformed answer")))
 		return Learned{}, time.Time{}, false, err
@@ -124,8 +124,8 @@ func (b *Redis) SwapLimit(ctx context.Context, key string, prev Learned, next in
 	if prev.Limit > 0 {
 		since = prev.Since.UnixMilli()
 	}
-	v, err := b.swapLimit.Run(octx, b.rdb, []string{b.names(key, nil).learned},
-		prev.Limit, since, next, learnedKeep.Milliseconds()).Int64Slice()
+	v, err := replyInt64s(b.swapLimit.run(octx, b.rdb, []string{b.names(key, nil).learned},
+		prev.Limit, since, next, learnedKeep.Milliseconds()))
 	if err != nil || len(v) == 0 {
 		_, err = b.failed("swap limit", cmp.Or(err, errors.New("malformed answer")))
 		return Learned{}, false, err

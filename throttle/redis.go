@@ -1,11 +1,12 @@
 // The Redis backend: its options, the Redis type and its lifecycle (NewRedis,
 // Close), the Lua scripts it runs, and how throttle keys name Redis keys.
-// The other concerns live in files of their own: redis_acquire.go (TryAcquire,
-// Acquire), redis_release.go (Release, Extend, Cooldown), redis_queue.go (the
-// local line of waiters, line.go's), redis_grant.go (hand-overs and the cross-process grant
-// protocol), redis_fallback.go (Redis errors and the local fallback),
-// redis_health.go (the probe and the subscription) and redis_epoch.go (what a
-// process writes back after Redis lost its state).
+// The other concerns live in files of their own: redis_conn.go (what it asks
+// of a Redis client), redis_acquire.go (TryAcquire, Acquire),
+// redis_release.go (Release, Extend, Cooldown), redis_queue.go (the local
+// line of waiters, line.go's), redis_grant.go (hand-overs and the
+// cross-process grant protocol), redis_fallback.go (Redis errors and the
+// local fallback), redis_health.go (the probe and the subscription) and
+// redis_epoch.go (what a process writes back after Redis lost its state).
 
 package throttle
 
@@ -22,8 +23,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The atomic steps of the Redis backend, one Lua script each. The scripts
@@ -150,19 +149,14 @@ type RedisOptions struct {
 // with nothing else volatile). RDB snapshots alone are worse than none: the
 // minutes of grants since the snapshot are lost unseen.
 //
-// The backend prints nothing. go-redis itself logs failed dials ("failed to
-// dial after 5 attempts") through its package-wide logger; a program that
-// wants them quiet sets its own once, before using Redis:
+// The backend prints nothing (go-redis's own logging: see throttle/redis).
 //
-//	type quiet struct{}
-//	func (quiet) Printf(context.Context, string, ...any) {}
-//	...
-//	redis.SetLogger(quiet{})
-//
-// NewRedis starts the probe and the subscription in goroutines that Close
+// A program makes one with throttle/redis's New, on a go-redis client, so
+// that a program without Redis does not link go-redis; NewRedis, on a
+// RedisConn, is what New calls. NewRedis starts the probe and the subscription in goroutines that Close
 // stops.
 type Redis struct {
-	rdb        redis.UniversalClient
+	rdb        RedisConn
 	opt        RedisOptions
 	proc       string // this backend's id among the waiting processes
 	channel    string // broadcast: cooldowns, to every process
@@ -174,17 +168,17 @@ type Redis struct {
 	// same lease): there the hand-over frees the slot and wakes the other
 	// process.
 	grants    bool
-	acquire   *redis.Script
-	release   *redis.Script
-	extend    *redis.Script
-	cooldown  *redis.Script
-	pass      *redis.Script
-	restoreSc *redis.Script
-	members   *redis.Script
+	acquire   *script
+	release   *script
+	extend    *script
+	cooldown  *script
+	pass      *script
+	restoreSc *script
+	members   *script
 	// memberLines: the waiters of requests with Members (members.go)
 	memberLines memberLines
-	swapLimit   *redis.Script
-	loadLimit   *redis.Script
+	swapLimit   *script
+	loadLimit   *script
 	// learned are the learned limits this process last read or wrote
 	// (LoadLimit, SwapLimit), by key: they cap every acquisition on the key.
 	learnedMu sync.Mutex
@@ -215,10 +209,10 @@ type Redis struct {
 	// health is Redis as this process knows it: healthUnknown until the
 	// first probe answers, then healthUp or healthDown. Written under mu.
 	health  atomic.Int32
-	probing bool          // the probe (see probe) runs
-	changed chan struct{} // closed and replaced when health or probing changes
-	orphans []Lease       // releases that failed for want of Redis, retried when it answers
-	pubsub  *redis.PubSub // the subscription listen holds, nil between connections
+	probing bool              // the probe (see probe) runs
+	changed chan struct{}     // closed and replaced when health or probing changes
+	orphans []Lease           // releases that failed for want of Redis, retried when it answers
+	pubsub  RedisSubscription // the subscription listen holds, nil between connections
 	done    chan struct{}
 }
 
@@ -227,8 +221,9 @@ type Redis struct {
 const maxOrphans = 10000
 
 // NewRedis returns a Redis backend on rdb (a single node, Sentinel or Cluster
-// client).
-func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
+// client). Programs on go-redis call throttle/redis's New, which adapts the
+// client and calls this.
+func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 	if rdb == nil {
 		return nil, invalidf("nil Redis client")
 	}
@@ -254,23 +249,22 @@ func NewRedis(rdb redis.UniversalClient, opt RedisOptions) (*Redis, error) {
 	case opt.Fallback != FailClosed && opt.Fallback != FallBackLocal:
 		return nil, invalidf("unknown fallback %d", opt.Fallback)
 	}
-	_, cluster := rdb.(*redis.ClusterClient)
 	b := &Redis{
 		rdb:        rdb,
-		grants:     !cluster,
+		grants:     !rdb.Cluster(),
 		opt:        opt,
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",
 		wakePrefix: opt.Prefix + "wake:",
-		acquire:    redis.NewScript(acquireSource()),
-		release:    redis.NewScript(clockSource(freeLua + releaseLua)),
-		extend:     redis.NewScript(clockSource(extendLua)),
-		cooldown:   redis.NewScript(clockSource(cooldownLua)),
-		pass:       redis.NewScript(passLua),
-		restoreSc:  redis.NewScript(clockSource(restoreLua)),
-		members:    redis.NewScript(membersSource()),
-		swapLimit:  redis.NewScript(clockSource(swapLimitLua)),
-		loadLimit:  redis.NewScript(clockSource(loadLimitLua)),
+		acquire:    newScript(acquireSource()),
+		release:    newScript(clockSource(freeLua + releaseLua)),
+		extend:     newScript(clockSource(extendLua)),
+		cooldown:   newScript(clockSource(cooldownLua)),
+		pass:       newScript(passLua),
+		restoreSc:  newScript(clockSource(restoreLua)),
+		members:    newScript(membersSource()),
+		swapLimit:  newScript(clockSource(swapLimitLua)),
+		loadLimit:  newScript(clockSource(loadLimitLua)),
 		learned:    make(map[string]int),
 		local:      NewMemory(),
 		keys:       make(map[string]*rkey),

@@ -76,7 +76,7 @@ func servedFirst(t *testing.T, aw, bw <-chan acquired, a, b *Redis) (first acqui
 // its subscription is up on some node.
 func clusterBackend(t *testing.T, rdb redis.UniversalClient, prefix string) *Redis {
 	t.Helper()
-	b, err := NewRedis(rdb, RedisOptions{Prefix: prefix})
+	b, err := newRedis(rdb, RedisOptions{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestRedisProcessesNeverOverLimit(t *testing.T) {
 			prefix := redistest.Prefix(t, rdb)
 			var bs []*Redis
 			for range 3 {
-				b, err := NewRedis(rdb, RedisOptions{Prefix: prefix})
+				b, err := newRedis(rdb, RedisOptions{Prefix: prefix})
 				if err != nil {
 					t.Fatal(err)
 				}

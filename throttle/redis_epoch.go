@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // ledger is what a process knows of the Redis state a restart would lose,
@@ -315,7 +313,7 @@ func (b *Redis) restore(ctx context.Context, key string) error {
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	now, err := b.restoreSc.Run(octx, b.rdb, keys, args...).Text()
+	now, err := replyText(b.restoreSc.run(octx, b.rdb, keys, args...))
 	if err != nil {
 		return err
 	}
@@ -333,7 +331,7 @@ func (b *Redis) restore(ctx context.Context, key string) error {
 func (b *Redis) restoreAll() error {
 	for _, key := range b.ledger.known() {
 		if err := b.restore(context.Background(), key); err != nil {
-			var rerr redis.Error
+			var rerr redisError
 			if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
 				continue
 			}

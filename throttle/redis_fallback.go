@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // failed classifies a Redis error. An outage (no connection, a timeout of the
@@ -20,7 +18,7 @@ import (
 // error the server answered otherwise (a script error, say) is returned as
 // it is, for it says nothing about reachability.
 func (b *Redis) failed(op string, err error) (outage bool, _ error) {
-	var rerr redis.Error
+	var rerr redisError
 	if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
 		return false, fmt.Errorf("throttle: redis %s: %w", op, err)
 	}

@@ -13,28 +13,26 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // dispatch wakes the head waiter of the key a release or cooldown names, or
 // takes a grant published to this process. A wake-up for a key nobody here
 // waits on any more goes to the next process.
-func (b *Redis) dispatch(m *redis.Message) {
-	if m.Channel != b.channel && strings.Contains(m.Payload, "\n") {
-		b.takeGrant(m.Payload)
+func (b *Redis) dispatch(channel, payload string) {
+	if channel != b.channel && strings.Contains(payload, "\n") {
+		b.takeGrant(payload)
 		return
 	}
-	if rest, ok := strings.CutPrefix(m.Payload, "\n"); ok && m.Channel == b.channel {
+	if rest, ok := strings.CutPrefix(payload, "\n"); ok && channel == b.channel {
 		if proc, key, _ := strings.Cut(rest, "\n"); proc != b.proc {
 			b.noteContended(key, true, time.Time{}) // another process queued for a slot
 		}
 		return
 	}
 	b.mu.Lock()
-	k := b.keys[m.Payload]
+	k := b.keys[payload]
 	if k != nil {
-		if m.Channel != b.channel {
+		if channel != b.channel {
 			k.targeted = true
 		}
 		select {
@@ -43,8 +41,8 @@ func (b *Redis) dispatch(m *redis.Message) {
 		}
 	}
 	b.mu.Unlock()
-	if k == nil && m.Channel != b.channel {
-		b.passOn(m.Payload)
+	if k == nil && channel != b.channel {
+		b.passOn(payload)
 	}
 }
 
@@ -147,7 +145,7 @@ func (b *Redis) unqueue(key string) {
 	}
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
-	_ = b.rdb.ZRem(octx, b.names(key, nil).waiting, b.proc).Err() // lost: a grant it gets goes back
+	_ = b.rdb.ZRem(octx, b.names(key, nil).waiting, b.proc) // lost: a grant it gets goes back
 }
 
 // passOn wakes the next process waiting on key.
@@ -157,7 +155,7 @@ func (b *Redis) passOn(key string) {
 	}
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
-	_ = b.pass.Run(octx, b.rdb, []string{b.names(key, nil).waiting}, b.wakePrefix, key).Err() // lost: waiters' timers still run
+	_, _ = b.pass.run(octx, b.rdb, []string{b.names(key, nil).waiting}, b.wakePrefix, key) // lost: waiters' timers still run
 }
 
 // settle delivers the result of a hand-over to the waiter w claimed for it,

@@ -80,7 +80,7 @@ func twoProcesses(t *testing.T) [2]*Redis {
 	prefix := redistest.Prefix(t, rdb)
 	var bs [2]*Redis
 	for i := range bs {
-		b, err := NewRedis(rdb, RedisOptions{Prefix: prefix})
+		b, err := newRedis(rdb, RedisOptions{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestRedisGrantSkipsProcessesGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := a.names(r.Key, nil).waiting
-	if err := a.rdb.ZAdd(ctx, q, redis.Z{Score: 1, Member: "ghost-1"}, redis.Z{Score: 2, Member: "ghost-2"}).Err(); err != nil {
+	if err := client(a).ZAdd(ctx, q, redis.Z{Score: 1, Member: "ghost-1"}, redis.Z{Score: 2, Member: "ghost-2"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	aw := acquireAsync(ctx, a, r)
@@ -327,7 +327,7 @@ func TestRedisGrantNobodyCanUseGoesBack(t *testing.T) {
 func queueUnusable(ctx context.Context, t *testing.T, b *Redis, r Request, withWaiter bool) <-chan acquired {
 	t.Helper()
 	if !withWaiter {
-		if err := b.rdb.ZAdd(ctx, b.names(r.Key, nil).waiting, redis.Z{Score: 1, Member: b.proc}).Err(); err != nil {
+		if err := client(b).ZAdd(ctx, b.names(r.Key, nil).waiting, redis.Z{Score: 1, Member: b.proc}).Err(); err != nil {
 			t.Fatal(err)
 		}
 		return nil
@@ -388,7 +388,7 @@ func TestRedisMalformedGrantReleased(t *testing.T) {
 		defer cancel()
 		l := mustTake(t, a, Request{Key: "{corp}/m", Concurrency: 1, TTL: time.Minute})
 		msg := l.Key + "\n" + l.ID + "\n1000\n61000\n1\n60000\n1" + tail
-		if err := a.rdb.Publish(ctx, b.wakePrefix+b.proc, msg).Err(); err != nil {
+		if err := client(a).Publish(ctx, b.wakePrefix+b.proc, msg).Err(); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; holders(t, a, l.Key) > 0; i++ {

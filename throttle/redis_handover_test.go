@@ -113,13 +113,13 @@ func gatedBackends(t *testing.T, n int) ([]*Redis, []*acquireGate) {
 	for range n {
 		rdb := redis.NewClient(&redis.Options{Addr: opt.Addr})
 		t.Cleanup(func() { _ = rdb.Close() })
-		b, err := NewRedis(rdb, RedisOptions{Prefix: prefix})
+		b, err := newRedis(rdb, RedisOptions{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
 		b.cold = true // the protocol between processes, as when they contend
-		g := newAcquireGate(b.acquire.Hash())
+		g := newAcquireGate(b.acquire.hash)
 		rdb.AddHook(g)
 		bs, gs = append(bs, b), append(gs, g)
 	}
@@ -135,7 +135,7 @@ func subscribed(t *testing.T, b *Redis) {
 	t.Helper()
 	ch := b.wakePrefix + b.proc
 	for range 5000 {
-		n, err := b.rdb.PubSubNumSub(context.Background(), ch).Result()
+		n, err := client(b).PubSubNumSub(context.Background(), ch).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func subscribed(t *testing.T, b *Redis) {
 // waitingProcs returns the processes queued in Redis for key, first first.
 func waitingProcs(t *testing.T, b *Redis, key string) []string {
 	t.Helper()
-	ps, err := b.rdb.ZRange(context.Background(), b.names(key, nil).waiting, 0, -1).Result()
+	ps, err := client(b).ZRange(context.Background(), b.names(key, nil).waiting, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func windowTotal(t *testing.T, b *Redis, r Request, p time.Duration) int {
 	t.Helper()
 	for i, w := range r.Windows {
 		if w.Period == p {
-			n, err := b.rdb.HGet(context.Background(), b.names(r.Key, r.Windows).windows[i], "t").Int()
+			n, err := client(b).HGet(context.Background(), b.names(r.Key, r.Windows).windows[i], "t").Int()
 			if err != nil && err != redis.Nil {
 				t.Fatal(err)
 			}
@@ -229,7 +229,7 @@ func acquireAsync(ctx context.Context, b *Redis, r Request) <-chan acquired {
 
 func holders(t *testing.T, b *Redis, key string) int64 {
 	t.Helper()
-	n, err := b.rdb.ZCard(context.Background(), b.names(key, nil).holders).Result()
+	n, err := client(b).ZCard(context.Background(), b.names(key, nil).holders).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // What a Redis backend knows of Redis (Redis.health).
@@ -116,7 +114,7 @@ func (b *Redis) probe(delay time.Duration) {
 		case <-t.C:
 		}
 		ctx, cancel := b.opCtx(context.Background())
-		err := b.rdb.Ping(ctx).Err()
+		err := b.rdb.Ping(ctx)
 		cancel()
 		if err == nil {
 			err = b.subscribe()
@@ -185,7 +183,7 @@ const listenIdle = time.Second
 // lost meanwhile are covered by the waiters' resync.
 func (b *Redis) listen() {
 	silent := 0
-	var last *redis.PubSub
+	var last RedisSubscription
 	for b.settled() {
 		b.mu.Lock()
 		ps := b.pubsub
@@ -198,14 +196,14 @@ func (b *Redis) listen() {
 			last, silent = ps, 0
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), listenIdle+b.opt.OpTimeout)
-		msg, err := ps.ReceiveTimeout(ctx, listenIdle)
+		channel, payload, err := ps.Receive(ctx, listenIdle)
 		cancel()
 		var ne net.Error
 		switch {
 		case err == nil:
 			silent = 0
-			if m, ok := msg.(*redis.Message); ok {
-				b.dispatch(m)
+			if channel != "" {
+				b.dispatch(channel, payload)
 			}
 		case errors.As(err, &ne) && ne.Timeout() && silent < 2:
 			silent++
@@ -233,12 +231,10 @@ func (b *Redis) subscribe() error {
 	if ok {
 		return nil
 	}
-	ps := b.rdb.Subscribe(context.Background()) // no channel yet: no round trip
 	ctx, cancel := b.opCtx(context.Background())
-	err := ps.Subscribe(ctx, b.channel, b.wakePrefix+b.proc)
+	ps, err := b.rdb.Subscribe(ctx, b.channel, b.wakePrefix+b.proc)
 	cancel()
 	if err != nil {
-		_ = ps.Close()
 		return err
 	}
 	b.mu.Lock()

@@ -48,13 +48,13 @@ func releaseGated(t *testing.T, opt RedisOptions) (*Redis, *redis.Client, *relea
 	opt.Prefix = redistest.Prefix(t, shared)
 	rdb := redis.NewClient(&redis.Options{Addr: shared.(*redis.Client).Options().Addr})
 	t.Cleanup(func() { _ = rdb.Close() })
-	b, err := NewRedis(rdb, opt)
+	b, err := newRedis(rdb, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	b.quietFor = time.Minute
-	g := &releaseGate{sha: b.release.Hash()}
+	g := &releaseGate{sha: b.release.hash}
 	rdb.AddHook(g)
 	return b, rdb, g
 }

@@ -60,7 +60,7 @@ func (b *Redis) runMembers(ctx context.Context, r Request, refund int64) (member
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
 	defer b.quiet.begin()()
-	raw, err := b.members.Run(octx, b.rdb, keys, args...).Slice()
+	raw, err := replySlice(b.members.run(octx, b.rdb, keys, args...))
 	if err != nil {
 		return membersAnswer{}, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // Three processes send to overlapping members at once, each send waiting
@@ -36,7 +37,7 @@ func processes(t *testing.T, rdb redis.UniversalClient, n int) []*throttle.Redis
 	prefix := redistest.Prefix(t, rdb)
 	procs := make([]*throttle.Redis, n)
 	for i := range procs {
-		b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

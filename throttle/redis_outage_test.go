@@ -15,6 +15,7 @@ import (
 
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // cutProxy forwards loopback TCP connections to a Redis until cut: then it
@@ -194,7 +195,7 @@ func outageBackend(t *testing.T) (*throttle.Redis, *cutProxy, *cmdCounter) {
 	via.AddHook(counter)
 	t.Cleanup(func() { _ = via.Close() })
 	prefix := redistest.Prefix(t, rdb)
-	b, err := throttle.NewRedis(via, throttle.RedisOptions{Prefix: prefix, RetryRedisAfter: 20 * time.Millisecond, OpTimeout: time.Second})
+	b, err := throttleredis.New(via, throttle.RedisOptions{Prefix: prefix, RetryRedisAfter: 20 * time.Millisecond, OpTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func burst(b *throttle.Redis, r throttle.Request, workers, n int) (wrong int64, 
 func TestRedisUnreachableFirstCallsOneProbe(t *testing.T) {
 	t.Parallel() // waits on servers of its own, or keys of its own
 	rdb, dials, cmds := countedClient(t, refusedAddr(t))
-	b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: "wt:unreachable:", RetryRedisAfter: 50 * time.Millisecond})
+	b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: "wt:unreachable:", RetryRedisAfter: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +362,7 @@ func TestRedisKilledFailsFastAndRecovers(t *testing.T) {
 	t.Parallel() // waits on servers of its own, or keys of its own
 	addr, restart, stop := redistest.StartServer(t)
 	rdb, dials, cmds := countedClient(t, addr)
-	b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: "wt:killed:", RetryRedisAfter: 50 * time.Millisecond})
+	b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: "wt:killed:", RetryRedisAfter: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

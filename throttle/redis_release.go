@@ -134,7 +134,7 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	exp, err := b.extend.Run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, redisID(l.ID), ttl.Milliseconds()).Int64()
+	exp, err := replyInt64(b.extend.run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, redisID(l.ID), ttl.Milliseconds()))
 	switch {
 	case err != nil:
 		_, err = b.failed("extend", err)
@@ -165,7 +165,7 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	end, err := b.cooldown.Run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key).Int64()
+	end, err := replyInt64(b.cooldown.run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key))
 	if err == nil {
 		b.ledger.cooldown(key, end)
 	}
@@ -203,6 +203,6 @@ func (b *Redis) releaseScript(ctx context.Context, l Lease, windows []Window, un
 		args = append(args, redisID(s.ID), s.Key)
 	}
 	defer b.quiet.begin()()
-	n, err := b.release.Run(ctx, b.rdb, keys, args...).Int64()
+	n, err := replyInt64(b.release.run(ctx, b.rdb, keys, args...))
 	return n == 1, err
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // holderGauge counts holders and remembers the most there ever were.
@@ -143,7 +144,7 @@ func newRestartRun(t *testing.T, addr string, opt throttle.RedisOptions, slots i
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = rdb.Close() })
-	b, err := throttle.NewRedis(rdb, opt) // the server is private: no prefix needed
+	b, err := throttleredis.New(rdb, opt) // the server is private: no prefix needed
 	if err != nil {
 		t.Fatal(err)
 	}

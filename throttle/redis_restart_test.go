@@ -12,13 +12,14 @@ import (
 
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // restartBackend is one "process": a backend on its own client of addr.
 func restartBackend(t *testing.T, addr, prefix string) *throttle.Redis {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix, RetryRedisAfter: 20 * time.Millisecond, OpTimeout: time.Second})
+	b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix, RetryRedisAfter: 20 * time.Millisecond, OpTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

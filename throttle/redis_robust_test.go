@@ -26,6 +26,7 @@ import (
 
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // robustBackend returns a Redis backend on rdb under a fresh key prefix whose
@@ -34,7 +35,7 @@ func robustBackend(t *testing.T, rdb redis.UniversalClient, opt throttle.RedisOp
 	t.Helper()
 	prefix := redistest.Prefix(t, rdb)
 	opt.Prefix = prefix
-	b, err := throttle.NewRedis(rdb, opt)
+	b, err := throttleredis.New(rdb, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

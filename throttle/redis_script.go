@@ -193,7 +193,7 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	defer stallAfter(ctx, r.Key)()
 	defer b.quiet.begin()()
 	sent, era := time.Now(), b.eraNow()
-	raw, err := b.acquire.Run(octx, b.rdb, keys, args...).Slice()
+	raw, err := replySlice(b.acquire.run(octx, b.rdb, keys, args...))
 	if err != nil {
 		return acquireResult{}, err
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // The child process of TestRedisSIGKILLedHolder is the test binary itself,
@@ -250,7 +251,7 @@ func killedChild(prefix, addr string) {
 		os.Exit(3)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	b, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: prefix})
+	b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
 	if err != nil {
 		fail(err)
 	}

@@ -10,13 +10,14 @@ import (
 
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 	"github.com/wecomkit/wecom/throttle/throttletest"
 )
 
 func newRedisBackend(t *testing.T, rdb redis.UniversalClient, opt throttle.RedisOptions) *throttle.Redis {
 	t.Helper()
 	opt.Prefix = redistest.Prefix(t, rdb)
-	b, err := throttle.NewRedis(rdb, opt)
+	b, err := throttleredis.New(rdb, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestRedisKeysNeverShareLimits(t *testing.T) {
 			t.Errorf("key %q limited by another key: %v", key, err)
 		}
 	}
-	if _, err := throttle.NewRedis(rdb, throttle.RedisOptions{Prefix: "a{b}:"}); !errors.Is(err, throttle.ErrInvalidRequest) {
+	if _, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: "a{b}:"}); !errors.Is(err, throttle.ErrInvalidRequest) {
 		t.Errorf("NewRedis with a brace in the prefix = %v, want ErrInvalidRequest", err)
 	}
 }

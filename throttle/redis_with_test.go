@@ -44,7 +44,7 @@ func withBackend(t *testing.T, rdb redis.UniversalClient) (*Redis, *scriptCounte
 	t.Helper()
 	c := &scriptCounter{}
 	rdb.AddHook(c)
-	b, err := NewRedis(rdb, RedisOptions{Prefix: redistest.Prefix(t, rdb)})
+	b, err := newRedis(rdb, RedisOptions{Prefix: redistest.Prefix(t, rdb)})
 	if err != nil {
 		t.Fatal(err)
 	}

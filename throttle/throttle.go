@@ -29,8 +29,9 @@
 // Memory per key is bounded by the number of buckets, not by the number of calls.
 //
 // [Memory] is the in-process backend and the default of the wecom client;
-// [Redis] shares the limits among every process using one Redis. Both prove
-// they keep these promises by running the conformance suite in package
+// [Redis] shares the limits among every process using one Redis, made on a
+// go-redis client by package throttle/redis, which alone links go-redis. Both
+// prove they keep these promises by running the conformance suite in package
 // throttletest.
 package throttle
 

@@ -1,0 +1,87 @@
+package redisconn_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/throttle/internal/redisconn"
+)
+
+// TestMain gives the tests a private Redis (a node and a 3-master cluster)
+// when REDIS_ADDR or REDIS_CLUSTER_ADDRS is unset.
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+func TestCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rdb  func(testing.TB) redis.UniversalClient
+		want bool
+	}{{"single", redistest.Single, false}, {"cluster", redistest.Cluster, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (redisconn.Conn{Client: tc.rdb(t)}).Cluster(); got != tc.want {
+				t.Fatalf("Cluster() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestScripts: EVAL and EVALSHA answer as go-redis reads them, and an
+// unknown digest is the server's NOSCRIPT, with go-redis's RedisError.
+func TestScripts(t *testing.T) {
+	c := redisconn.Conn{Client: redistest.Single(t)}
+	ctx := context.Background()
+	const src = "return {1, 'a', {2}}"
+	v, err := c.Eval(ctx, src, nil)
+	if err != nil || len(v.([]any)) != 3 || v.([]any)[0] != int64(1) || v.([]any)[1] != "a" {
+		t.Fatalf("Eval = %#v, %v", v, err)
+	}
+	_, err = c.EvalSha(ctx, strings.Repeat("0", 40), nil)
+	var rerr interface {
+		error
+		RedisError()
+	}
+	if !errors.As(err, &rerr) || !strings.HasPrefix(rerr.Error(), "NOSCRIPT") {
+		t.Fatalf("EvalSha of an unknown digest: %v", err)
+	}
+}
+
+// TestSubscription: a message published to a subscribed channel comes to
+// Receive with its channel; a pong comes as no message; silence times out.
+func TestSubscription(t *testing.T) {
+	rdb := redistest.Single(t)
+	c := redisconn.Conn{Client: rdb}
+	ctx := context.Background()
+	ch := redistest.Prefix(t, rdb) + "ch"
+	sub, err := c.Subscribe(ctx, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	if _, _, err := sub.Receive(ctx, time.Second); err != nil { // the confirmation
+		t.Fatal(err)
+	}
+	if err := rdb.Publish(ctx, ch, "hello").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if channel, payload, err := sub.Receive(ctx, 5*time.Second); err != nil || channel != ch || payload != "hello" {
+		t.Fatalf("Receive = %q, %q, %v", channel, payload, err)
+	}
+	if err := sub.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if channel, _, err := sub.Receive(ctx, 5*time.Second); err != nil || channel != "" {
+		t.Fatalf("Receive after a PING = %q, %v", channel, err)
+	}
+	var ne net.Error
+	if _, _, err := sub.Receive(ctx, 50*time.Millisecond); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("Receive with nothing sent = %v, want a timeout", err)
+	}
+}

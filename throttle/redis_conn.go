@@ -1,0 +1,160 @@
+// What the Redis backend asks of a Redis client (RedisConn), so that this
+// package does not link one: throttle/redis adapts go-redis to it. The
+// scripts run by digest with the source as fallback (script), and their
+// replies are read here (replySlice and the others).
+
+package throttle
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RedisConn is the little the Redis backend asks of a Redis client. Most
+// programs do not implement it: throttle/redis's New adapts a go-redis client.
+//
+// A command the server refused returns an error with a RedisError method
+// (as go-redis's do), which tells it from an outage; any other error counts
+// as Redis unreachable.
+type RedisConn interface {
+	// EvalSha runs the cached script of that SHA-1 digest (EVALSHA) and
+	// returns its reply: an int64, a string, a []any of those, or an error.
+	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) (any, error)
+	// Eval runs the script's source (EVAL), with the reply of EvalSha.
+	Eval(ctx context.Context, src string, keys []string, args ...any) (any, error)
+	// ZRem removes member from the sorted set key.
+	ZRem(ctx context.Context, key, member string) error
+	// Ping sends a PING.
+	Ping(ctx context.Context) error
+	// Subscribe makes a subscription on its own connection to channels.
+	Subscribe(ctx context.Context, channels ...string) (RedisSubscription, error)
+	// Cluster reports whether the client is a Redis Cluster client, where a
+	// script's PUBLISH reaches only the subscribers of its own node.
+	Cluster() bool
+}
+
+// RedisSubscription is a subscription a RedisConn made (an alias of an
+// interface literal, so that an adapter need not import this package). The
+// backend compares subscriptions with ==: its dynamic type must be
+// comparable (a pointer, or a struct of one).
+type RedisSubscription = interface {
+	// Receive waits up to timeout for what the server sends next, and
+	// returns its channel and payload when it is a message; channel is
+	// empty for anything else (a pong, a subscription's confirmation). A
+	// timeout is a net.Error whose Timeout is true.
+	Receive(ctx context.Context, timeout time.Duration) (channel, payload string, err error)
+	// Ping sends a PING on the subscription; its pong comes to Receive.
+	Ping(ctx context.Context) error
+	// Close ends the subscription.
+	Close() error
+}
+
+// redisError is an error the Redis server answered (go-redis's Error): a
+// command it refused, as opposed to an outage.
+type redisError interface {
+	error
+	RedisError()
+}
+
+// script is a Lua script run by its digest, and by its source when the
+// server's script cache lacks it.
+type script struct {
+	src, hash string
+}
+
+// newScript returns the script of source src.
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, hash: hex.EncodeToString(sum[:])}
+}
+
+// run runs s on conn: EVALSHA, then EVAL after a NOSCRIPT.
+func (s *script) run(ctx context.Context, conn RedisConn, keys []string, args ...any) (any, error) {
+	v, err := conn.EvalSha(ctx, s.hash, keys, args...)
+	if noScript(err) {
+		return conn.Eval(ctx, s.src, keys, args...)
+	}
+	return v, err
+}
+
+// noScript reports whether err is the server's NOSCRIPT (some servers put
+// "ERR " before it).
+func noScript(err error) bool {
+	var rerr redisError
+	return errors.As(err, &rerr) && strings.HasPrefix(strings.TrimPrefix(rerr.Error(), "ERR "), "NOSCRIPT")
+}
+
+// replySlice reads a script's reply as a list.
+func replySlice(v any, err error) ([]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	s, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redis: unexpected type=%T for Slice", v)
+	}
+	return s, nil
+}
+
+// replyText reads a script's reply as a string.
+func replyText(v any, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("redis: unexpected type=%T for String", v)
+	}
+	return s, nil
+}
+
+// replyInt64 reads a script's reply as an integer (or a string of one).
+func replyInt64(v any, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	switch v := v.(type) {
+	case int64:
+		return v, nil
+	case string:
+		return strconv.ParseInt(v, 10, 64)
+	default:
+		return 0, fmt.Errorf("redis: unexpected type=%T for Int64", v)
+	}
+}
+
+// replyStrings reads a script's reply as a list of strings.
+func replyStrings(v any, err error) ([]string, error) {
+	s, err := replySlice(v, err)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(s))
+	for i, e := range s {
+		if out[i], err = replyText(e, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// replyInt64s reads a script's reply as a list of integers.
+func replyInt64s(v any, err error) ([]int64, error) {
+	s, err := replySlice(v, err)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(s))
+	for i, e := range s {
+		if out[i], err = replyInt64(e, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
