@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
@@ -22,8 +24,6 @@ import (
 // member gets exactly 30, the mock drops none, and the two sends over the
 // window fail before leaving, naming all 1,000 members.
 func TestMessagesAcrossProcesses(t *testing.T) {
-	rdb := redistest.Single(t)
-	prefix := redistest.Prefix(t, rdb)
 	srv, base := startMock(t, testCorp, testSecret)
 	members := make([]string, wecom.MaxMessageUsers)
 	for i := range members {
@@ -35,12 +35,7 @@ func TestMessagesAcrossProcesses(t *testing.T) {
 	var mu sync.Mutex
 	var sent, refused int
 	var wg sync.WaitGroup
-	for p := range 2 {
-		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
+	for p, b := range sharedLimiters(t, 2) {
 		c, err := wecom.New(testCorp, testSecret, wecom.WithBaseURL(base), wecom.WithLimiter(b), wecom.WithAgentID(1000002))
 		if err != nil {
 			t.Fatal(err)
@@ -80,6 +75,7 @@ func TestMessagesAcrossProcesses(t *testing.T) {
 func TestRobotAcrossProcesses(t *testing.T) {
 	rdb := redistest.Single(t)
 	prefix := redistest.Prefix(t, rdb)
+	limiters := limitersOn(t, rdb, prefix, 2)
 	srv, base := startMock(t, testCorp, testSecret)
 	srv.AddRobot(testRobotKey)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -87,12 +83,7 @@ func TestRobotAcrossProcesses(t *testing.T) {
 	var mu sync.Mutex
 	var sent, refused int
 	var wg sync.WaitGroup
-	for p := range 2 {
-		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
+	for p, b := range limiters {
 		r, err := wecom.NewRobot(testRobotKey, wecom.WithBaseURL(base), wecom.WithLimiter(b))
 		if err != nil {
 			t.Fatal(err)
@@ -126,4 +117,28 @@ func TestRobotAcrossProcesses(t *testing.T) {
 			t.Errorf("Redis key %q holds the robot's key", k)
 		}
 	}
+}
+
+// sharedLimiters returns n Redis limiters sharing one Redis and prefix:
+// n processes of a fleet.
+func sharedLimiters(t *testing.T, n int) []*throttle.Redis {
+	t.Helper()
+	rdb := redistest.Single(t)
+	return limitersOn(t, rdb, redistest.Prefix(t, rdb), n)
+}
+
+// limitersOn returns n Redis limiters on rdb under prefix, closed at the
+// test's end.
+func limitersOn(t *testing.T, rdb redis.UniversalClient, prefix string, n int) []*throttle.Redis {
+	t.Helper()
+	bs := make([]*throttle.Redis, n)
+	for i := range bs {
+		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		bs[i] = b
+	}
+	return bs
 }
