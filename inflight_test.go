@@ -168,8 +168,17 @@ func TestCallerGivingUpKeepsSlotsUntilAnswer(t *testing.T) {
 			f := newFaultFixture(t, mock.Config{Latency: 150 * time.Millisecond}, newBackends(t, kind))
 			tag := f.tag(t)
 			f.m.ResetStats()
+			// A second of marks, longer until one attempt has gone on
+			// without its caller (a loaded machine may make every caller
+			// give up before its call leaves), at most ten.
 			stop := make(chan struct{})
-			time.AfterFunc(time.Second, func() { close(stop) })
+			go func() {
+				defer close(stop)
+				time.Sleep(time.Second)
+				for give := time.Now().Add(9 * time.Second); f.detached.Load() == 0 && time.Now().Before(give); {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
 			calls := f.markLoop(32, 1000, tag, stop, func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 50*time.Millisecond)
 			})
