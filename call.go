@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -40,6 +41,10 @@ type call struct {
 	// tryMembers: a call's per-member windows are taken if they have room
 	// now, never waited for (a message sent only to the members ready).
 	tryMembers bool
+	// counted: an attempt may have been done (ErrMaybeDone), so what it
+	// counted per member and in units stands: a retry takes only the
+	// other limits, and goes out only while the duplicate check covers it.
+	counted bool
 	// chatMembers are the members of the app group chat the call sends
 	// to, which its request does not name (catalog.Keys.Chat): the typed
 	// method knows them (AppChats.Send); nil for Do, which cannot.
@@ -239,6 +244,14 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, ErrMaybeDone) {
+			// WeCom may have done it: its counts per member and in units
+			// stand, and a retry (under the duplicate check) takes them
+			// no more.
+			cl.counted = true
+		} else if cl.counted {
+			err = fmt.Errorf("%w (an earlier attempt may have been done: %w)", err, ErrMaybeDone)
+		}
 		if final || ctx.Err() != nil {
 			return err
 		}
@@ -279,10 +292,16 @@ func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n in
 	waitStart := time.Now()
 	leases, slot, changes, err := c.acquire(ctx, cl, el)
 	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChanges: changes, Uncounted: cl.uncounted}
+	if err == nil && cl.counted && !cl.idempotent && !time.Now().Before(cl.dedupeUntil) {
+		// The wait outlasted WeCom's duplicate check: a copy sent now
+		// would be delivered again.
+		c.release(ctx, leases)
+		err, final = fmt.Errorf("wecom: %s: not repeated: WeCom's duplicate check no longer covers it (%w)", cl.path, ErrMaybeDone), true
+	}
 	if err != nil {
 		a.Err = err
 		c.observe(ctx, a)
-		return "", false, err
+		return "", final, err
 	}
 	// The leases are renewed from now on, however long the token takes.
 	stop := c.keepAlive(ctx, leases)
@@ -332,6 +351,10 @@ func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, s s
 		c.observe(ctx, a)
 		return a.Err
 	}
+	// The answer is decoded into a value of the attempt's own, handed to
+	// the caller's only when the caller takes the answer: a caller that
+	// left never sees its out written behind its back.
+	bg, private := cl.detached()
 	answered := make(chan attemptResult)
 	c.background.add()
 	go func() {
@@ -339,7 +362,7 @@ func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, s s
 		var r attemptResult
 		func() {
 			defer func() { r.panicked = recover() }()
-			r.a = c.roundTrip(ctx, cl, el, s, a)
+			r.a = c.roundTrip(ctx, bg, el, s, a)
 		}()
 		select {
 		case answered <- r:
@@ -357,12 +380,33 @@ func (c *Client) exchange(ctx context.Context, cl *call, el *endpointLimits, s s
 		if r.panicked != nil {
 			panic(r.panicked)
 		}
+		if private.IsValid() {
+			reflect.ValueOf(cl.out).Elem().Set(private.Elem())
+		}
 		c.observe(ctx, r.a)
 		return r.a.Err
 	case <-ctx.Done():
 		cl.leave()
-		return fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller): %w", cl.path, ctx.Err())
+		return fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller, and may be done): %w (%w)", cl.path, ctx.Err(), ErrMaybeDone)
 	}
+}
+
+// detached returns a copy of cl for an attempt that may outlive its
+// caller, whose answer goes into private, a new value of the type cl.out
+// points to (invalid when cl has no out).
+func (cl *call) detached() (*call, reflect.Value) {
+	if cl.out == nil {
+		return cl, reflect.Value{}
+	}
+	t := reflect.TypeOf(cl.out)
+	if t.Kind() != reflect.Pointer {
+		return cl, reflect.Value{}
+	}
+	private := reflect.New(t.Elem())
+	private.Elem().Set(reflect.ValueOf(cl.out).Elem()) // what the caller set in it, as a decode into it keeps
+	bg := *cl
+	bg.out = private.Interface()
+	return &bg, private
 }
 
 // roundTrip makes the HTTP exchange of an attempt that holds leases, bounded

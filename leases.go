@@ -50,6 +50,9 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 		if r.Name == catalog.RuleFetch && cl.id == catalog.GetToken {
 			continue // the token manager holds it around the whole fetch
 		}
+		if cl.counted && (r.CountsMembers() || r.Weighted) {
+			continue // an earlier attempt counted them, and may have been done
+		}
 		for _, key := range c.ruleKeys(cl, r, now) {
 			i := slices.IndexFunc(reqs, func(q leaseRequest) bool { return q.Key == key })
 			if i < 0 {

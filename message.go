@@ -139,7 +139,7 @@ func (s *MessageService) SendReady(ctx context.Context, m Message) (SendResult, 
 		m.ToUser = ready
 		res, err := s.send(ctx, m, true)
 		var rl *RateLimitError
-		if !errors.As(err, &rl) || len(rl.Members) == 0 {
+		if !errors.As(err, &rl) || len(rl.Members) == 0 || errors.Is(err, ErrMaybeDone) {
 			return res, d, err
 		}
 		full := make(map[string]bool, len(rl.Members))

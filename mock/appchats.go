@@ -148,7 +148,7 @@ func (c *corp) checkChatMembers(members []string, owner string) *apiError {
 	switch {
 	case len(members) < catalog.AppChatMinMembers || len(members) > catalog.AppChatMaxMembers:
 		return errf(codeChatMemberCount, "too many or too few members: %d", len(members))
-	case slices.ContainsFunc(members, func(u string) bool { return !c.users[u] }):
+	case slices.ContainsFunc(members, func(u string) bool { _, ok := c.user(u); return !ok }):
 		return errf(codeBadChatMember, "invalid chat member userid")
 	case owner != "" && !slices.Contains(members, owner):
 		return errf(codeOwnerNotMember, "owner not in the member list")
@@ -175,7 +175,7 @@ func (c *corp) appChatUpdate(in *input) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(req.Add, func(u string) bool { return !c.users[u] || slices.Contains(ch.members, u) }) ||
+	if slices.ContainsFunc(req.Add, func(u string) bool { _, ok := c.user(u); return !ok || slices.Contains(ch.members, u) }) ||
 		slices.ContainsFunc(req.Del, func(u string) bool { return !slices.Contains(ch.members, u) }) {
 		return nil, errf(codeBadChatMember, "invalid chat member userid")
 	}
@@ -255,7 +255,7 @@ func (c *corp) appChatSend(in *input) (any, *apiError) {
 			t = &MessageTally{}
 			book.tally[u] = t
 		}
-		if in.dropped[u] {
+		if in.dropped[strings.ToLower(u)] {
 			t.Dropped++
 		} else {
 			t.Delivered++

@@ -88,20 +88,21 @@ func writeCDATA(b *bytes.Buffer, name, value string) {
 
 // probeOf reads the Event (or MsgType, or InfoType) and ChangeType of a
 // callback's XML, for CallbackDelivery; "" when it is not XML.
-func probeOf(msg []byte) (event, changeType string) {
+func probeOf(msg []byte) (event, changeType string, command bool) {
 	var p struct {
 		MsgType, Event, InfoType, ChangeType string
 	}
 	_ = xml.Unmarshal(msg, &p) // a test may push anything
+	p.Event, p.InfoType, p.MsgType = strings.TrimSpace(p.Event), strings.TrimSpace(p.InfoType), strings.TrimSpace(p.MsgType)
 	switch {
 	case p.Event != "":
 		event = p.Event
 	case p.InfoType != "":
-		event = p.InfoType
+		event, command = p.InfoType, true
 	default:
 		event = p.MsgType
 	}
-	return event, p.ChangeType
+	return event, strings.TrimSpace(p.ChangeType), command
 }
 
 // joinInts joins ids with commas, as WeCom's event items are.

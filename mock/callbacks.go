@@ -31,6 +31,11 @@ import (
 // before it drops the connection and tries again (document/path/96466).
 const CallbackTimeout = 5 * time.Second
 
+// CommandTimeout is how long WeCom waits for the answer to a suite's
+// command callback (an InfoType: suite_ticket, create_auth, ...): 1000 ms,
+// and the answer must be the body "success" (document/path/97172).
+const CommandTimeout = time.Second
+
 // CallbackAttempts is how many times WeCom tries one callback in all.
 const CallbackAttempts = 3
 
@@ -56,11 +61,13 @@ type CallbackConfig struct {
 	// AgentID is the envelope's AgentID (0: an empty element, as in
 	// contact and customer-contact callbacks).
 	AgentID int64
-	// Transport carries the pushes (default http.DefaultTransport); an
-	// httpmock transport or an httptest server's client transport works.
+	// Transport carries the pushes (default: a transport of the Server's
+	// own, closed by Close); an httpmock transport or an httptest server's
+	// client transport works.
 	Transport http.RoundTripper
 	// Timeout is how long an attempt waits for its answer (default
-	// CallbackTimeout).
+	// CallbackTimeout; a suite's command callbacks wait at most
+	// CommandTimeout).
 	Timeout time.Duration
 	// RetryDelays are the waits before the second and the third attempt
 	// (nil: DefaultCallbackRetry1, DefaultCallbackRetry2); when set it
@@ -86,7 +93,8 @@ type CallbackDelivery struct {
 	Status int
 	// Err says why the attempt failed ("" when it did not).
 	Err string
-	// Delivered is true when the answer was a 200 within the timeout.
+	// Delivered is true when the answer was a 200 within the timeout (and,
+	// for a suite's command callback, its body "success").
 	Delivered bool
 }
 
@@ -95,6 +103,7 @@ type callbackTarget struct {
 	url       *url.URL
 	crypto    *callback.Crypto
 	client    *http.Client
+	owned     *http.Transport // the Server's own transport, closed with it; nil when given
 	toUser    string
 	agentID   string
 	timeout   time.Duration
@@ -113,6 +122,7 @@ type pushes struct {
 	idle    chan struct{} // closed when pending falls to 0
 	closed  bool
 	wg      sync.WaitGroup
+	owned   []*http.Transport // closed by Close
 	ctx     context.Context
 	stop    context.CancelFunc
 }
@@ -167,13 +177,15 @@ func (s *Server) SetCallback(corpID string, cb CallbackConfig) error {
 	}
 	rt := cb.Transport
 	if rt == nil {
-		rt = http.DefaultTransport
+		t.owned = http.DefaultTransport.(*http.Transport).Clone()
+		rt = t.owned
 	}
 	// WeCom posts to the URL given; a redirect is an answer that is not 200.
 	t.client = &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	s.push.mu.Lock()
 	defer s.push.mu.Unlock()
 	s.push.targets[corpID] = t
+	s.push.owned = append(s.push.owned, t.owned)
 	return nil
 }
 
@@ -191,8 +203,8 @@ func (s *Server) PushCallback(corpID string, msg []byte) error {
 	case t == nil:
 		return errors.New("mock: no callback set for corp " + corpID)
 	}
-	p, ev := probeOf(msg)
-	s.startPushLocked(t, &delivery{corpID: corpID, event: p, changeType: ev, xml: bytes.Clone(msg)})
+	p, ev, command := probeOf(msg)
+	s.startPushLocked(t, &delivery{corpID: corpID, event: p, changeType: ev, command: command, xml: bytes.Clone(msg)})
 	return nil
 }
 
@@ -235,13 +247,23 @@ func (s *Server) Close() {
 	s.push.mu.Unlock()
 	s.push.stop()
 	s.push.wg.Wait()
+	s.push.mu.Lock()
+	defer s.push.mu.Unlock()
+	for _, t := range s.push.owned {
+		if t != nil {
+			t.CloseIdleConnections()
+		}
+	}
 }
 
 // delivery is one callback to deliver.
 type delivery struct {
 	corpID, event, changeType string
-	xml                       []byte
-	push                      int
+	// command: a suite's command callback (InfoType), answered "success"
+	// within CommandTimeout.
+	command bool
+	xml     []byte
+	push    int
 }
 
 // startPushLocked delivers d on a goroutine of the Server. s.push.mu must
@@ -299,7 +321,11 @@ func (s *Server) deliver(t *callbackTarget, d *delivery) {
 // attempt posts d once; it fails unless the answer is a 200 read whole
 // within t.timeout.
 func (s *Server) attempt(ctx context.Context, t *callbackTarget, d *delivery) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	timeout := t.timeout
+	if d.command {
+		timeout = min(timeout, CommandTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s.mu.Lock()
 	ts := strconv.FormatInt(s.now().Unix(), 10)
@@ -329,22 +355,27 @@ func (s *Server) attempt(ctx context.Context, t *callbackTarget, d *delivery) (i
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, fmt.Errorf("no answer within %v", t.timeout)
+			return 0, fmt.Errorf("no answer within %v", timeout)
 		}
 		return 0, err
 	}
 	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return resp.StatusCode, fmt.Errorf("answer not read within %v", t.timeout)
+		return resp.StatusCode, fmt.Errorf("answer not read within %v", timeout)
 	case err != nil:
 		return resp.StatusCode, err
 	case resp.StatusCode != http.StatusOK:
 		return resp.StatusCode, fmt.Errorf("answered HTTP %d", resp.StatusCode)
+	case d.command && string(answer) != "success":
+		return resp.StatusCode, fmt.Errorf("a command callback answered %q, not \"success\"", truncate(answer, 32))
 	}
 	return resp.StatusCode, nil
 }
+
+// truncate returns at most n bytes of b.
+func truncate(b []byte, n int) string { return string(b[:min(len(b), n)]) }
 
 // newNonce returns 10 random digits, as WeCom's nonces are.
 func newNonce() string {

@@ -54,8 +54,8 @@ func (c *corp) linkedMessageSend(in *input) (any, *apiError) {
 	out := linkedSendAnswer{status: okStatus("ok")}
 	var users []string
 	for _, u := range req.ToUser {
-		if c.users[u] {
-			users = append(users, u)
+		if id, ok := c.user(u); ok {
+			users = append(users, id)
 		} else {
 			out.InvalidUser = append(out.InvalidUser, u)
 		}
@@ -85,7 +85,7 @@ func (c *corp) linkedMessageSend(in *input) (any, *apiError) {
 			t = &MessageTally{}
 			mb.tally[u] = t
 		}
-		if in.dropped[u] {
+		if in.dropped[strings.ToLower(u)] {
 			t.Dropped++
 		} else {
 			t.Delivered++
