@@ -61,7 +61,7 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 			}
 			q := &reqs[i]
 			if r.CountsMembers() {
-				q.Members = memberKeys(cl.members)
+				q.Members = c.memberKeys(cl.members)
 			}
 			switch {
 			case r.InFlight > 0:
@@ -131,11 +131,15 @@ func together(reqs []leaseRequest) []leaseRequest {
 }
 
 // memberKeys returns the members a call reaches as the limiter counts them:
-// once each, in lower case, as WeCom compares userids.
-func memberKeys(ms []string) []string {
+// each once, in lower case, as WeCom compares userids; a member of the
+// client's own corp named as a linked corp's ("corpid/userid", as
+// linkedcorp/message/send allows) is counted as that userid, with the
+// messages that name it alone.
+func (c *Client) memberKeys(ms []string) []string {
+	own := strings.ToLower(c.corpID) + "/"
 	out := make([]string, len(ms))
 	for i, m := range ms {
-		out[i] = strings.ToLower(m)
+		out[i] = strings.TrimPrefix(strings.ToLower(m), own)
 	}
 	return distinctIDs(out)
 }

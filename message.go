@@ -192,8 +192,8 @@ func (c *Client) messageBody(m Message) (json.RawMessage, error) {
 		errs = append(errs, invalid("message recipients", "%d parties and %d tags, at most %d each", len(m.ToParty), len(m.ToTag), maxMessageGroups))
 	case slices.ContainsFunc(m.ToParty, func(id int) bool { return id <= 0 }) || slices.ContainsFunc(m.ToTag, func(id int) bool { return id <= 0 }):
 		errs = append(errs, invalid("message recipients", "a party or tag id not positive"))
-	case len(m.ToUser) > MaxMessageUsers:
-		errs = append(errs, invalid("message touser", "%d members, at most %d", len(m.ToUser), MaxMessageUsers))
+	case len(m.ToUser) > MaxMessageUsers && len(distinctUserIDs(m.ToUser)) > MaxMessageUsers:
+		errs = append(errs, invalid("message touser", "%d distinct members, at most %d", len(distinctUserIDs(m.ToUser)), MaxMessageUsers))
 	case slices.ContainsFunc(m.ToUser, func(u string) bool { return u == "" || u == "@all" || strings.ContainsAny(u, "|") }):
 		errs = append(errs, invalid("message touser", "an empty userid, @all or a userid holding '|'"))
 	}

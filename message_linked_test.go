@@ -124,3 +124,27 @@ func TestLinkedMessagesNeverDropped(t *testing.T) {
 		}
 	})
 }
+
+// TestLinkedOwnMemberCountedOnce: a member of the client's own corp named
+// as "corpid/userid" in a linked send shares the windows of the userid
+// Messages.Send names: after 30 sends to zhangsan, a linked send to
+// testCorp/ZhangSan cannot go within a short deadline.
+func TestLinkedOwnMemberCountedOnce(t *testing.T) {
+	t.Parallel()
+	c, _ := recordedClient(t, map[catalog.ID]string{
+		catalog.MessageSend:       `{"errcode":0,"errmsg":"ok","msgid":"m"}`,
+		catalog.LinkedMessageSend: `{"errcode":0,"errmsg":"ok"}`,
+	}, wecom.WithAgentID(1))
+	ctx := context.Background()
+	for range 30 {
+		if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"zhangsan"}, Content: &wecom.TextMessage{Content: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := c.Messages.SendLinked(short, wecom.LinkedMessage{ToUser: []string{testCorp + "/ZhangSan"}, Content: &wecom.TextMessage{Content: "x"}})
+	if !errors.Is(err, wecom.ErrRateLimited) {
+		t.Errorf("a linked send to the same member: %v, want ErrRateLimited", err)
+	}
+}

@@ -146,7 +146,7 @@ func TestMessageInvalid(t *testing.T) {
 		"ToAll and users":     {ToAll: true, ToUser: []string{"u"}, Content: text},
 		"party 0":             {ToParty: []int{0}, Content: text},
 		"a bar in a userid":   {ToUser: []string{"a|b"}, Content: text},
-		"1,001 members":       {ToUser: slices.Repeat([]string{"u"}, 1001), Content: text},
+		"1,001 members":       {ToUser: manyUsers(1001), Content: text},
 		"no content":          {ToUser: []string{"u"}},
 		"empty text":          {ToUser: []string{"u"}, Content: &wecom.TextMessage{}},
 		"text over 2,048":     {ToUser: []string{"u"}, Content: &wecom.TextMessage{Content: strings.Repeat("x", 2049)}},
@@ -473,5 +473,24 @@ func TestMessageQuota(t *testing.T) {
 	}
 	if got := srv.MessageTally(testCorp, "c"); got.Delivered != 1 {
 		t.Errorf("c: %+v, want the refused send unsent", got)
+	}
+}
+
+// TestMessageThousandDistinct: the cap of 1,000 members counts distinct
+// userids (as WeCom compares them, without case): 1,000 members and the
+// first named again in upper case go out as 1,000.
+func TestMessageThousandDistinct(t *testing.T) {
+	t.Parallel()
+	c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok","msgid":"m"}`)
+	users := append(manyUsers(1000), strings.ToUpper(manyUsers(1)[0]))
+	if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: users, Content: &wecom.TextMessage{Content: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	var sent struct{ ToUser string }
+	if err := json.Unmarshal([]byte(bodies()[0]), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Split(sent.ToUser, "|")); n != 1000 {
+		t.Errorf("%d members sent, want 1000", n)
 	}
 }
