@@ -73,6 +73,11 @@ type AppChatMessage struct {
 	Content MessageContent
 	// Safe marks a confidential message (保密消息).
 	Safe bool
+	// FreshMembers reads the chat's members with appchat/get before this
+	// send instead of using those the client knows (for up to
+	// KnownChatTTL): for a fleet whose other processes change the chat,
+	// whose new members a known list would not count.
+	FreshMembers bool
 }
 
 // The message types appchat/send takes.
@@ -180,7 +185,7 @@ func (s *AppChatService) Send(ctx context.Context, m AppChatMessage) error {
 		return err
 	}
 	members, ok := s.client.chats.get(m.ChatID, s.client.now())
-	if !ok {
+	if !ok || m.FreshMembers {
 		chat, err := s.Get(ctx, m.ChatID)
 		if err != nil {
 			return fmt.Errorf("wecom: reading the members of chat %q, whom its message counts: %w", m.ChatID, err)

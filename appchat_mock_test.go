@@ -360,3 +360,47 @@ func twoAppsRun(t *testing.T, opts ...wecom.Option) (mock.MessageTally, time.Dur
 	wg.Wait()
 	return srv.AppChatTally(testCorp, "zhangsan"), time.Since(start)
 }
+
+// TestAppChatFreshMembers: two processes of one app share a limiter; B
+// adds c to chat x and fills c's minute in chat y. A's known members of x
+// predate the change: with FreshMembers, A reads x again, counts c, and
+// its send waits for c's minute instead of being dropped for c.
+func TestAppChatFreshMembers(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		srv, err := mock.New(mock.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.AddApp(testCorp, testSecret)
+		srv.AddUsers(testCorp, "a", "b", "c", "d")
+		mt := httpmock.NewMockTransport()
+		srv.Register(mt, testBase)
+		lim := throttle.NewMemory()
+		A := transportClient(t, mt, wecom.WithAgentID(1000002), wecom.WithLimiter(lim))
+		B := transportClient(t, mt, wecom.WithAgentID(1000002), wecom.WithLimiter(lim))
+		ctx := context.Background()
+		x, err := A.AppChats.Create(ctx, wecom.AppChatCreateRequest{Name: "x", Members: []string{"a", "b"}, ChatID: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := B.AppChats.Update(ctx, wecom.AppChatUpdateRequest{ChatID: x, AddMembers: []string{"c"}}); err != nil {
+			t.Fatal(err)
+		}
+		y, err := B.AppChats.Create(ctx, wecom.AppChatCreateRequest{Name: "y", Members: []string{"c", "d"}, ChatID: "y"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 200 {
+			if err := B.AppChats.Send(ctx, wecom.AppChatMessage{ChatID: y, Content: &wecom.TextMessage{Content: "y"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := A.AppChats.Send(ctx, wecom.AppChatMessage{ChatID: x, FreshMembers: true, Content: &wecom.TextMessage{Content: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.AppChatTally(testCorp, "c"); got != (mock.MessageTally{Delivered: 201}) {
+			t.Errorf("c: %+v, want 201 delivered and none dropped", got)
+		}
+	})
+}
