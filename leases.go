@@ -41,6 +41,15 @@ type leaseRequest struct {
 // day's.
 const dayWindow = 25 * time.Hour
 
+// silentMargin lengthens the windows of the rules over which WeCom drops
+// without an error (catalog.Rule.Silent): a call is counted when its lease
+// is granted, WeCom counts it when it arrives, and a message that took
+// longer on its way than the one sent a window later would land in that
+// one's window. With the windows' buckets it absorbs a difference of
+// arrival lag of about 1.5 s (TestMessageLateArrival); a message held up
+// longer on its way can still let a later one over WeCom's window.
+const silentMargin = time.Second
+
 // requests returns the acquisitions of a call limited by el at now, in the
 // order they are taken.
 func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRequest {
@@ -68,6 +77,8 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 				q.Concurrency, q.TTL = r.InFlight, c.leaseTTL()
 			case r.Per == catalog.Day:
 				q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: dayWindow})
+			case r.Silent:
+				q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: r.Per.Duration() + silentMargin})
 			default:
 				q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: r.Per.Duration()})
 			}
