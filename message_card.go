@@ -263,8 +263,9 @@ func (m *TemplateCardMessage) validateParts() error {
 	if q := m.QuoteArea; q != nil {
 		errs = append(errs, link("template_card quote_area", q.Type, q.URL, q.AppID, true))
 	}
-	if a := m.CardAction; a != nil {
-		errs = append(errs, link("template_card card_action", a.Type, a.URL, a.AppID, false))
+	if a := m.CardAction; a != nil { // type 0 (no link) is for interactive cards only
+		notice := m.CardType == CardTextNotice || m.CardType == CardNewsNotice
+		errs = append(errs, link("template_card card_action", a.Type, a.URL, a.AppID, !notice))
 	}
 	if it := m.ImageTextArea; it != nil {
 		errs = append(errs, link("template_card image_text_area", it.Type, it.URL, it.AppID, true),

@@ -206,3 +206,20 @@ func TestTemplateCardInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestCardActionWithoutLink: card_action type 0 (no link) is taken by an
+// interactive card and refused for the notices, which WeCom limits to 1
+// and 2.
+func TestCardActionWithoutLink(t *testing.T) {
+	t.Parallel()
+	none := &wecom.CardAction{Type: 0}
+	buttons := &wecom.TemplateCardMessage{CardType: wecom.CardButtonInteraction, TaskID: "t1", MainTitle: &wecom.CardTitle{Title: "t"},
+		ButtonList: []wecom.CardButton{{Text: "ok", Key: "ok"}}, CardAction: none}
+	if err := buttons.Validate(); err != nil {
+		t.Errorf("button_interaction with card_action type 0: %v", err)
+	}
+	notice := &wecom.TemplateCardMessage{CardType: wecom.CardTextNotice, MainTitle: &wecom.CardTitle{Title: "t"}, CardAction: none}
+	if err := notice.Validate(); !errors.Is(err, wecom.ErrInvalidRequest) {
+		t.Errorf("text_notice with card_action type 0: %v, want ErrInvalidRequest", err)
+	}
+}
