@@ -39,8 +39,10 @@ type Handler struct {
 	mu     sync.RWMutex
 	routes map[reflect.Type]route
 
-	q     *queue // nil: handlers run in line
-	stats counters
+	q         *queue         // nil: handlers run in line
+	bg        sync.WaitGroup // deduper calls and handlers that outlive their request
+	redeliver redeliverSet
+	stats     counters
 }
 
 // route calls a user's function with an Event of its type.
@@ -191,7 +193,7 @@ func (h *Handler) serveVerify(w http.ResponseWriter, r *http.Request) {
 
 // serveCallback receives a POST.
 func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	ctx, start := r.Context(), time.Now()
 	sig, ts, nonce, err := h.params(r)
 	if err != nil {
 		h.reject(w, r, statusOf(err), err)
@@ -235,27 +237,33 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := dedupeKey(p, msg)
-	seen, err := h.cfg.dedupe.Seen(ctx, key, h.cfg.ttl)
-	switch {
-	case err != nil:
-		// Fail open: delivering a retry twice is better than losing an event.
-		h.log.LogAttrs(ctx, slog.LevelWarn, "callback: deduper failed, delivering", slog.String("kind", kind), slog.String("error", err.Error()))
-	case seen:
+	answerBy := start.Add(h.answerWithin())
+	if h.seen(ctx, key, kind, start.Add(h.answerWithin()/dedupeShare)) {
 		h.stats.duplicates.Add(1)
 		h.log.LogAttrs(ctx, slog.LevelDebug, "callback: duplicate, not delivered again", slog.String("kind", kind))
 		h.ack(w, p)
 		return
 	}
 	if h.q != nil {
-		h.serveQueued(w, r, p, job{ctx: context.WithoutCancel(ctx), fn: fn, ev: ev, key: key, kind: kind})
+		h.serveQueued(w, r, p, job{ctx: context.WithoutCancel(ctx), fn: fn, ev: ev, key: key, kind: kind}, answerBy)
 		return
 	}
-	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind}, ts, nonce)
+	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind}, answerBy, ts, nonce)
+}
+
+// answerWithin is how long a callback may take to be answered, from its
+// request's arrival: the handler's timeout in line; with a queue, where
+// the answer does not wait for the handler, DefaultTimeout at most.
+func (h *Handler) answerWithin() time.Duration {
+	if h.q != nil {
+		return min(h.cfg.timeout, DefaultTimeout)
+	}
+	return h.cfg.timeout
 }
 
 // serveInline runs the handler within its deadline and answers.
-func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, j job, ts, nonce string) {
-	ctx, cancel := context.WithTimeout(j.ctx, h.cfg.timeout)
+func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, j job, deadline time.Time, ts, nonce string) {
+	ctx, cancel := context.WithDeadline(j.ctx, deadline)
 	defer cancel()
 	type outcome struct {
 		reply []byte
@@ -284,9 +292,11 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: request gone while its handler runs", slog.String("kind", j.kind))
 			}
 			h.ack(w, p)
+			h.bg.Add(1)
 			go func() {
+				defer h.bg.Done()
 				if o := <-done; o.err != nil {
-					h.failed(ctx, j, o.err)
+					h.failed(ctx, j, o.err, time.Now().Add(h.cfg.timeout/dedupeShare))
 				} else {
 					h.stats.delivered.Add(1)
 				}
@@ -295,7 +305,8 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 		}
 	}
 	if o.err != nil {
-		h.failed(ctx, j, o.err)
+		// Forget before answering, so that WeCom's retry finds the key gone.
+		h.failed(ctx, j, o.err, deadline.Add(forgetMargin))
 		http.Error(w, "handler failed", http.StatusInternalServerError)
 		return
 	}
@@ -322,21 +333,12 @@ func (h *Handler) call(ctx context.Context, j job) (reply []byte, err error) {
 	return j.fn(ctx, j.ev)
 }
 
-// failed logs and counts a handler's failure and forgets the callback, so
-// that WeCom's retry (if any) is delivered.
-func (h *Handler) failed(ctx context.Context, j job, err error) {
+// failed logs and counts a handler's failure and forgets the callback by
+// the time given, so that WeCom's retry (if any) is delivered.
+func (h *Handler) failed(ctx context.Context, j job, err error, by time.Time) {
 	h.stats.failed.Add(1)
 	h.log.LogAttrs(ctx, slog.LevelError, "callback: handler failed", slog.String("kind", j.kind), slog.String("error", err.Error()))
-	h.forget(ctx, j.key)
-}
-
-// forget removes a key from the deduper, even if ctx is done.
-func (h *Handler) forget(ctx context.Context, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if err := h.cfg.dedupe.Forget(ctx, key); err != nil {
-		h.log.LogAttrs(ctx, slog.LevelWarn, "callback: deduper forget failed", slog.String("error", err.Error()))
-	}
+	h.forget(ctx, j.key, by)
 }
 
 // ack answers a callback handled (or to be): "success" to a suite's

@@ -82,7 +82,11 @@ func WithTimestampWindow(d time.Duration) Option {
 }
 
 // WithTimeout sets the deadline of the context a handler gets (default
-// DefaultTimeout, or DefaultQueuedTimeout with WithQueue). Called in line,
+// DefaultTimeout, or DefaultQueuedTimeout with WithQueue), counted from the
+// request's arrival in line, so that it covers reading the body and the
+// Deduper: Seen may take a quarter of it (a late one is passed over and the
+// callback delivered), and a failed handler's Forget runs before the 500,
+// at most half a second past the deadline. Called in line,
 // a handler still running at its deadline does not hold the answer: the
 // callback is acknowledged (so WeCom does not retry it while it runs) and
 // the overrun is logged and counted in Stats.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // job is a callback on its way to its handler.
@@ -39,7 +40,7 @@ func (h *Handler) work() {
 		reply, err := h.call(ctx, j)
 		switch {
 		case err != nil:
-			h.failed(ctx, j, err)
+			h.failed(ctx, j, err, time.Now().Add(DefaultTimeout/dedupeShare))
 		case reply != nil:
 			h.stats.delivered.Add(1)
 			h.log.LogAttrs(ctx, slog.LevelWarn, "callback: queued handler's reply dropped (a reply needs the request)", slog.String("kind", j.kind))
@@ -52,7 +53,7 @@ func (h *Handler) work() {
 
 // serveQueued hands a callback to the workers and acknowledges it, or
 // refuses it when the queue is full or closed.
-func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, j job) {
+func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, j job, answerBy time.Time) {
 	q := h.q
 	q.mu.RLock()
 	ok := false
@@ -70,7 +71,7 @@ func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, 
 	}
 	h.stats.refused.Add(1)
 	// Forget it, so that WeCom's retry of the refused callback is delivered.
-	h.forget(r.Context(), j.key)
+	h.forget(r.Context(), j.key, answerBy.Add(forgetMargin))
 	h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: queue full or closed, refused",
 		slog.String("kind", j.kind), slog.Int("size", cap(q.ch)), slog.String("remote", r.RemoteAddr))
 	http.Error(w, "busy", http.StatusServiceUnavailable)
@@ -78,22 +79,27 @@ func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, 
 
 // Close stops a Handler made WithQueue from taking callbacks (they are
 // refused with 503 from then on) and waits, until ctx is done, for the
-// workers to finish those queued. It returns ctx's error if they have not
-// finished. For a Handler without a queue it does nothing. Close is safe
-// to call more than once.
+// workers to finish those queued, for the handlers still running past
+// their deadline, and for the deduper calls still under way. It returns
+// ctx's error if they have not finished. Close is safe to call more than
+// once.
 func (h *Handler) Close(ctx context.Context) error {
-	q := h.q
-	if q == nil {
-		return nil
+	if q := h.q; q != nil {
+		q.mu.Lock()
+		if !q.closed {
+			q.closed = true
+			close(q.ch)
+		}
+		q.mu.Unlock()
 	}
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.ch)
-	}
-	q.mu.Unlock()
 	done := make(chan struct{})
-	go func() { q.wg.Wait(); close(done) }()
+	go func() {
+		if h.q != nil {
+			h.q.wg.Wait()
+		}
+		h.bg.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 		return nil
