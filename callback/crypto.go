@@ -6,6 +6,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha1"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
@@ -70,6 +71,20 @@ func NewCrypto(token, encodingAESKey, receiveID string) (*Crypto, error) {
 
 // ReceiveID returns the receive id this Crypto checks ("" when it checks none).
 func (c *Crypto) ReceiveID() string { return c.receiveID }
+
+// namespace returns a short hash naming this receiver (its receive id,
+// token and key) in a shared Deduper: 12 hex digits of a SHA-256, from
+// which none of them can be recovered.
+func (c *Crypto) namespace() string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte("wecom callback dedupe"), []byte(c.receiveID), []byte(c.token), c.key} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6])
+}
 
 // Sign returns msg_signature for a timestamp, a nonce and a ciphertext: the
 // lowercase hex SHA-1 of the token, timestamp, nonce and ciphertext sorted

@@ -21,7 +21,10 @@ const DefaultDedupeCapacity = 50_000
 // Deduper remembers the callbacks already delivered, so that WeCom's
 // retries of one are delivered once. Give a Handler one shared by every
 // replica behind a load balancer (redisdedupe.Deduper) with WithDeduper; the
-// default is a MemoryDeduper of this process.
+// default is a MemoryDeduper of this process. One Deduper may serve several
+// Handlers (apps, suites): each prefixes its keys with its own namespace
+// (WithDedupeNamespace), so they never take each other's callbacks for
+// duplicates.
 type Deduper interface {
 	// Seen records key for ttl and reports whether it was already recorded
 	// (and neither expired nor forgotten). The check and the record are one

@@ -72,6 +72,9 @@ func NewHandler(c *Crypto, opts ...Option) (*Handler, error) {
 		}
 		cfg.dedupe = d
 	}
+	if cfg.namespace == "" {
+		cfg.namespace = c.namespace()
+	}
 	if cfg.timeout == 0 {
 		cfg.timeout = DefaultTimeout
 		if cfg.workers > 0 {
@@ -236,7 +239,7 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		h.ack(w, p)
 		return
 	}
-	key := dedupeKey(p, msg)
+	key := h.cfg.namespace + ":" + dedupeKey(p, msg)
 	answerBy := start.Add(h.answerWithin())
 	if h.seen(ctx, key, kind, start.Add(h.answerWithin()/dedupeShare)) {
 		h.stats.duplicates.Add(1)

@@ -33,6 +33,7 @@ type config struct {
 	timeout   time.Duration
 	dedupe    Deduper
 	ttl       time.Duration
+	namespace string
 	queueSize int
 	workers   int
 }
@@ -113,6 +114,24 @@ func WithDeduper(d Deduper, ttl time.Duration) Option {
 			ttl = DefaultDedupeTTL
 		}
 		c.dedupe, c.ttl = d, ttl
+		return nil
+	}
+}
+
+// WithDedupeNamespace sets the prefix of this Handler's keys in its
+// Deduper. By default it is a short hash of the Crypto's receive id, token
+// and EncodingAESKey (never those themselves), so that Handlers sharing a
+// Deduper (two apps of one corp receive the same change_contact event)
+// do not take each other's callbacks for duplicates, while the replicas of
+// one receiver, configured alike, share their keys. Set it to keep keys
+// stable across a change of token or key, or to name them; Handlers that
+// share a Deduper need distinct namespaces. An empty ns is an error.
+func WithDedupeNamespace(ns string) Option {
+	return func(c *config) error {
+		if ns == "" {
+			return fail(ErrConfig, "empty dedupe namespace")
+		}
+		c.namespace = ns
 		return nil
 	}
 }
