@@ -65,6 +65,9 @@ func NewHandler(c *Crypto, opts ...Option) (*Handler, error) {
 			return nil, err
 		}
 	}
+	if need := 2*cfg.window + RetrySpan; cfg.ttl < need {
+		return nil, fail(ErrConfig, "dedupe TTL "+cfg.ttl.String()+" is under twice the timestamp window plus WeCom's retry span ("+need.String()+"): a replay within the window would be delivered again")
+	}
 	if cfg.dedupe == nil {
 		d, err := NewMemoryDeduper(DefaultDedupeCapacity)
 		if err != nil {

@@ -102,7 +102,10 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithDeduper sets where delivered callbacks are remembered, and for how
-// long (ttl <= 0: DefaultDedupeTTL). The default is a MemoryDeduper of
+// long (ttl <= 0: DefaultDedupeTTL). NewHandler refuses (ErrConfig) a ttl
+// under twice the timestamp window (WithTimestampWindow) plus RetrySpan:
+// a request replayed within the window after its key expired would be
+// delivered again. The default is a MemoryDeduper of
 // DefaultDedupeCapacity keys; replicas behind a load balancer need one
 // they share, such as redisdedupe.Deduper.
 func WithDeduper(d Deduper, ttl time.Duration) Option {
