@@ -31,10 +31,12 @@ const maxMessage = 1<<31 - 1
 // The receive id is what WeCom appends to every plaintext, and whom the
 // message is for:
 //   - a corp's own app: the corp id (ww…);
-//   - a suite's command callbacks (suite_ticket, create_auth, …): the suite id;
+//   - a suite's command URL (suite_ticket, create_auth, …): the POSTs carry
+//     the suite id, the URL check the provider's corp id (a Handler takes
+//     it with WithURLCheckReceiveID);
 //   - a third-party app's data callback URL: the URL check carries the
-//     provider's corp id, the POSTs the authorizing corp's id, so one Crypto
-//     per receive id (or an empty one);
+//     provider's corp id, the POSTs the authorizing corp's id (a Handler
+//     takes them with WithReceiveIDs or WithReceiveIDFunc);
 //   - some apps of a personal subject: empty.
 //
 // An empty receive id means "not checked": any receive id is accepted. Give
@@ -125,13 +127,24 @@ func (c *Crypto) Decrypt(signature, timestamp, nonce, encrypted string) ([]byte,
 	if err := c.verify(signature, timestamp, nonce, encrypted); err != nil {
 		return nil, err
 	}
-	return c.open(encrypted)
+	return c.open(encrypted, c.accepts)
 }
+
+// decryptFor is Decrypt checking the receive id with accept instead.
+func (c *Crypto) decryptFor(signature, timestamp, nonce, encrypted string, accept func(string) bool) ([]byte, error) {
+	if err := c.verify(signature, timestamp, nonce, encrypted); err != nil {
+		return nil, err
+	}
+	return c.open(encrypted, accept)
+}
+
+// accepts reports whether a message for receive id rid is this Crypto's.
+func (c *Crypto) accepts(rid string) bool { return c.receiveID == "" || rid == c.receiveID }
 
 // open decrypts a ciphertext whose signature was checked. Its checks need
 // not take constant time: only a holder of the token can make a ciphertext
 // reach them, so they are no padding oracle to anyone else.
-func (c *Crypto) open(encrypted string) ([]byte, error) {
+func (c *Crypto) open(encrypted string, accept func(string) bool) ([]byte, error) {
 	buf, err := base64.StdEncoding.DecodeString(encrypted)
 	if err != nil {
 		return nil, fail(ErrMalformed, "ciphertext is not base64")
@@ -162,7 +175,7 @@ func (c *Crypto) open(encrypted string) ([]byte, error) {
 		return nil, fail(ErrMalformed, "length field past the end")
 	}
 	msg, rid := plain[head:head+int(n)], plain[head+int(n):]
-	if c.receiveID != "" && string(rid) != c.receiveID {
+	if !accept(string(rid)) {
 		return nil, fail(ErrReceiveID, "message is for another receiver")
 	}
 	return msg, nil

@@ -174,6 +174,19 @@ func (h *Handler) params(r *http.Request) (sig, ts, nonce string, err error) {
 	return sig, ts, nonce, nil
 }
 
+// acceptURLCheck reports whether the URL check may carry receive id rid.
+func (h *Handler) acceptURLCheck(rid string) bool {
+	if id := h.cfg.urlCheck; id != nil {
+		return *id == "" || rid == *id
+	}
+	return h.crypto.accepts(rid)
+}
+
+// acceptPost reports whether a callback may carry receive id rid.
+func (h *Handler) acceptPost(rid string) bool {
+	return h.crypto.accepts(rid) || h.cfg.postIDs[rid] || (h.cfg.postFunc != nil && h.cfg.postFunc(rid))
+}
+
 // serveVerify answers WeCom's URL check.
 func (h *Handler) serveVerify(w http.ResponseWriter, r *http.Request) {
 	sig, ts, nonce, err := h.params(r)
@@ -187,7 +200,7 @@ func (h *Handler) serveVerify(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, r, http.StatusBadRequest, fail(ErrMalformed, "missing echostr"))
 		return
 	}
-	plain, err := h.crypto.VerifyURL(sig, ts, nonce, echo)
+	plain, err := h.crypto.decryptFor(sig, ts, nonce, echo, h.acceptURLCheck)
 	if err != nil {
 		h.reject(w, r, statusOf(err), err)
 		return
@@ -225,7 +238,7 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, r, http.StatusBadRequest, fail(ErrMalformed, "body is not <xml> with an Encrypt element"))
 		return
 	}
-	msg, err := h.crypto.Decrypt(sig, ts, nonce, env.Encrypt)
+	msg, err := h.crypto.decryptFor(sig, ts, nonce, env.Encrypt, h.acceptPost)
 	if err != nil {
 		h.reject(w, r, statusOf(err), err)
 		return

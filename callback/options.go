@@ -34,6 +34,9 @@ type config struct {
 	dedupe    Deduper
 	ttl       time.Duration
 	namespace string
+	urlCheck  *string           // nil: the Crypto's receive id
+	postIDs   map[string]bool   // more receive ids a POST may carry
+	postFunc  func(string) bool // or a function accepting them
 	queueSize int
 	workers   int
 }
@@ -117,6 +120,61 @@ func WithDeduper(d Deduper, ttl time.Duration) Option {
 			ttl = DefaultDedupeTTL
 		}
 		c.dedupe, c.ttl = d, ttl
+		return nil
+	}
+}
+
+// WithURLCheckReceiveID sets the receive id WeCom's URL check (the GET)
+// must carry, when it is not the Crypto's: a suite's command URL is
+// checked with the provider's corp id while its POSTs carry the suite id,
+// and a third-party app's data callback URL is checked with the provider's
+// corp id while its POSTs carry each authorizing corp's id. An empty id
+// accepts any receive id in the URL check.
+//
+// Which receive id goes where:
+//
+//	receiver                      URL check (GET)     callbacks (POST)
+//	a corp's own app              corp id             corp id
+//	a suite's command URL         provider corp id    suite id
+//	a third-party data callback   provider corp id    authorizing corp ids
+//	an app of a personal subject  (none: empty)       (none: empty)
+func WithURLCheckReceiveID(id string) Option {
+	return func(c *config) error {
+		c.urlCheck = &id
+		return nil
+	}
+}
+
+// WithReceiveIDs lets a POST carry any of ids as its receive id, besides
+// the Crypto's own (a third-party app's data callback URL receives the
+// callbacks of every authorizing corp, each with that corp's id). An
+// empty id is an error; with WithReceiveIDFunc, a receive id either
+// accepts is taken.
+func WithReceiveIDs(ids ...string) Option {
+	return func(c *config) error {
+		if c.postIDs == nil {
+			c.postIDs = make(map[string]bool, len(ids))
+		}
+		for _, id := range ids {
+			if id == "" {
+				return fail(ErrConfig, "empty receive id")
+			}
+			c.postIDs[id] = true
+		}
+		return nil
+	}
+}
+
+// WithReceiveIDFunc lets a POST carry any receive id accept reports true
+// for, besides the Crypto's own: for a third-party app's data callback
+// URL, whose authorizing corps change as they install and remove the app.
+// accept is called concurrently and must be quick.
+func WithReceiveIDFunc(accept func(receiveID string) bool) Option {
+	return func(c *config) error {
+		if accept == nil {
+			return fail(ErrConfig, "nil receive id func")
+		}
+		c.postFunc = accept
 		return nil
 	}
 }

@@ -24,7 +24,11 @@ func receive(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "callback: receiving on %s for receive id %s\n", ln.Addr(), cfg.corpID)
+	rid := cfg.corpID
+	if rid == "" {
+		rid = "(unchecked)"
+	}
+	fmt.Fprintf(stderr, "callback: receiving on %s for receive id %s\n", ln.Addr(), rid)
 	return serve(ctx, ln, h)
 }
 
@@ -54,7 +58,11 @@ func newReceiver(cfg config, stdout, stderr io.Writer) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := callback.NewHandler(crypto, callback.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	opts := []callback.Option{callback.WithLogger(slog.New(slog.NewTextHandler(stderr, nil)))}
+	if cfg.urlCheckID != nil {
+		opts = append(opts, callback.WithURLCheckReceiveID(*cfg.urlCheckID))
+	}
+	h, err := callback.NewHandler(crypto, opts...)
 	if err != nil {
 		return nil, err
 	}
