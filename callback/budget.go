@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// A callback's time budget starts when its request arrives. Each call to
-// the Deduper may take a quarter of the Handler's timeout (dedupeShare),
-// never past the deadline, for Seen; a Forget after a handler failed may
-// run past the deadline by at most forgetMargin. A Deduper that has not
+// A callback's time budget starts when its request arrives. Seen may take
+// a quarter of it (dedupeShare); a Forget after a handler failed may run
+// past the deadline by an eighth of the budget, forgetMargin at most
+// (marginOf). A Deduper that has not
 // answered by then is left to finish on its own (its context is
 // cancelled): Seen counts as "not seen" (the callback is delivered), and a
 // late Forget marks the key for redelivery in this Handler, so WeCom's
@@ -21,6 +21,10 @@ const (
 	dedupeShare  = 4
 	forgetMargin = 500 * time.Millisecond
 )
+
+// marginOf is how far past a budget of d a failed handler's Forget may
+// delay the answer.
+func marginOf(d time.Duration) time.Duration { return min(d/8, forgetMargin) }
 
 // seen asks the deduper whether key was delivered, waiting until by at
 // most. A deduper that fails or is late is logged and taken as "not

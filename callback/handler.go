@@ -20,7 +20,9 @@ import (
 // answered with the decrypted echostr. A POST is verified, decrypted,
 // parsed into an Event, deduplicated and handed to the function registered
 // for its type (Handle, HandleReply), within a deadline that leaves WeCom's
-// 5 seconds room; the answer is an empty 200 ("success" to a suite's
+// 5 seconds room (WithTimeout; a suite's command callback, which WeCom
+// wants answered within 1 second, WithCommandTimeout), counted from the
+// request's arrival; the answer is an empty 200 ("success" to a suite's
 // command callbacks), or the encrypted passive reply a handler returned.
 //
 // Bad input is a 4xx and a log line, never a 500: a body over the size
@@ -55,10 +57,11 @@ func NewHandler(c *Crypto, opts ...Option) (*Handler, error) {
 		return nil, fail(ErrConfig, "nil Crypto")
 	}
 	cfg := config{
-		logger:  slog.New(slog.DiscardHandler),
-		maxBody: DefaultMaxBodySize,
-		window:  DefaultTimestampWindow,
-		ttl:     DefaultDedupeTTL,
+		logger:         slog.New(slog.DiscardHandler),
+		maxBody:        DefaultMaxBodySize,
+		window:         DefaultTimestampWindow,
+		ttl:            DefaultDedupeTTL,
+		commandTimeout: DefaultCommandTimeout,
 	}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
@@ -256,32 +259,39 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := h.cfg.namespace + ":" + dedupeKey(p, msg)
-	answerBy := start.Add(h.answerWithin())
-	if h.seen(ctx, key, kind, start.Add(h.answerWithin()/dedupeShare)) {
+	budget := h.answerWithin(kind)
+	answerBy := start.Add(budget)
+	if h.seen(ctx, key, kind, start.Add(budget/dedupeShare)) {
 		h.stats.duplicates.Add(1)
 		h.log.LogAttrs(ctx, slog.LevelDebug, "callback: duplicate, not delivered again", slog.String("kind", kind))
 		h.ack(w, p)
 		return
 	}
 	if h.q != nil {
-		h.serveQueued(w, r, p, job{ctx: context.WithoutCancel(ctx), fn: fn, ev: ev, key: key, kind: kind}, answerBy)
+		h.serveQueued(w, r, p, job{ctx: context.WithoutCancel(ctx), fn: fn, ev: ev, key: key, kind: kind}, answerBy, budget)
 		return
 	}
-	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind}, answerBy, ts, nonce)
+	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind}, start, budget, ts, nonce)
 }
 
-// answerWithin is how long a callback may take to be answered, from its
-// request's arrival: the handler's timeout in line; with a queue, where
-// the answer does not wait for the handler, DefaultTimeout at most.
-func (h *Handler) answerWithin() time.Duration {
+// answerWithin is how long a callback of a kind may take to be answered,
+// from its request's arrival: the handler's timeout in line; with a queue,
+// where the answer does not wait for the handler, DefaultTimeout at most;
+// a suite's command callback (info/…), the command timeout at most.
+func (h *Handler) answerWithin(kind string) time.Duration {
+	d := h.cfg.timeout
 	if h.q != nil {
-		return min(h.cfg.timeout, DefaultTimeout)
+		d = min(d, DefaultTimeout)
 	}
-	return h.cfg.timeout
+	if strings.HasPrefix(kind, "info/") {
+		d = min(d, h.cfg.commandTimeout)
+	}
+	return d
 }
 
 // serveInline runs the handler within its deadline and answers.
-func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, j job, deadline time.Time, ts, nonce string) {
+func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, j job, start time.Time, budget time.Duration, ts, nonce string) {
+	deadline := start.Add(budget)
 	ctx, cancel := context.WithDeadline(j.ctx, deadline)
 	defer cancel()
 	type outcome struct {
@@ -306,7 +316,7 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 			// context is cancelled all the same.)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				h.stats.overran.Add(1)
-				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: handler still running at its deadline, acknowledged", slog.String("kind", j.kind), slog.Duration("timeout", h.cfg.timeout))
+				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: handler still running at its deadline, acknowledged", slog.String("kind", j.kind), slog.Duration("timeout", budget))
 			} else {
 				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: request gone while its handler runs", slog.String("kind", j.kind))
 			}
@@ -315,7 +325,7 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 			go func() {
 				defer h.bg.Done()
 				if o := <-done; o.err != nil {
-					h.failed(ctx, j, o.err, time.Now().Add(h.cfg.timeout/dedupeShare))
+					h.failed(ctx, j, o.err, time.Now().Add(budget/dedupeShare))
 				} else {
 					h.stats.delivered.Add(1)
 				}
@@ -325,7 +335,7 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 	}
 	if o.err != nil {
 		// Forget before answering, so that WeCom's retry finds the key gone.
-		h.failed(ctx, j, o.err, deadline.Add(forgetMargin))
+		h.failed(ctx, j, o.err, deadline.Add(marginOf(budget)))
 		http.Error(w, "handler failed", http.StatusInternalServerError)
 		return
 	}

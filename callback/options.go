@@ -23,22 +23,30 @@ const (
 	// DefaultQueuedTimeout is the deadline of a handler called from the
 	// queue (WithQueue), where WeCom's 5 seconds no longer bind: 1 minute.
 	DefaultQueuedTimeout = time.Minute
+	// DefaultCommandTimeout is the deadline of a suite's command callback
+	// (InfoType suite_ticket, create_auth, change_auth, cancel_auth,
+	// change_contact, …, the kinds "info/…"), called in line: 800
+	// milliseconds, for WeCom wants the "success" of those within 1000
+	// (its rule for a suite's command URL), and the rest of that second is
+	// the network's.
+	DefaultCommandTimeout = 800 * time.Millisecond
 )
 
 // config is what the options set.
 type config struct {
-	logger    *slog.Logger
-	maxBody   int64
-	window    time.Duration
-	timeout   time.Duration
-	dedupe    Deduper
-	ttl       time.Duration
-	namespace string
-	urlCheck  *string           // nil: the Crypto's receive id
-	postIDs   map[string]bool   // more receive ids a POST may carry
-	postFunc  func(string) bool // or a function accepting them
-	queueSize int
-	workers   int
+	logger         *slog.Logger
+	maxBody        int64
+	window         time.Duration
+	timeout        time.Duration
+	commandTimeout time.Duration
+	dedupe         Deduper
+	ttl            time.Duration
+	namespace      string
+	urlCheck       *string           // nil: the Crypto's receive id
+	postIDs        map[string]bool   // more receive ids a POST may carry
+	postFunc       func(string) bool // or a function accepting them
+	queueSize      int
+	workers        int
 }
 
 // Option configures a Handler. Options that cannot use their value make
@@ -100,6 +108,24 @@ func WithTimeout(d time.Duration) Option {
 			return fail(ErrConfig, "timeout <= 0")
 		}
 		c.timeout = d
+		return nil
+	}
+}
+
+// WithCommandTimeout sets the deadline of a suite's command callback (a
+// kind "info/…": suite_ticket, create_auth, change_auth, cancel_auth, …)
+// called in line (default DefaultCommandTimeout): WeCom wants their answer
+// within 1000 milliseconds. It bounds them along with WithTimeout (the
+// shorter applies), from the request's arrival, the deduper included; a
+// handler still running at it is acknowledged ("success") and goes on, as
+// under WithTimeout. With WithQueue it bounds the deduper only: the answer
+// does not wait for the handler.
+func WithCommandTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fail(ErrConfig, "command timeout <= 0")
+		}
+		c.commandTimeout = d
 		return nil
 	}
 }

@@ -53,7 +53,7 @@ func (h *Handler) work() {
 
 // serveQueued hands a callback to the workers and acknowledges it, or
 // refuses it when the queue is full or closed.
-func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, j job, answerBy time.Time) {
+func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, j job, answerBy time.Time, budget time.Duration) {
 	q := h.q
 	q.mu.RLock()
 	ok := false
@@ -71,7 +71,7 @@ func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, 
 	}
 	h.stats.refused.Add(1)
 	// Forget it, so that WeCom's retry of the refused callback is delivered.
-	h.forget(r.Context(), j.key, answerBy.Add(forgetMargin))
+	h.forget(r.Context(), j.key, answerBy.Add(marginOf(budget)))
 	h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: queue full or closed, refused",
 		slog.String("kind", j.kind), slog.Int("size", cap(q.ch)), slog.String("remote", r.RemoteAddr))
 	http.Error(w, "busy", http.StatusServiceUnavailable)
