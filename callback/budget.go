@@ -76,9 +76,9 @@ func bounded[T any](h *Handler, ctx context.Context, by time.Time, call func(con
 		err error
 	}
 	done := make(chan answer, 1)
-	h.bg.Add(1)
+	h.bg.add()
 	go func() {
-		defer h.bg.Done()
+		defer h.bg.done()
 		v, err := call(ctx)
 		done <- answer{v, err}
 	}()

@@ -41,8 +41,11 @@ type Handler struct {
 	mu     sync.RWMutex
 	routes map[reflect.Type]route
 
-	q         *queue         // nil: handlers run in line
-	bg        sync.WaitGroup // deduper calls and handlers that outlive their request
+	q         *queue       // nil: handlers run in line
+	bg        tracker      // workers, deduper calls and handlers that outlive their request
+	overruns  atomic.Int64 // handlers in line still running past their deadline
+	life      context.Context
+	stop      context.CancelFunc // ends life: Close's ctx ended first
 	redeliver redeliverSet
 	stats     counters
 }
@@ -62,6 +65,7 @@ func NewHandler(c *Crypto, opts ...Option) (*Handler, error) {
 		window:         DefaultTimestampWindow,
 		ttl:            DefaultDedupeTTL,
 		commandTimeout: DefaultCommandTimeout,
+		maxOverruns:    DefaultMaxOverruns,
 	}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
@@ -88,6 +92,7 @@ func NewHandler(c *Crypto, opts ...Option) (*Handler, error) {
 		}
 	}
 	h := &Handler{crypto: c, cfg: cfg, log: cfg.logger, routes: make(map[reflect.Type]route)}
+	h.life, h.stop = context.WithCancel(context.Background())
 	if cfg.workers > 0 {
 		h.startQueue()
 	}
@@ -271,6 +276,10 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		h.serveQueued(w, r, p, job{ctx: context.WithoutCancel(ctx), fn: fn, ev: ev, key: key, kind: kind}, answerBy, budget)
 		return
 	}
+	if n := h.overruns.Load(); n >= int64(h.cfg.maxOverruns) {
+		h.refuse(w, r, job{key: key, kind: kind}, answerBy, budget, "too many handlers overrunning in line", slog.Int64("overrunning", n))
+		return
+	}
 	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind}, start, budget, ts, nonce)
 }
 
@@ -294,42 +303,32 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 	deadline := start.Add(budget)
 	ctx, cancel := context.WithDeadline(j.ctx, deadline)
 	defer cancel()
-	type outcome struct {
-		reply []byte
-		err   error
-	}
-	done := make(chan outcome, 1)
+	run := &inlineRun{done: make(chan outcome, 1)}
+	h.bg.add()
 	go func() {
+		defer h.bg.done()
 		reply, err := h.call(ctx, j)
-		done <- outcome{reply, err}
+		run.finish(h, ctx, j, budget, outcome{reply, err})
 	}()
 	var o outcome
 	select {
-	case o = <-done:
+	case o = <-run.done:
 	case <-ctx.Done():
-		select {
-		case o = <-done: // finished just in time
-		default:
+		overran := errors.Is(ctx.Err(), context.DeadlineExceeded)
+		var ok bool
+		if o, ok = run.abandon(overran); !ok {
 			// Answer now: WeCom would retry after 5 s, and the retry would
 			// run the handler again while this one still works. (If WeCom
 			// hung up instead, the answer goes nowhere; the handler's
 			// context is cancelled all the same.)
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if overran {
 				h.stats.overran.Add(1)
+				h.overruns.Add(1)
 				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: handler still running at its deadline, acknowledged", slog.String("kind", j.kind), slog.Duration("timeout", budget))
 			} else {
 				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: request gone while its handler runs", slog.String("kind", j.kind))
 			}
 			h.ack(w, p)
-			h.bg.Add(1)
-			go func() {
-				defer h.bg.Done()
-				if o := <-done; o.err != nil {
-					h.failed(ctx, j, o.err, time.Now().Add(budget/dedupeShare))
-				} else {
-					h.stats.delivered.Add(1)
-				}
-			}()
 			return
 		}
 	}
@@ -350,6 +349,67 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 		h.log.LogAttrs(ctx, slog.LevelError, "callback: reply not encrypted, acknowledged without it", slog.String("kind", j.kind), slog.String("error", err.Error()))
 	}
 	h.ack(w, p)
+}
+
+// outcome is what a handler returned.
+type outcome struct {
+	reply []byte
+	err   error
+}
+
+// inlineRun is a handler called in line: it hands its outcome to the
+// request, or, once the request has answered without it (abandon), deals
+// with the outcome itself.
+type inlineRun struct {
+	mu        sync.Mutex
+	abandoned bool
+	overran   bool // abandoned at its deadline (not because the request went)
+	done      chan outcome
+}
+
+// abandon marks the run abandoned, unless its outcome is already there.
+func (r *inlineRun) abandon(overran bool) (outcome, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case o := <-r.done: // finished just in time
+		return o, true
+	default:
+		r.abandoned, r.overran = true, overran
+		return outcome{}, false
+	}
+}
+
+// finish hands the outcome to the request, or, if the request answered
+// without it, counts it: a failure after the acknowledgement of an
+// overrun is lost (WeCom will not retry); one whose request went away is
+// forgotten, so that WeCom's retry is delivered.
+func (r *inlineRun) finish(h *Handler, ctx context.Context, j job, budget time.Duration, o outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.abandoned {
+		r.done <- o
+		return
+	}
+	if r.overran {
+		defer h.overruns.Add(-1)
+	}
+	switch {
+	case o.err == nil:
+		h.stats.delivered.Add(1)
+	case r.overran:
+		h.lost(ctx, j, o.err)
+	default:
+		h.failed(ctx, j, o.err, time.Now().Add(budget/dedupeShare))
+	}
+}
+
+// lost counts and logs a handler's failure after its callback was
+// acknowledged: WeCom will not send it again.
+func (h *Handler) lost(ctx context.Context, j job, err error) {
+	h.stats.failed.Add(1)
+	h.stats.lost.Add(1)
+	h.log.LogAttrs(ctx, slog.LevelError, "callback: handler failed after the acknowledgement, callback lost (WeCom will not retry it)", slog.String("kind", j.kind), slog.String("error", err.Error()))
 }
 
 // call runs a handler, turning a panic into an error.
@@ -408,13 +468,18 @@ type Stats struct {
 	Delivered  uint64 // handlers that returned without error
 	Duplicates uint64 // retries recognized and not delivered again
 	Rejected   uint64 // requests answered 4xx
-	Refused    uint64 // callbacks refused because the queue was full or closed (503)
+	Refused    uint64 // callbacks refused (503): the queue full or closed, or too many overruns in line
 	Failed     uint64 // handlers that returned an error or panicked
 	Overran    uint64 // handlers still running at their deadline, acknowledged anyway
+	// Lost counts the handlers that failed (or were cancelled by Close)
+	// after their callback was acknowledged: an overrun in line, a queued
+	// one, or one dropped from the queue at Close. WeCom does not send
+	// these again; they are also counted in Failed.
+	Lost uint64
 }
 
 type counters struct {
-	delivered, duplicates, rejected, refused, failed, overran atomic.Uint64
+	delivered, duplicates, rejected, refused, failed, overran, lost atomic.Uint64
 }
 
 // Stats returns the counts so far.
@@ -422,6 +487,6 @@ func (h *Handler) Stats() Stats {
 	s := &h.stats
 	return Stats{
 		Delivered: s.delivered.Load(), Duplicates: s.duplicates.Load(), Rejected: s.rejected.Load(),
-		Refused: s.refused.Load(), Failed: s.failed.Load(), Overran: s.overran.Load(),
+		Refused: s.refused.Load(), Failed: s.failed.Load(), Overran: s.overran.Load(), Lost: s.lost.Load(),
 	}
 }

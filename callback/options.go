@@ -30,6 +30,10 @@ const (
 	// (its rule for a suite's command URL), and the rest of that second is
 	// the network's.
 	DefaultCommandTimeout = 800 * time.Millisecond
+	// DefaultMaxOverruns bounds the handlers called in line that may still
+	// run past their deadline (acknowledged, their goroutines going on):
+	// 32. Beyond it a callback is refused (503) until some return.
+	DefaultMaxOverruns = 32
 )
 
 // config is what the options set.
@@ -39,6 +43,7 @@ type config struct {
 	window         time.Duration
 	timeout        time.Duration
 	commandTimeout time.Duration
+	maxOverruns    int
 	dedupe         Deduper
 	ttl            time.Duration
 	namespace      string
@@ -101,13 +106,31 @@ func WithTimestampWindow(d time.Duration) Option {
 // at most half a second past the deadline. Called in line,
 // a handler still running at its deadline does not hold the answer: the
 // callback is acknowledged (so WeCom does not retry it while it runs) and
-// the overrun is logged and counted in Stats.
+// the overrun is logged and counted in Stats (WithMaxOverruns bounds how
+// many may run at once); if it then fails, the callback is lost (WeCom
+// does not send it again) and counted in Stats.Lost.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
 			return fail(ErrConfig, "timeout <= 0")
 		}
 		c.timeout = d
+		return nil
+	}
+}
+
+// WithMaxOverruns bounds the handlers called in line still running past
+// their deadline (default DefaultMaxOverruns). Each was acknowledged and
+// goes on in its goroutine, which nothing can stop (its context is done);
+// while n of them run, a new callback is refused with 503 (WeCom tries it
+// again later), logged and counted in Stats.Refused, rather than pile up
+// goroutines. Close waits for them.
+func WithMaxOverruns(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fail(ErrConfig, "max overruns < 1")
+		}
+		c.maxOverruns = n
 		return nil
 	}
 }
