@@ -30,28 +30,34 @@ func marginOf(d time.Duration) time.Duration { return min(d/8, forgetMargin) }
 // most. A deduper that fails or is late is logged and taken as "not
 // seen": delivering a retry twice is better than losing an event. A key
 // marked for redelivery (a Forget that was late) is "not seen" once.
-func (h *Handler) seen(ctx context.Context, key, kind string, by time.Time) bool {
+// late reports a Seen that did not answer in time: it may record the key
+// after a Forget, so a failure of that callback marks it for redelivery.
+func (h *Handler) seen(ctx context.Context, key, kind string, by time.Time) (seen, late bool) {
 	seen, err := bounded(h, ctx, by, func(ctx context.Context) (bool, error) {
 		return h.cfg.dedupe.Seen(ctx, key, h.cfg.ttl)
 	})
 	switch {
 	case err != nil:
 		h.log.LogAttrs(ctx, slog.LevelWarn, "callback: deduper failed, delivering", slog.String("kind", kind), slog.String("error", err.Error()))
-		return false
+		return false, errors.Is(err, errLate)
 	case seen && h.redeliver.take(key):
 		h.log.LogAttrs(ctx, slog.LevelInfo, "callback: retry of a failed callback whose forget was late, delivering", slog.String("kind", kind))
-		return false
+		return false, false
 	}
-	return seen
+	return seen, false
 }
 
 // forget removes key from the deduper, waiting until by at most (even if
-// ctx is done). If the deduper fails or is late, the key is marked for
+// ctx is done). If the deduper fails or is late, or its Seen of the key was
+// late (seenLate: it may record the key after this), the key is marked for
 // redelivery in this Handler, so that WeCom's retry is delivered here.
-func (h *Handler) forget(ctx context.Context, key string, by time.Time) {
+func (h *Handler) forget(ctx context.Context, key string, seenLate bool, by time.Time) {
 	_, err := bounded(h, context.WithoutCancel(ctx), by, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, h.cfg.dedupe.Forget(ctx, key)
 	})
+	if seenLate && err == nil {
+		h.redeliver.put(key, time.Now().Add(h.cfg.ttl))
+	}
 	if err != nil {
 		h.redeliver.put(key, time.Now().Add(h.cfg.ttl))
 		h.log.LogAttrs(ctx, slog.LevelWarn, "callback: deduper forget failed, its retry will be delivered by this process", slog.String("error", err.Error()))

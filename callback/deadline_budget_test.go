@@ -94,3 +94,48 @@ func TestLateForgetLosesNothing(t *testing.T) {
 		}
 	})
 }
+
+// firstSeenSlow is a deduper whose first Seen is slow (ignoring its
+// context) and records its key late.
+type firstSeenSlow struct {
+	callback.Deduper
+	calls *atomic.Int32
+}
+
+func (d firstSeenSlow) Seen(ctx context.Context, k string, ttl time.Duration) (bool, error) {
+	if d.calls.Add(1) == 1 {
+		time.Sleep(2 * time.Second)
+	}
+	return d.Deduper.Seen(ctx, k, ttl)
+}
+
+// TestLateSeenThenFailureLosesNothing: a Seen passed over records its key
+// after the failed handler's Forget; WeCom's retry is delivered all the
+// same.
+func TestLateSeenThenFailureLosesNothing(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := callback.NewCrypto(testToken, testKey, testCorpID)
+		mem, _ := callback.NewMemoryDeduper(10)
+		h, _ := callback.NewHandler(c, callback.WithDeduper(firstSeenSlow{mem, new(atomic.Int32)}, 0))
+		var calls, ok atomic.Int32
+		callback.Handle(h, func(ctx context.Context, m *callback.TextMessage) error {
+			if calls.Add(1) == 1 {
+				return errors.New("db down")
+			}
+			ok.Add(1)
+			return nil
+		})
+		start := time.Now()
+		if rec := serve(h, seal(t, c, textXML("78", "x"), start.Unix())); rec.Code != http.StatusInternalServerError {
+			t.Fatalf("failure answered %d", rec.Code)
+		}
+		time.Sleep(5*time.Second - time.Since(start))
+		if rec := serve(h, seal(t, c, textXML("78", "x"), time.Now().Unix())); rec.Code != http.StatusOK || ok.Load() != 1 {
+			t.Fatalf("retry answered %d, delivered %d times", rec.Code, ok.Load())
+		}
+		if err := h.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

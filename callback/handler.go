@@ -266,21 +266,22 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 	key := h.cfg.namespace + ":" + dedupeKey(p, msg)
 	budget := h.answerWithin(kind)
 	answerBy := start.Add(budget)
-	if h.seen(ctx, key, kind, start.Add(budget/dedupeShare)) {
+	seen, late := h.seen(ctx, key, kind, start.Add(budget/dedupeShare))
+	if seen {
 		h.stats.duplicates.Add(1)
 		h.log.LogAttrs(ctx, slog.LevelDebug, "callback: duplicate, not delivered again", slog.String("kind", kind))
 		h.ack(w, p)
 		return
 	}
 	if h.q != nil {
-		h.serveQueued(w, r, p, job{ctx: context.WithoutCancel(ctx), fn: fn, ev: ev, key: key, kind: kind}, answerBy, budget)
+		h.serveQueued(w, r, p, job{ctx: context.WithoutCancel(ctx), fn: fn, ev: ev, key: key, kind: kind, seenLate: late}, answerBy, budget)
 		return
 	}
 	if n := h.overruns.Load(); n >= int64(h.cfg.maxOverruns) {
-		h.refuse(w, r, job{key: key, kind: kind}, answerBy, budget, "too many handlers overrunning in line", slog.Int64("overrunning", n))
+		h.refuse(w, r, job{key: key, kind: kind, seenLate: late}, answerBy, budget, "too many handlers overrunning in line", slog.Int64("overrunning", n))
 		return
 	}
-	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind}, start, budget, ts, nonce)
+	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind, seenLate: late}, start, budget, ts, nonce)
 }
 
 // answerWithin is how long a callback of a kind may take to be answered,
@@ -316,14 +317,12 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 	case <-ctx.Done():
 		overran := errors.Is(ctx.Err(), context.DeadlineExceeded)
 		var ok bool
-		if o, ok = run.abandon(overran); !ok {
+		if o, ok = run.abandon(h, overran); !ok {
 			// Answer now: WeCom would retry after 5 s, and the retry would
 			// run the handler again while this one still works. (If WeCom
 			// hung up instead, the answer goes nowhere; the handler's
 			// context is cancelled all the same.)
 			if overran {
-				h.stats.overran.Add(1)
-				h.overruns.Add(1)
 				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: handler still running at its deadline, acknowledged", slog.String("kind", j.kind), slog.Duration("timeout", budget))
 			} else {
 				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: request gone while its handler runs", slog.String("kind", j.kind))
@@ -367,8 +366,9 @@ type inlineRun struct {
 	done      chan outcome
 }
 
-// abandon marks the run abandoned, unless its outcome is already there.
-func (r *inlineRun) abandon(overran bool) (outcome, bool) {
+// abandon marks the run abandoned, unless its outcome is already there;
+// an overrun is counted until finish.
+func (r *inlineRun) abandon(h *Handler, overran bool) (outcome, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	select {
@@ -376,6 +376,10 @@ func (r *inlineRun) abandon(overran bool) (outcome, bool) {
 		return o, true
 	default:
 		r.abandoned, r.overran = true, overran
+		if overran {
+			h.stats.overran.Add(1)
+			h.overruns.Add(1)
+		}
 		return outcome{}, false
 	}
 }
@@ -427,7 +431,7 @@ func (h *Handler) call(ctx context.Context, j job) (reply []byte, err error) {
 func (h *Handler) failed(ctx context.Context, j job, err error, by time.Time) {
 	h.stats.failed.Add(1)
 	h.log.LogAttrs(ctx, slog.LevelError, "callback: handler failed", slog.String("kind", j.kind), slog.String("error", err.Error()))
-	h.forget(ctx, j.key, by)
+	h.forget(ctx, j.key, j.seenLate, by)
 }
 
 // ack answers a callback handled (or to be): "success" to a suite's
@@ -471,10 +475,11 @@ type Stats struct {
 	Refused    uint64 // callbacks refused (503): the queue full or closed, or too many overruns in line
 	Failed     uint64 // handlers that returned an error or panicked
 	Overran    uint64 // handlers still running at their deadline, acknowledged anyway
-	// Lost counts the handlers that failed (or were cancelled by Close)
-	// after their callback was acknowledged: an overrun in line, a queued
-	// one, or one dropped from the queue at Close. WeCom does not send
-	// these again; they are also counted in Failed.
+	// Lost counts the callbacks acknowledged and not delivered, which
+	// WeCom does not send again: the handlers that failed after the
+	// acknowledgement (an overrun in line, a queued one, one cancelled by
+	// Close; these are also counted in Failed), and the queued callbacks
+	// Close dropped unstarted.
 	Lost uint64
 }
 

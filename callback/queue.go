@@ -2,7 +2,6 @@ package callback
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -16,6 +15,8 @@ type job struct {
 	ev   Event
 	key  string
 	kind string
+	// seenLate: the deduper's Seen did not answer in time (see forget).
+	seenLate bool
 }
 
 // queue is WithQueue's bounded channel and its workers.
@@ -41,7 +42,8 @@ func (h *Handler) startQueue() {
 func (h *Handler) work() {
 	for j := range h.q.ch {
 		if h.life.Err() != nil { // Close gave up waiting
-			h.lost(j.ctx, j, errors.New("dropped from the queue at Close"))
+			h.stats.lost.Add(1)
+			h.log.LogAttrs(j.ctx, slog.LevelError, "callback: dropped from the queue at Close, callback lost (WeCom will not retry it)", slog.String("kind", j.kind))
 			continue
 		}
 		ctx, cancel := context.WithTimeout(j.ctx, h.cfg.timeout)
@@ -86,7 +88,7 @@ func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, 
 // the callback so that its retry is delivered; it logs and counts why.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, j job, answerBy time.Time, budget time.Duration, why string, attr slog.Attr) {
 	h.stats.refused.Add(1)
-	h.forget(r.Context(), j.key, answerBy.Add(marginOf(budget)))
+	h.forget(r.Context(), j.key, j.seenLate, answerBy.Add(marginOf(budget)))
 	h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: "+why+", refused",
 		slog.String("kind", j.kind), attr, slog.String("remote", r.RemoteAddr))
 	http.Error(w, "busy", http.StatusServiceUnavailable)
