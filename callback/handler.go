@@ -30,7 +30,8 @@ import (
 // body that is not WeCom's XML 400; a bad signature or a wrong receive id
 // 403. The timestamp and the signature are checked before anything is
 // decrypted. A handler's error (or panic) is a 500, so that WeCom retries;
-// a full queue (WithQueue) a 503.
+// a full queue (WithQueue), or too many handlers overrunning in line
+// (WithMaxOverruns), a 503.
 //
 // Register handlers before serving; a Handler is safe for concurrent use.
 type Handler struct {
