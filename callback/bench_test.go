@@ -22,7 +22,7 @@ func BenchmarkServeCallback(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := callback.NewHandler(c, callback.WithDeduper(forgetful{}, time.Minute))
+	h, err := callback.NewHandler(c, callback.WithDeduper(forgetful{}, 0))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha1"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
@@ -30,10 +31,12 @@ const maxMessage = 1<<31 - 1
 // The receive id is what WeCom appends to every plaintext, and whom the
 // message is for:
 //   - a corp's own app: the corp id (ww…);
-//   - a suite's command callbacks (suite_ticket, create_auth, …): the suite id;
+//   - a suite's command URL (suite_ticket, create_auth, …): the POSTs carry
+//     the suite id, the URL check the provider's corp id (a Handler takes
+//     it with WithURLCheckReceiveID);
 //   - a third-party app's data callback URL: the URL check carries the
-//     provider's corp id, the POSTs the authorizing corp's id, so one Crypto
-//     per receive id (or an empty one);
+//     provider's corp id, the POSTs the authorizing corp's id (a Handler
+//     takes them with WithReceiveIDs or WithReceiveIDFunc);
 //   - some apps of a personal subject: empty.
 //
 // An empty receive id means "not checked": any receive id is accepted. Give
@@ -70,6 +73,20 @@ func NewCrypto(token, encodingAESKey, receiveID string) (*Crypto, error) {
 
 // ReceiveID returns the receive id this Crypto checks ("" when it checks none).
 func (c *Crypto) ReceiveID() string { return c.receiveID }
+
+// namespace returns a short hash naming this receiver (its receive id,
+// token and key) in a shared Deduper: 12 hex digits of a SHA-256, from
+// which none of them can be recovered.
+func (c *Crypto) namespace() string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte("wecom callback dedupe"), []byte(c.receiveID), []byte(c.token), c.key} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6])
+}
 
 // Sign returns msg_signature for a timestamp, a nonce and a ciphertext: the
 // lowercase hex SHA-1 of the token, timestamp, nonce and ciphertext sorted
@@ -110,13 +127,24 @@ func (c *Crypto) Decrypt(signature, timestamp, nonce, encrypted string) ([]byte,
 	if err := c.verify(signature, timestamp, nonce, encrypted); err != nil {
 		return nil, err
 	}
-	return c.open(encrypted)
+	return c.open(encrypted, c.accepts)
 }
+
+// decryptFor is Decrypt checking the receive id with accept instead.
+func (c *Crypto) decryptFor(signature, timestamp, nonce, encrypted string, accept func(string) bool) ([]byte, error) {
+	if err := c.verify(signature, timestamp, nonce, encrypted); err != nil {
+		return nil, err
+	}
+	return c.open(encrypted, accept)
+}
+
+// accepts reports whether a message for receive id rid is this Crypto's.
+func (c *Crypto) accepts(rid string) bool { return c.receiveID == "" || rid == c.receiveID }
 
 // open decrypts a ciphertext whose signature was checked. Its checks need
 // not take constant time: only a holder of the token can make a ciphertext
 // reach them, so they are no padding oracle to anyone else.
-func (c *Crypto) open(encrypted string) ([]byte, error) {
+func (c *Crypto) open(encrypted string, accept func(string) bool) ([]byte, error) {
 	buf, err := base64.StdEncoding.DecodeString(encrypted)
 	if err != nil {
 		return nil, fail(ErrMalformed, "ciphertext is not base64")
@@ -147,7 +175,7 @@ func (c *Crypto) open(encrypted string) ([]byte, error) {
 		return nil, fail(ErrMalformed, "length field past the end")
 	}
 	msg, rid := plain[head:head+int(n)], plain[head+int(n):]
-	if c.receiveID != "" && string(rid) != c.receiveID {
+	if !accept(string(rid)) {
 		return nil, fail(ErrReceiveID, "message is for another receiver")
 	}
 	return msg, nil

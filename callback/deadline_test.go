@@ -60,8 +60,8 @@ func TestHandlerDeadline(t *testing.T) {
 		}
 		close(release)
 		synctest.Wait()
-		if s := h.Stats(); s.Failed != 1 {
-			t.Fatalf("the late failure is not counted: %+v", s)
+		if s := h.Stats(); s.Failed != 1 || s.Lost != 1 {
+			t.Fatalf("the late failure is not counted as lost: %+v", s)
 		}
 	})
 }

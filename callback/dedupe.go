@@ -7,21 +7,33 @@ import (
 	"time"
 )
 
+// RetrySpan is how long after its first attempt WeCom may still send a
+// callback, counted with room: 1 minute. WeCom makes 3 attempts in all,
+// each waiting 5 seconds for an answer (document 96466), so its retries
+// arrive within about 20 seconds of the first.
+const RetrySpan = time.Minute
+
 // DefaultDedupeTTL is how long a Handler remembers a callback by default:
-// 5 minutes. WeCom makes 3 attempts in all, each waiting 5 seconds for an
-// answer (document 96466), so its retries of a callback arrive within
-// about 20 seconds of the first; 5 minutes covers them with room for slow
-// networks and clock steps, and keeps an in-memory store small.
-const DefaultDedupeTTL = 5 * time.Minute
+// 11 minutes, twice DefaultTimestampWindow plus RetrySpan. A request is
+// accepted while its timestamp is within the window either way of this
+// server's clock, so a captured request (or a retry) can arrive up to
+// twice the window after the first one was delivered; a key must outlive
+// that, or the replay is delivered again. NewHandler refuses a TTL under
+// 2 × window + RetrySpan.
+const DefaultDedupeTTL = 2*DefaultTimestampWindow + RetrySpan
 
 // DefaultDedupeCapacity is how many keys NewHandler's in-memory Deduper
-// holds: 50,000, the callbacks of 5 minutes at about 160 a second.
+// holds: 50,000, the callbacks of 11 minutes at about 75 a second (a
+// busier receiver needs a larger MemoryDeduper, or redisdedupe).
 const DefaultDedupeCapacity = 50_000
 
 // Deduper remembers the callbacks already delivered, so that WeCom's
 // retries of one are delivered once. Give a Handler one shared by every
 // replica behind a load balancer (redisdedupe.Deduper) with WithDeduper; the
-// default is a MemoryDeduper of this process.
+// default is a MemoryDeduper of this process. One Deduper may serve several
+// Handlers (apps, suites): each prefixes its keys with its own namespace
+// (WithDedupeNamespace), so they never take each other's callbacks for
+// duplicates.
 type Deduper interface {
 	// Seen records key for ttl and reports whether it was already recorded
 	// (and neither expired nor forgotten). The check and the record are one

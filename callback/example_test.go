@@ -65,5 +65,5 @@ func Example() {
 	// zhangsan added wmCustomer01 (welcome code CODE123)
 	// attempt 1 answered 200
 	// attempt 2 answered 200
-	// {Delivered:1 Duplicates:1 Rejected:0 Refused:0 Failed:0 Overran:0}
+	// {Delivered:1 Duplicates:1 Rejected:0 Refused:0 Failed:0 Overran:0 Lost:0}
 }

@@ -20,7 +20,9 @@ import (
 // answered with the decrypted echostr. A POST is verified, decrypted,
 // parsed into an Event, deduplicated and handed to the function registered
 // for its type (Handle, HandleReply), within a deadline that leaves WeCom's
-// 5 seconds room; the answer is an empty 200 ("success" to a suite's
+// 5 seconds room (WithTimeout; a suite's command callback, which WeCom
+// wants answered within 1 second, WithCommandTimeout), counted from the
+// request's arrival; the answer is an empty 200 ("success" to a suite's
 // command callbacks), or the encrypted passive reply a handler returned.
 //
 // Bad input is a 4xx and a log line, never a 500: a body over the size
@@ -28,7 +30,8 @@ import (
 // body that is not WeCom's XML 400; a bad signature or a wrong receive id
 // 403. The timestamp and the signature are checked before anything is
 // decrypted. A handler's error (or panic) is a 500, so that WeCom retries;
-// a full queue (WithQueue) a 503.
+// a full queue (WithQueue), or too many handlers overrunning in line
+// (WithMaxOverruns), a 503.
 //
 // Register handlers before serving; a Handler is safe for concurrent use.
 type Handler struct {
@@ -39,8 +42,13 @@ type Handler struct {
 	mu     sync.RWMutex
 	routes map[reflect.Type]route
 
-	q     *queue // nil: handlers run in line
-	stats counters
+	q         *queue       // nil: handlers run in line
+	bg        tracker      // workers, deduper calls and handlers that outlive their request
+	overruns  atomic.Int64 // handlers in line still running past their deadline
+	life      context.Context
+	stop      context.CancelFunc // ends life: Close's ctx ended first
+	redeliver redeliverSet
+	stats     counters
 }
 
 // route calls a user's function with an Event of its type.
@@ -53,15 +61,20 @@ func NewHandler(c *Crypto, opts ...Option) (*Handler, error) {
 		return nil, fail(ErrConfig, "nil Crypto")
 	}
 	cfg := config{
-		logger:  slog.New(slog.DiscardHandler),
-		maxBody: DefaultMaxBodySize,
-		window:  DefaultTimestampWindow,
-		ttl:     DefaultDedupeTTL,
+		logger:         slog.New(slog.DiscardHandler),
+		maxBody:        DefaultMaxBodySize,
+		window:         DefaultTimestampWindow,
+		ttl:            DefaultDedupeTTL,
+		commandTimeout: DefaultCommandTimeout,
+		maxOverruns:    DefaultMaxOverruns,
 	}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}
+	}
+	if need := 2*cfg.window + RetrySpan; cfg.ttl < need {
+		return nil, fail(ErrConfig, "dedupe TTL "+cfg.ttl.String()+" is under twice the timestamp window plus WeCom's retry span ("+need.String()+"): a replay within the window would be delivered again")
 	}
 	if cfg.dedupe == nil {
 		d, err := NewMemoryDeduper(DefaultDedupeCapacity)
@@ -70,6 +83,9 @@ func NewHandler(c *Crypto, opts ...Option) (*Handler, error) {
 		}
 		cfg.dedupe = d
 	}
+	if cfg.namespace == "" {
+		cfg.namespace = c.namespace()
+	}
 	if cfg.timeout == 0 {
 		cfg.timeout = DefaultTimeout
 		if cfg.workers > 0 {
@@ -77,6 +93,7 @@ func NewHandler(c *Crypto, opts ...Option) (*Handler, error) {
 		}
 	}
 	h := &Handler{crypto: c, cfg: cfg, log: cfg.logger, routes: make(map[reflect.Type]route)}
+	h.life, h.stop = context.WithCancel(context.Background())
 	if cfg.workers > 0 {
 		h.startQueue()
 	}
@@ -166,6 +183,19 @@ func (h *Handler) params(r *http.Request) (sig, ts, nonce string, err error) {
 	return sig, ts, nonce, nil
 }
 
+// acceptURLCheck reports whether the URL check may carry receive id rid.
+func (h *Handler) acceptURLCheck(rid string) bool {
+	if id := h.cfg.urlCheck; id != nil {
+		return *id == "" || rid == *id
+	}
+	return h.crypto.accepts(rid)
+}
+
+// acceptPost reports whether a callback may carry receive id rid.
+func (h *Handler) acceptPost(rid string) bool {
+	return h.crypto.accepts(rid) || h.cfg.postIDs[rid] || (h.cfg.postFunc != nil && h.cfg.postFunc(rid))
+}
+
 // serveVerify answers WeCom's URL check.
 func (h *Handler) serveVerify(w http.ResponseWriter, r *http.Request) {
 	sig, ts, nonce, err := h.params(r)
@@ -179,7 +209,7 @@ func (h *Handler) serveVerify(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, r, http.StatusBadRequest, fail(ErrMalformed, "missing echostr"))
 		return
 	}
-	plain, err := h.crypto.VerifyURL(sig, ts, nonce, echo)
+	plain, err := h.crypto.decryptFor(sig, ts, nonce, echo, h.acceptURLCheck)
 	if err != nil {
 		h.reject(w, r, statusOf(err), err)
 		return
@@ -191,7 +221,7 @@ func (h *Handler) serveVerify(w http.ResponseWriter, r *http.Request) {
 
 // serveCallback receives a POST.
 func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	ctx, start := r.Context(), time.Now()
 	sig, ts, nonce, err := h.params(r)
 	if err != nil {
 		h.reject(w, r, statusOf(err), err)
@@ -217,7 +247,7 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, r, http.StatusBadRequest, fail(ErrMalformed, "body is not <xml> with an Encrypt element"))
 		return
 	}
-	msg, err := h.crypto.Decrypt(sig, ts, nonce, env.Encrypt)
+	msg, err := h.crypto.decryptFor(sig, ts, nonce, env.Encrypt, h.acceptPost)
 	if err != nil {
 		h.reject(w, r, statusOf(err), err)
 		return
@@ -234,68 +264,77 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		h.ack(w, p)
 		return
 	}
-	key := dedupeKey(p, msg)
-	seen, err := h.cfg.dedupe.Seen(ctx, key, h.cfg.ttl)
-	switch {
-	case err != nil:
-		// Fail open: delivering a retry twice is better than losing an event.
-		h.log.LogAttrs(ctx, slog.LevelWarn, "callback: deduper failed, delivering", slog.String("kind", kind), slog.String("error", err.Error()))
-	case seen:
+	key := h.cfg.namespace + ":" + dedupeKey(p, msg)
+	budget := h.answerWithin(kind)
+	answerBy := start.Add(budget)
+	seen, late := h.seen(ctx, key, kind, start.Add(budget/dedupeShare))
+	if seen {
 		h.stats.duplicates.Add(1)
 		h.log.LogAttrs(ctx, slog.LevelDebug, "callback: duplicate, not delivered again", slog.String("kind", kind))
 		h.ack(w, p)
 		return
 	}
 	if h.q != nil {
-		h.serveQueued(w, r, p, job{ctx: context.WithoutCancel(ctx), fn: fn, ev: ev, key: key, kind: kind})
+		h.serveQueued(w, r, p, job{ctx: context.WithoutCancel(ctx), fn: fn, ev: ev, key: key, kind: kind, seenLate: late}, answerBy, budget)
 		return
 	}
-	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind}, ts, nonce)
+	if n := h.overruns.Load(); n >= int64(h.cfg.maxOverruns) {
+		h.refuse(w, r, job{key: key, kind: kind, seenLate: late}, answerBy, budget, "too many handlers overrunning in line", slog.Int64("overrunning", n))
+		return
+	}
+	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind, seenLate: late}, start, budget, ts, nonce)
+}
+
+// answerWithin is how long a callback of a kind may take to be answered,
+// from its request's arrival: the handler's timeout in line; with a queue,
+// where the answer does not wait for the handler, DefaultTimeout at most;
+// a suite's command callback (info/…), the command timeout at most.
+func (h *Handler) answerWithin(kind string) time.Duration {
+	d := h.cfg.timeout
+	if h.q != nil {
+		d = min(d, DefaultTimeout)
+	}
+	if strings.HasPrefix(kind, "info/") {
+		d = min(d, h.cfg.commandTimeout)
+	}
+	return d
 }
 
 // serveInline runs the handler within its deadline and answers.
-func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, j job, ts, nonce string) {
-	ctx, cancel := context.WithTimeout(j.ctx, h.cfg.timeout)
+func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, j job, start time.Time, budget time.Duration, ts, nonce string) {
+	deadline := start.Add(budget)
+	ctx, cancel := context.WithDeadline(j.ctx, deadline)
 	defer cancel()
-	type outcome struct {
-		reply []byte
-		err   error
-	}
-	done := make(chan outcome, 1)
+	run := &inlineRun{done: make(chan outcome, 1)}
+	h.bg.add()
 	go func() {
+		defer h.bg.done()
 		reply, err := h.call(ctx, j)
-		done <- outcome{reply, err}
+		run.finish(h, ctx, j, budget, outcome{reply, err})
 	}()
 	var o outcome
 	select {
-	case o = <-done:
+	case o = <-run.done:
 	case <-ctx.Done():
-		select {
-		case o = <-done: // finished just in time
-		default:
+		overran := errors.Is(ctx.Err(), context.DeadlineExceeded)
+		var ok bool
+		if o, ok = run.abandon(h, overran); !ok {
 			// Answer now: WeCom would retry after 5 s, and the retry would
 			// run the handler again while this one still works. (If WeCom
 			// hung up instead, the answer goes nowhere; the handler's
 			// context is cancelled all the same.)
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				h.stats.overran.Add(1)
-				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: handler still running at its deadline, acknowledged", slog.String("kind", j.kind), slog.Duration("timeout", h.cfg.timeout))
+			if overran {
+				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: handler still running at its deadline, acknowledged", slog.String("kind", j.kind), slog.Duration("timeout", budget))
 			} else {
 				h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: request gone while its handler runs", slog.String("kind", j.kind))
 			}
 			h.ack(w, p)
-			go func() {
-				if o := <-done; o.err != nil {
-					h.failed(ctx, j, o.err)
-				} else {
-					h.stats.delivered.Add(1)
-				}
-			}()
 			return
 		}
 	}
 	if o.err != nil {
-		h.failed(ctx, j, o.err)
+		// Forget before answering, so that WeCom's retry finds the key gone.
+		h.failed(ctx, j, o.err, deadline.Add(marginOf(budget)))
 		http.Error(w, "handler failed", http.StatusInternalServerError)
 		return
 	}
@@ -312,6 +351,72 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, 
 	h.ack(w, p)
 }
 
+// outcome is what a handler returned.
+type outcome struct {
+	reply []byte
+	err   error
+}
+
+// inlineRun is a handler called in line: it hands its outcome to the
+// request, or, once the request has answered without it (abandon), deals
+// with the outcome itself.
+type inlineRun struct {
+	mu        sync.Mutex
+	abandoned bool
+	overran   bool // abandoned at its deadline (not because the request went)
+	done      chan outcome
+}
+
+// abandon marks the run abandoned, unless its outcome is already there;
+// an overrun is counted until finish.
+func (r *inlineRun) abandon(h *Handler, overran bool) (outcome, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case o := <-r.done: // finished just in time
+		return o, true
+	default:
+		r.abandoned, r.overran = true, overran
+		if overran {
+			h.stats.overran.Add(1)
+			h.overruns.Add(1)
+		}
+		return outcome{}, false
+	}
+}
+
+// finish hands the outcome to the request, or, if the request answered
+// without it, counts it: a failure after the acknowledgement of an
+// overrun is lost (WeCom will not retry); one whose request went away is
+// forgotten, so that WeCom's retry is delivered.
+func (r *inlineRun) finish(h *Handler, ctx context.Context, j job, budget time.Duration, o outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.abandoned {
+		r.done <- o
+		return
+	}
+	if r.overran {
+		defer h.overruns.Add(-1)
+	}
+	switch {
+	case o.err == nil:
+		h.stats.delivered.Add(1)
+	case r.overran:
+		h.lost(ctx, j, o.err)
+	default:
+		h.failed(ctx, j, o.err, time.Now().Add(budget/dedupeShare))
+	}
+}
+
+// lost counts and logs a handler's failure after its callback was
+// acknowledged: WeCom will not send it again.
+func (h *Handler) lost(ctx context.Context, j job, err error) {
+	h.stats.failed.Add(1)
+	h.stats.lost.Add(1)
+	h.log.LogAttrs(ctx, slog.LevelError, "callback: handler failed after the acknowledgement, callback lost (WeCom will not retry it)", slog.String("kind", j.kind), slog.String("error", err.Error()))
+}
+
 // call runs a handler, turning a panic into an error.
 func (h *Handler) call(ctx context.Context, j job) (reply []byte, err error) {
 	defer func() {
@@ -322,21 +427,12 @@ func (h *Handler) call(ctx context.Context, j job) (reply []byte, err error) {
 	return j.fn(ctx, j.ev)
 }
 
-// failed logs and counts a handler's failure and forgets the callback, so
-// that WeCom's retry (if any) is delivered.
-func (h *Handler) failed(ctx context.Context, j job, err error) {
+// failed logs and counts a handler's failure and forgets the callback by
+// the time given, so that WeCom's retry (if any) is delivered.
+func (h *Handler) failed(ctx context.Context, j job, err error, by time.Time) {
 	h.stats.failed.Add(1)
 	h.log.LogAttrs(ctx, slog.LevelError, "callback: handler failed", slog.String("kind", j.kind), slog.String("error", err.Error()))
-	h.forget(ctx, j.key)
-}
-
-// forget removes a key from the deduper, even if ctx is done.
-func (h *Handler) forget(ctx context.Context, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if err := h.cfg.dedupe.Forget(ctx, key); err != nil {
-		h.log.LogAttrs(ctx, slog.LevelWarn, "callback: deduper forget failed", slog.String("error", err.Error()))
-	}
+	h.forget(ctx, j.key, j.seenLate, by)
 }
 
 // ack answers a callback handled (or to be): "success" to a suite's
@@ -377,13 +473,19 @@ type Stats struct {
 	Delivered  uint64 // handlers that returned without error
 	Duplicates uint64 // retries recognized and not delivered again
 	Rejected   uint64 // requests answered 4xx
-	Refused    uint64 // callbacks refused because the queue was full or closed (503)
+	Refused    uint64 // callbacks refused (503): the queue full or closed, or too many overruns in line
 	Failed     uint64 // handlers that returned an error or panicked
 	Overran    uint64 // handlers still running at their deadline, acknowledged anyway
+	// Lost counts the callbacks acknowledged and not delivered, which
+	// WeCom does not send again: the handlers that failed after the
+	// acknowledgement (an overrun in line, a queued one, one cancelled by
+	// Close; these are also counted in Failed), and the queued callbacks
+	// Close dropped unstarted.
+	Lost uint64
 }
 
 type counters struct {
-	delivered, duplicates, rejected, refused, failed, overran atomic.Uint64
+	delivered, duplicates, rejected, refused, failed, overran, lost atomic.Uint64
 }
 
 // Stats returns the counts so far.
@@ -391,6 +493,6 @@ func (h *Handler) Stats() Stats {
 	s := &h.stats
 	return Stats{
 		Delivered: s.delivered.Load(), Duplicates: s.duplicates.Load(), Rejected: s.rejected.Load(),
-		Refused: s.refused.Load(), Failed: s.failed.Load(), Overran: s.overran.Load(),
+		Refused: s.refused.Load(), Failed: s.failed.Load(), Overran: s.overran.Load(), Lost: s.lost.Load(),
 	}
 }

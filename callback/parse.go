@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
+	"strings"
 )
 
 // newEvent returns a new value of the type of a callback's kind (see
@@ -94,8 +95,10 @@ func parse(data []byte) (Event, *probe, error) {
 	if err := xml.Unmarshal(data, &p); err != nil {
 		return nil, nil, fail(ErrMalformed, "decrypted message is not XML")
 	}
+	p.MsgType, p.Event, p.InfoType = strings.TrimSpace(p.MsgType), strings.TrimSpace(p.Event), strings.TrimSpace(p.InfoType)
 	if ev := newEvent(p.kindOf()); ev != nil {
 		if xml.Unmarshal(data, ev) == nil {
+			trimNames(ev)
 			ev.Common().XML = data
 			return ev, &p, nil
 		}
@@ -105,8 +108,34 @@ func parse(data []byte) (Event, *probe, error) {
 		// A number that is not one in the Header: keep the kind at least.
 		raw = &RawEvent{Header: Header{ToUserName: p.ToUserName, MsgType: p.MsgType, Event: p.Event, InfoType: p.InfoType}}
 	}
+	trimNames(raw)
 	raw.XML = data
 	return raw, &p, nil
+}
+
+// trimNames strips the white space around the fields that name a
+// callback's kind (MsgType, Event, InfoType, ChangeType): WeCom's own
+// documented samples have some, such as document 90628's
+// "<InfoType> <![CDATA[suite_ticket]]></InfoType>".
+func trimNames(ev Event) {
+	h := ev.Common()
+	h.MsgType, h.Event, h.InfoType = strings.TrimSpace(h.MsgType), strings.TrimSpace(h.Event), strings.TrimSpace(h.InfoType)
+	var ct *string
+	switch e := ev.(type) {
+	case *RawEvent:
+		ct = &e.ChangeType
+	case *ContactEvent:
+		ct = &e.ChangeType
+	case *ExternalContactEvent:
+		ct = &e.ChangeType
+	case *ExternalChatEvent:
+		ct = &e.ChangeType
+	case *ExternalTagEvent:
+		ct = &e.ChangeType
+	}
+	if ct != nil {
+		*ct = strings.TrimSpace(*ct)
+	}
 }
 
 // dedupeKey returns the key under which a callback is remembered.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // job is a callback on its way to its handler.
@@ -14,6 +15,8 @@ type job struct {
 	ev   Event
 	key  string
 	kind string
+	// seenLate: the deduper's Seen did not answer in time (see forget).
+	seenLate bool
 }
 
 // queue is WithQueue's bounded channel and its workers.
@@ -21,25 +24,35 @@ type queue struct {
 	mu     sync.RWMutex // held to send, and to close
 	closed bool
 	ch     chan job
-	wg     sync.WaitGroup
 }
 
 // startQueue starts the workers.
 func (h *Handler) startQueue() {
 	h.q = &queue{ch: make(chan job, h.cfg.queueSize)}
 	for range h.cfg.workers {
-		h.q.wg.Go(h.work)
+		h.bg.add()
+		go func() {
+			defer h.bg.done()
+			h.work()
+		}()
 	}
 }
 
 // work runs queued callbacks until the queue is closed and empty.
 func (h *Handler) work() {
 	for j := range h.q.ch {
+		if h.life.Err() != nil { // Close gave up waiting
+			h.stats.lost.Add(1)
+			h.log.LogAttrs(j.ctx, slog.LevelError, "callback: dropped from the queue at Close, callback lost (WeCom will not retry it)", slog.String("kind", j.kind))
+			continue
+		}
 		ctx, cancel := context.WithTimeout(j.ctx, h.cfg.timeout)
+		stop := context.AfterFunc(h.life, cancel)
 		reply, err := h.call(ctx, j)
+		stop()
 		switch {
 		case err != nil:
-			h.failed(ctx, j, err)
+			h.lost(ctx, j, err)
 		case reply != nil:
 			h.stats.delivered.Add(1)
 			h.log.LogAttrs(ctx, slog.LevelWarn, "callback: queued handler's reply dropped (a reply needs the request)", slog.String("kind", j.kind))
@@ -52,7 +65,7 @@ func (h *Handler) work() {
 
 // serveQueued hands a callback to the workers and acknowledges it, or
 // refuses it when the queue is full or closed.
-func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, j job) {
+func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, j job, answerBy time.Time, budget time.Duration) {
 	q := h.q
 	q.mu.RLock()
 	ok := false
@@ -68,36 +81,78 @@ func (h *Handler) serveQueued(w http.ResponseWriter, r *http.Request, p *probe, 
 		h.ack(w, p)
 		return
 	}
+	h.refuse(w, r, j, answerBy, budget, "queue full or closed", slog.Int("size", cap(q.ch)))
+}
+
+// refuse answers 503, so that WeCom tries again later, having forgotten
+// the callback so that its retry is delivered; it logs and counts why.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, j job, answerBy time.Time, budget time.Duration, why string, attr slog.Attr) {
 	h.stats.refused.Add(1)
-	// Forget it, so that WeCom's retry of the refused callback is delivered.
-	h.forget(r.Context(), j.key)
-	h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: queue full or closed, refused",
-		slog.String("kind", j.kind), slog.Int("size", cap(q.ch)), slog.String("remote", r.RemoteAddr))
+	h.forget(r.Context(), j.key, j.seenLate, answerBy.Add(marginOf(budget)))
+	h.log.LogAttrs(r.Context(), slog.LevelWarn, "callback: "+why+", refused",
+		slog.String("kind", j.kind), attr, slog.String("remote", r.RemoteAddr))
 	http.Error(w, "busy", http.StatusServiceUnavailable)
+}
+
+// tracker counts goroutines that Close waits for. Unlike a
+// sync.WaitGroup, it may go from zero up again while someone waits.
+type tracker struct {
+	mu     sync.Mutex
+	n      int
+	idleCh chan struct{} // closed when n drops to 0
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		t.idleCh = make(chan struct{})
+	}
+	t.n++
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n--; t.n == 0 {
+		close(t.idleCh)
+	}
+}
+
+// idle returns a channel closed once nothing is counted.
+func (t *tracker) idle() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return t.idleCh
 }
 
 // Close stops a Handler made WithQueue from taking callbacks (they are
 // refused with 503 from then on) and waits, until ctx is done, for the
-// workers to finish those queued. It returns ctx's error if they have not
-// finished. For a Handler without a queue it does nothing. Close is safe
-// to call more than once.
+// workers to finish those queued, for the handlers still running in line
+// past their deadline, and for the deduper calls still under way. If ctx
+// ends first, Close cancels the contexts of the queued handlers running,
+// drops those not started (counted in Stats.Lost) and returns ctx's error;
+// a handler that ignores its context may still be running then. Close is
+// safe to call more than once.
 func (h *Handler) Close(ctx context.Context) error {
-	q := h.q
-	if q == nil {
-		return nil
+	if q := h.q; q != nil {
+		q.mu.Lock()
+		if !q.closed {
+			q.closed = true
+			close(q.ch)
+		}
+		q.mu.Unlock()
 	}
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.ch)
-	}
-	q.mu.Unlock()
-	done := make(chan struct{})
-	go func() { q.wg.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-h.bg.idle():
 		return nil
 	case <-ctx.Done():
+		h.stop()
 		return ctx.Err()
 	}
 }

@@ -19,8 +19,9 @@ import (
 // of a callback that reached one replica is not delivered again by
 // another. Each key is one SET NX PX: atomic, one round trip, and one key,
 // so it works with a single node, Sentinel and Cluster alike. Keys are
-// callback.Handler's: a message's MsgId or a SHA-256 of an event, never a
-// secret. A Deduper is safe for concurrent use.
+// callback.Handler's: its namespace (a short hash of the receiver, or
+// callback.WithDedupeNamespace) and a message's MsgId or a SHA-256 of an
+// event, never a secret. A Deduper is safe for concurrent use.
 type Deduper struct {
 	rdb    redis.UniversalClient
 	prefix string

@@ -11,10 +11,14 @@
 //
 // With -token, -aes-key and -corp-id it is the receiver to point WeCom at
 // while building an app (the values are those of the app's "receive
-// messages" settings; -corp-id is the receive id: the corp id for a corp's
-// own app, the suite id for a suite's command URL):
+// messages" settings; -corp-id is the receive id of the POSTs: the corp id
+// for a corp's own app, the suite id for a suite's command URL, and
+// -corp-id "" leaves it unchecked, for an app of a personal subject;
+// -url-check-id is the receive id of WeCom's URL check when it differs:
+// the provider's corp id for a suite's command URL):
 //
 //	go run ./examples/callback -token T -aes-key K -corp-id ww... -listen :8080
+//	go run ./examples/callback -token T -aes-key K -corp-id wwsuite... -url-check-id wwprovider...
 //
 // It answers WeCom's URL check and every POST, at every path, and prints
 // each message or event it delivers as one JSON line on stdout, WeCom's XML
@@ -53,10 +57,12 @@ const (
 
 type config struct {
 	token, aesKey, corpID, listen string
+	corpIDSet                     bool    // -corp-id given, perhaps empty
+	urlCheckID                    *string // -url-check-id given
 }
 
 // receiving reports whether the flags ask for the receiver.
-func (c config) receiving() bool { return c.token != "" || c.aesKey != "" || c.corpID != "" }
+func (c config) receiving() bool { return c.token != "" || c.aesKey != "" || c.corpIDSet }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -97,17 +103,26 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.token, "token", "", "the callback Token (receiver mode)")
 	fs.StringVar(&cfg.aesKey, "aes-key", "", "the 43-character EncodingAESKey (receiver mode)")
-	fs.StringVar(&cfg.corpID, "corp-id", "", "the receive id: the corp id, or the suite id for a suite (receiver mode)")
+	fs.StringVar(&cfg.corpID, "corp-id", "", `the receive id of the POSTs: the corp id, or the suite id for a suite's command URL; -corp-id "" leaves it unchecked, for an app of a personal subject (receiver mode)`)
+	urlCheck := fs.String("url-check-id", "", `the receive id of WeCom's URL check when it is not -corp-id: the provider's corp id for a suite's command URL; "" leaves it unchecked (receiver mode)`)
 	fs.StringVar(&cfg.listen, "listen", ":8080", "address the receiver listens on")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "corp-id":
+			cfg.corpIDSet = true
+		case "url-check-id":
+			cfg.urlCheckID = urlCheck
+		}
+	})
 	var err error
 	switch {
 	case fs.NArg() > 0:
 		err = fmt.Errorf("unexpected arguments %q", fs.Args())
-	case cfg.receiving() && (cfg.token == "" || cfg.aesKey == "" || cfg.corpID == ""):
-		err = errors.New("the receiver needs -token, -aes-key and -corp-id")
+	case (cfg.receiving() || cfg.urlCheckID != nil) && (cfg.token == "" || cfg.aesKey == "" || !cfg.corpIDSet):
+		err = errors.New(`the receiver needs -token, -aes-key and -corp-id (-corp-id "" for an unchecked receive id)`)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "callback:", err)

@@ -24,13 +24,33 @@ func receive(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "callback: receiving on %s for receive id %s\n", ln.Addr(), cfg.corpID)
+	rid := cfg.corpID
+	if rid == "" {
+		rid = "(unchecked)"
+	}
+	fmt.Fprintf(stderr, "callback: receiving on %s for receive id %s\n", ln.Addr(), rid)
 	return serve(ctx, ln, h)
+}
+
+// newServer returns the server of a callback handler, every phase of a
+// connection bounded: WeCom sends a few kilobytes and waits 5 s for the
+// answer, so a request still being read after 10 s, or an answer still
+// being written after 10 s (past the handler's deadline and the deduper's
+// margin), is not WeCom's; an idle keep-alive connection is closed after
+// a minute.
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       time.Minute,
+	}
 }
 
 // serve serves h on ln until ctx ends, then shuts down gracefully.
 func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	srv := newServer(h)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -54,7 +74,11 @@ func newReceiver(cfg config, stdout, stderr io.Writer) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := callback.NewHandler(crypto, callback.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	opts := []callback.Option{callback.WithLogger(slog.New(slog.NewTextHandler(stderr, nil)))}
+	if cfg.urlCheckID != nil {
+		opts = append(opts, callback.WithURLCheckReceiveID(*cfg.urlCheckID))
+	}
+	h, err := callback.NewHandler(crypto, opts...)
 	if err != nil {
 		return nil, err
 	}
