@@ -494,3 +494,24 @@ func TestMessageThousandDistinct(t *testing.T) {
 		t.Errorf("%d members sent, want 1000", n)
 	}
 }
+
+// TestMessageRefusalNamesMembersAsGiven: a refusal names the members
+// without room as the message named them, not as the limiter counts them.
+func TestMessageRefusalNamesMembersAsGiven(t *testing.T) {
+	t.Parallel()
+	c, srv := mockClient(t, mock.Config{}, wecom.WithAgentID(1000002))
+	srv.AddUsers(testCorp, "zhangsan", "lisi")
+	ctx := context.Background()
+	for range 30 {
+		if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"zhangsan"}, Content: &wecom.TextMessage{Content: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := c.Messages.Send(short, wecom.Message{ToUser: []string{"lisi", "ZhangSan"}, Content: &wecom.TextMessage{Content: "x"}})
+	var rl *wecom.RateLimitError
+	if !errors.As(err, &rl) || !slices.Equal(rl.Members, []string{"ZhangSan"}) {
+		t.Errorf("err = %v, want a *RateLimitError naming ZhangSan", err)
+	}
+}
