@@ -1,6 +1,7 @@
 package callback
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
@@ -89,8 +90,25 @@ func Parse(data []byte) (Event, error) {
 	return ev, err
 }
 
-// parse is Parse, also returning the probe.
+// parse is Parse, also returning the probe. WeCom's XML is read once when
+// its kind can be told from a scan of its top (scanProbe) and the typed
+// value agrees with the scan; else as before, a first read for the kind
+// and a second into its type.
 func parse(data []byte) (Event, *probe, error) {
+	if p, ok := scanProbe(data); ok {
+		if ev := newEvent(p.kindOf()); ev != nil {
+			if err := xml.Unmarshal(data, ev); err == nil {
+				trimNames(ev)
+				if h := ev.Common(); h.MsgType == p.MsgType && h.Event == p.Event && h.InfoType == p.InfoType {
+					p.ToUserName, p.MsgID = h.ToUserName, msgIDOf(ev)
+					h.XML = data
+					return ev, &p, nil
+				}
+			} else if _, syntax := err.(*xml.SyntaxError); syntax {
+				return nil, nil, fail(ErrMalformed, "decrypted message is not XML")
+			}
+		}
+	}
 	var p probe
 	if err := xml.Unmarshal(data, &p); err != nil {
 		return nil, nil, fail(ErrMalformed, "decrypted message is not XML")
@@ -111,6 +129,77 @@ func parse(data []byte) (Event, *probe, error) {
 	trimNames(raw)
 	raw.XML = data
 	return raw, &p, nil
+}
+
+// scanProbe reads the names of a callback's kind from its XML without
+// parsing it: the text of the first MsgType, Event and InfoType elements,
+// plain or CDATA. ok is false when the scan cannot tell (an element
+// missing, or text with markup or entities to decode): parse then reads
+// the XML. parse checks the scan against the typed value it reads.
+func scanProbe(data []byte) (p probe, ok bool) {
+	msgType, found, plain := firstText(data, "MsgType")
+	switch {
+	case !plain:
+		return p, false
+	case found:
+		p.MsgType = msgType
+		if p.MsgType == "event" {
+			if p.Event, found, plain = firstText(data, "Event"); !found || !plain {
+				return p, false
+			}
+		}
+	default:
+		if p.InfoType, found, plain = firstText(data, "InfoType"); !found || !plain {
+			return p, false
+		}
+	}
+	return p, true
+}
+
+// firstText returns the trimmed text of the first <name> element of data:
+// found reports one, plain that its text needs no decoding (plain
+// characters, or one CDATA section).
+func firstText(data []byte, name string) (text string, found, plain bool) {
+	open, end := "<"+name+">", "</"+name+">"
+	i := bytes.Index(data, []byte(open))
+	if i < 0 {
+		return "", false, true
+	}
+	v := data[i+len(open):]
+	j := bytes.Index(v, []byte(end))
+	if j < 0 {
+		return "", true, false
+	}
+	v = bytes.TrimSpace(v[:j])
+	if cd, ok := bytes.CutPrefix(v, []byte("<![CDATA[")); ok {
+		inner, rest, ok := bytes.Cut(cd, []byte("]]>"))
+		if !ok || len(rest) > 0 {
+			return "", true, false
+		}
+		v = inner
+	} else if bytes.ContainsAny(v, "<&") {
+		return "", true, false
+	}
+	return strings.TrimSpace(string(v)), true, true
+}
+
+// msgIDOf returns a message's MsgId ("" for an event).
+func msgIDOf(ev Event) string {
+	switch m := ev.(type) {
+	case *TextMessage:
+		return m.MsgID
+	case *ImageMessage:
+		return m.MsgID
+	case *VoiceMessage:
+		return m.MsgID
+	case *VideoMessage:
+		return m.MsgID
+	case *LocationMessage:
+		return m.MsgID
+	case *LinkMessage:
+		return m.MsgID
+	}
+	return ""
 }
 
 // trimNames strips the white space around the fields that name a
