@@ -244,10 +244,11 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, ErrMaybeDone) {
+		if !cl.idempotent && errors.Is(err, ErrMaybeDone) {
 			// WeCom may have done it: its counts per member and in units
-			// stand, and a retry (under the duplicate check) takes them
-			// no more.
+			// stand, and a retry (under the duplicate check, which drops
+			// the copy) takes them no more. A repeatable call's retry is
+			// a call of its own, counted as one.
 			cl.counted = true
 		} else if cl.counted {
 			err = fmt.Errorf("%w (an earlier attempt may have been done: %w)", err, ErrMaybeDone)
@@ -292,7 +293,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, el *endpointLimits, n in
 	waitStart := time.Now()
 	leases, slot, changes, err := c.acquire(ctx, cl, el)
 	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(waitStart), LimitChanges: changes, Uncounted: cl.uncounted}
-	if err == nil && cl.counted && !cl.idempotent && !time.Now().Before(cl.dedupeUntil) {
+	if err == nil && cl.counted && !time.Now().Before(cl.dedupeUntil) {
 		// The wait outlasted WeCom's duplicate check: a copy sent now
 		// would be delivered again.
 		c.release(ctx, leases)
