@@ -46,14 +46,24 @@ func newTestRobot(t *testing.T, key string, rt http.RoundTripper, opts ...wecom.
 // robot of that key talking to it through httpmock.
 func mockRobot(t *testing.T, opts ...wecom.Option) (*wecom.Robot, *mock.Server) {
 	t.Helper()
+	srv, mt := robotMock(t, testRobotKey)
+	return newTestRobot(t, testRobotKey, mt, opts...), srv
+}
+
+// robotMock returns a mock server holding the robots keys, and an httpmock
+// transport that reaches it at testBase.
+func robotMock(t *testing.T, keys ...string) (*mock.Server, *httpmock.MockTransport) {
+	t.Helper()
 	srv, err := mock.New(mock.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.AddRobot(testRobotKey)
+	for _, k := range keys {
+		srv.AddRobot(k)
+	}
 	mt := httpmock.NewMockTransport()
 	srv.Register(mt, testBase)
-	return newTestRobot(t, testRobotKey, mt, opts...), srv
+	return srv, mt
 }
 
 // pngBytes is the start of a PNG file, enough for its type to be seen.
@@ -290,13 +300,7 @@ func TestRobotNeverRefused(t *testing.T) {
 // robot's messages then send it, and only file and voice are taken.
 func TestRobotUploadStreamed(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddRobot(testRobotKey)
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, testBase)
+	srv, mt := robotMock(t, testRobotKey)
 	const size = 3 << 20
 	src := &countingReader{r: io.LimitReader(patternReader{}, size)}
 	early := -1
@@ -355,12 +359,7 @@ func TestRobotKeyNeverShown(t *testing.T) {
 	_, err := wecom.NewRobot("https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=" + testRobotKey)
 	record(err)
 
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, testBase)
+	_, mt := robotMock(t) // no robot added: 93000
 	unknown := newTestRobot(t, testRobotKey, mt, wecom.WithLogger(logger)) // not added: 93000
 	err = unknown.Send(context.Background(), &wecom.RobotText{Content: "x"})
 	if !errors.Is(err, wecom.ErrBadCredentials) || !strings.Contains(err.Error(), "robot") {
