@@ -55,11 +55,10 @@ func (h *Handler) forget(ctx context.Context, key string, seenLate bool, by time
 	_, err := bounded(h, context.WithoutCancel(ctx), by, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, h.cfg.dedupe.Forget(ctx, key)
 	})
-	if seenLate && err == nil {
+	if err != nil || seenLate {
 		h.redeliver.put(key, time.Now().Add(h.cfg.ttl))
 	}
 	if err != nil {
-		h.redeliver.put(key, time.Now().Add(h.cfg.ttl))
 		h.log.LogAttrs(ctx, slog.LevelWarn, "callback: deduper forget failed, its retry will be delivered by this process", slog.String("error", err.Error()))
 	}
 }
@@ -72,11 +71,11 @@ var errLate = errors.New("callback: deduper did not answer in time")
 // goroutine (counted in h.bg, which Close waits for) until it returns.
 // The in-memory deduper never blocks and is called directly.
 func bounded[T any](h *Handler, ctx context.Context, by time.Time, call func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithDeadline(ctx, by)
-	defer cancel()
 	if _, ok := h.cfg.dedupe.(*MemoryDeduper); ok {
 		return call(ctx)
 	}
+	ctx, cancel := context.WithDeadline(ctx, by)
+	defer cancel()
 	type answer struct {
 		v   T
 		err error

@@ -124,10 +124,7 @@ func (c *Crypto) VerifyURL(signature, timestamp, nonce, echostr string) ([]byte,
 // the message: for a POST callback, its XML. Every failure is an *Error
 // matching ErrSignature, ErrMalformed or ErrReceiveID; none panics.
 func (c *Crypto) Decrypt(signature, timestamp, nonce, encrypted string) ([]byte, error) {
-	if err := c.verify(signature, timestamp, nonce, encrypted); err != nil {
-		return nil, err
-	}
-	return c.open(encrypted, c.accepts)
+	return c.decryptFor(signature, timestamp, nonce, encrypted, c.accepts)
 }
 
 // decryptFor is Decrypt checking the receive id with accept instead.

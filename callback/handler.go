@@ -265,7 +265,7 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := h.cfg.namespace + ":" + dedupeKey(p, msg)
-	budget := h.answerWithin(kind)
+	budget := h.answerWithin(p.command())
 	answerBy := start.Add(budget)
 	seen, late := h.seen(ctx, key, kind, start.Add(budget/dedupeShare))
 	if seen {
@@ -282,27 +282,26 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, job{key: key, kind: kind, seenLate: late}, answerBy, budget, "too many handlers overrunning in line", slog.Int64("overrunning", n))
 		return
 	}
-	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind, seenLate: late}, start, budget, ts, nonce)
+	h.serveInline(w, r, p, job{ctx: ctx, fn: fn, ev: ev, key: key, kind: kind, seenLate: late}, answerBy, budget, ts, nonce)
 }
 
 // answerWithin is how long a callback of a kind may take to be answered,
 // from its request's arrival: the handler's timeout in line; with a queue,
 // where the answer does not wait for the handler, DefaultTimeout at most;
 // a suite's command callback (info/…), the command timeout at most.
-func (h *Handler) answerWithin(kind string) time.Duration {
+func (h *Handler) answerWithin(command bool) time.Duration {
 	d := h.cfg.timeout
 	if h.q != nil {
 		d = min(d, DefaultTimeout)
 	}
-	if strings.HasPrefix(kind, "info/") {
+	if command {
 		d = min(d, h.cfg.commandTimeout)
 	}
 	return d
 }
 
 // serveInline runs the handler within its deadline and answers.
-func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, j job, start time.Time, budget time.Duration, ts, nonce string) {
-	deadline := start.Add(budget)
+func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, p *probe, j job, deadline time.Time, budget time.Duration, ts, nonce string) {
 	ctx, cancel := context.WithDeadline(j.ctx, deadline)
 	defer cancel()
 	run := &inlineRun{done: make(chan outcome, 1)}
@@ -439,7 +438,7 @@ func (h *Handler) failed(ctx context.Context, j job, err error, by time.Time) {
 // command callback, which must get that literal (document 97172), an empty
 // 200 to an app's.
 func (h *Handler) ack(w http.ResponseWriter, p *probe) {
-	if p.MsgType == "" && p.InfoType != "" {
+	if p.command() {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "success")
 		return

@@ -67,7 +67,9 @@ func (d recordingDeduper) Seen(_ context.Context, k string, _ time.Duration) (bo
 func (recordingDeduper) Forget(context.Context, string) error { return nil }
 
 // TestDedupeKeyHoldsNoSecret: the default namespace is a short hash; the
-// token, the key and the receive id appear nowhere in a deduper key.
+// token and the key appear nowhere in a deduper key, nor, for an event
+// (whose key is a hash of its XML), the receive id. A message's key names
+// its corp and MsgId, which are not secrets.
 func TestDedupeKeyHoldsNoSecret(t *testing.T) {
 	t.Parallel()
 	d := recordingDeduper{keys: make(chan string, 1)}

@@ -67,6 +67,10 @@ type probe struct {
 	MsgID      string `xml:"MsgId"`
 }
 
+// command reports a suite's command callback (an InfoType, no MsgType),
+// answered "success" within the command timeout.
+func (p *probe) command() bool { return p.MsgType == "" }
+
 // kindOf names a callback's kind: its MsgType for a message,
 // "event/"+Event for an event, "info/"+InfoType for a suite's command.
 func (p *probe) kindOf() string {
