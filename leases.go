@@ -141,18 +141,43 @@ func together(reqs []leaseRequest) []leaseRequest {
 	return out
 }
 
-// memberKeys returns the members a call reaches as the limiter counts them:
-// each once, in lower case, as WeCom compares userids; a member of the
-// client's own corp named as a linked corp's ("corpid/userid", as
-// linkedcorp/message/send allows) is counted as that userid, with the
-// messages that name it alone.
+// memberKeys returns the members a call reaches as the limiter counts them
+// (memberKey), each once.
 func (c *Client) memberKeys(ms []string) []string {
-	own := strings.ToLower(c.corpID) + "/"
 	out := make([]string, len(ms))
 	for i, m := range ms {
-		out[i] = strings.TrimPrefix(strings.ToLower(m), own)
+		out[i] = c.memberKey(m)
 	}
 	return distinctIDs(out)
+}
+
+// memberKey is member m as the limiter counts it: in lower case, as WeCom
+// compares userids; a member of the client's own corp named as a linked
+// corp's ("corpid/userid", as linkedcorp/message/send allows) as that
+// userid, with the messages that name it alone.
+func (c *Client) memberKey(m string) string {
+	return strings.TrimPrefix(strings.ToLower(m), strings.ToLower(c.corpID)+"/")
+}
+
+// asNamed rewrites the members a *RateLimitError in err names, which the
+// limiter counts by memberKey, as the call named them.
+func (c *Client) asNamed(err error, members []string) error {
+	var rl *RateLimitError
+	if !errors.As(err, &rl) || len(rl.Members) == 0 {
+		return err
+	}
+	named := make(map[string]string, len(members))
+	for _, m := range members {
+		if k := c.memberKey(m); named[k] == "" {
+			named[k] = m
+		}
+	}
+	for i, k := range rl.Members {
+		if m := named[k]; m != "" {
+			rl.Members[i] = m
+		}
+	}
+	return err
 }
 
 func scopeOrder(s catalog.Scope) int {
@@ -294,7 +319,7 @@ func (c *Client) acquireAll(ctx context.Context, cl *call, reqs []leaseRequest) 
 		}
 		if err != nil {
 			c.release(ctx, leases)
-			return nil, firstAt, c.limitError(cl.path, r.day, err)
+			return nil, firstAt, c.asNamed(c.limitError(cl.path, r.day, err), cl.members)
 		}
 		if len(leases) == 0 {
 			firstAt = time.Now()

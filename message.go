@@ -175,29 +175,8 @@ func (s *MessageService) send(ctx context.Context, m Message, tryMembers bool) (
 	var out sendAnswer
 	cl.out = &out
 	err = s.client.do(ctx, cl)
-	asNamed(err, m.ToUser)
 	return SendResult{MsgID: out.MsgID, ResponseCode: out.ResponseCode, InvalidUsers: out.InvalidUser,
 		InvalidParties: out.InvalidParty, InvalidTags: out.InvalidTag, UnlicensedUsers: out.UnlicensedUser}, err
-}
-
-// asNamed rewrites the members a *RateLimitError in err names, which the
-// limiter counts in lower case, as users names them.
-func asNamed(err error, users []string) {
-	var rl *RateLimitError
-	if !errors.As(err, &rl) || len(rl.Members) == 0 {
-		return
-	}
-	named := make(map[string]string, len(users))
-	for _, u := range users {
-		if k := strings.ToLower(u); named[k] == "" {
-			named[k] = u
-		}
-	}
-	for i, k := range rl.Members {
-		if u := named[k]; u != "" {
-			rl.Members[i] = u
-		}
-	}
 }
 
 // messageBody checks m and returns its JSON body.

@@ -144,7 +144,8 @@ func TestLinkedOwnMemberCountedOnce(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	_, err := c.Messages.SendLinked(short, wecom.LinkedMessage{ToUser: []string{testCorp + "/ZhangSan"}, Content: &wecom.TextMessage{Content: "x"}})
-	if !errors.Is(err, wecom.ErrRateLimited) {
-		t.Errorf("a linked send to the same member: %v, want ErrRateLimited", err)
+	var rl *wecom.RateLimitError
+	if !errors.Is(err, wecom.ErrRateLimited) || !errors.As(err, &rl) || !slices.Equal(rl.Members, []string{testCorp + "/ZhangSan"}) {
+		t.Errorf("a linked send to the same member: %v, want ErrRateLimited naming %s/ZhangSan as the send did", err, testCorp)
 	}
 }
