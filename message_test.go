@@ -372,6 +372,12 @@ func TestMessageRecipients(t *testing.T) {
 	if got := srv.MessageTally(testCorp, "zhangsan"); got.Delivered != 1 {
 		t.Errorf("zhangsan: %+v, want one delivered", got)
 	}
+	if _, err := c.Messages.Send(ctx, wecom.Message{ToAll: true, Content: &wecom.TextMessage{Content: "to everyone"}}); err != nil {
+		t.Errorf("to @all: %v", err)
+	}
+	if got := srv.MessageTally(testCorp, "zhangsan"); got.Delivered != 2 {
+		t.Errorf("zhangsan after a message to @all: %+v, want two delivered", got)
+	}
 	_, err = c.Messages.Send(ctx, wecom.Message{ToUser: []string{"ghost"}, Content: &wecom.TextMessage{Content: "hi"}})
 	var ae *wecom.APIError
 	if !errors.As(err, &ae) || ae.Code != 81013 {

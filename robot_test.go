@@ -359,7 +359,7 @@ func TestRobotKeyNeverShown(t *testing.T) {
 	_, err := wecom.NewRobot("https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=" + testRobotKey)
 	record(err)
 
-	_, mt := robotMock(t) // no robot added: 93000
+	_, mt := robotMock(t)
 	unknown := newTestRobot(t, testRobotKey, mt, wecom.WithLogger(logger)) // not added: 93000
 	err = unknown.Send(context.Background(), &wecom.RobotText{Content: "x"})
 	if !errors.Is(err, wecom.ErrBadCredentials) || !strings.Contains(err.Error(), "robot") {

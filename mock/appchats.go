@@ -126,15 +126,15 @@ func (c *corp) appChatCreate(in *input) (any, *apiError) {
 	case id != "" && book.chats[id] != nil:
 		return nil, errf(codeChatIDExists, "chatid already exists")
 	}
-	members := distinct(req.Users)
-	if err := c.checkChatMembers(members, req.Owner); err != nil {
+	members := distinct(c.userIDs(req.Users))
+	owner := c.userIDs([]string{req.Owner})[0]
+	if err := c.checkChatMembers(members, owner); err != nil {
 		return nil, err
 	}
 	for id == "" || book.chats[id] != nil {
 		book.seq++
 		id = "wrappchat" + strconv.Itoa(book.seq)
 	}
-	owner := req.Owner
 	if owner == "" {
 		owner = members[0]
 	}
@@ -148,7 +148,7 @@ func (c *corp) checkChatMembers(members []string, owner string) *apiError {
 	switch {
 	case len(members) < catalog.AppChatMinMembers || len(members) > catalog.AppChatMaxMembers:
 		return errf(codeChatMemberCount, "too many or too few members: %d", len(members))
-	case slices.ContainsFunc(members, func(u string) bool { _, ok := c.user(u); return !ok }):
+	case slices.ContainsFunc(members, func(u string) bool { return !c.users[u] }):
 		return errf(codeBadChatMember, "invalid chat member userid")
 	case owner != "" && !slices.Contains(members, owner):
 		return errf(codeOwnerNotMember, "owner not in the member list")
@@ -175,13 +175,14 @@ func (c *corp) appChatUpdate(in *input) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(req.Add, func(u string) bool { _, ok := c.user(u); return !ok || slices.Contains(ch.members, u) }) ||
+	req.Add, req.Del = c.userIDs(req.Add), c.userIDs(req.Del)
+	if slices.ContainsFunc(req.Add, func(u string) bool { return !c.users[u] || slices.Contains(ch.members, u) }) ||
 		slices.ContainsFunc(req.Del, func(u string) bool { return !slices.Contains(ch.members, u) }) {
 		return nil, errf(codeBadChatMember, "invalid chat member userid")
 	}
 	members := slices.DeleteFunc(slices.Clone(ch.members), func(u string) bool { return slices.Contains(req.Del, u) })
 	members = distinct(append(members, req.Add...))
-	owner := req.Owner
+	owner := c.userIDs([]string{req.Owner})[0]
 	if owner == "" && slices.Contains(members, ch.owner) {
 		owner = ch.owner
 	}

@@ -107,7 +107,13 @@ func (c *corp) messageSend(in *input) (any, *apiError) {
 		return nil, errf(codeEmptyContent, "empty content")
 	}
 	var users, bad []string
-	if req.ToUser != "" {
+	switch req.ToUser {
+	case "":
+	case "@all": // every member the app reaches: the mock's whole directory
+		for u := range c.users {
+			users = append(users, u)
+		}
+	default:
 		for _, u := range strings.Split(req.ToUser, "|") {
 			if id, ok := c.user(u); ok {
 				users = append(users, id)
@@ -148,6 +154,19 @@ func (c *corp) messageSend(in *input) (any, *apiError) {
 		}
 	}
 	return out, nil
+}
+
+// userIDs returns ids as the directory holds them, where it holds them
+// (user); the others as they are.
+func (c *corp) userIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, u := range ids {
+		out[i] = u
+		if id, ok := c.user(u); ok {
+			out[i] = id
+		}
+	}
+	return out
 }
 
 // user returns the userid of the directory that u names: WeCom compares

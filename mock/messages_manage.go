@@ -134,7 +134,7 @@ func (c *corp) messageUpdateCard(in *input) (any, *apiError) {
 	var bad []string
 	users := 0
 	for _, u := range req.UserIDs {
-		if c.users[u] {
+		if _, ok := c.user(u); ok {
 			users++
 		} else {
 			bad = append(bad, u)
