@@ -182,6 +182,7 @@ func (s *MessageService) send(ctx context.Context, m Message, tryMembers bool) (
 // messageBody checks m and returns its JSON body.
 func (c *Client) messageBody(m Message) (json.RawMessage, error) {
 	agent := cmp.Or(m.AgentID, c.agentID)
+	users := distinctUserIDs(m.ToUser)
 	var errs []error
 	switch {
 	case m.ToAll && len(m.ToUser)+len(m.ToParty)+len(m.ToTag) > 0:
@@ -192,8 +193,8 @@ func (c *Client) messageBody(m Message) (json.RawMessage, error) {
 		errs = append(errs, invalid("message recipients", "%d parties and %d tags, at most %d each", len(m.ToParty), len(m.ToTag), maxMessageGroups))
 	case slices.ContainsFunc(m.ToParty, func(id int) bool { return id <= 0 }) || slices.ContainsFunc(m.ToTag, func(id int) bool { return id <= 0 }):
 		errs = append(errs, invalid("message recipients", "a party or tag id not positive"))
-	case len(m.ToUser) > MaxMessageUsers && len(distinctUserIDs(m.ToUser)) > MaxMessageUsers:
-		errs = append(errs, invalid("message touser", "%d distinct members, at most %d", len(distinctUserIDs(m.ToUser)), MaxMessageUsers))
+	case len(users) > MaxMessageUsers:
+		errs = append(errs, invalid("message touser", "%d distinct members, at most %d", len(users), MaxMessageUsers))
 	case slices.ContainsFunc(m.ToUser, func(u string) bool { return u == "" || u == "@all" || strings.ContainsAny(u, "|") }):
 		errs = append(errs, invalid("message touser", "an empty userid, @all or a userid holding '|'"))
 	}
@@ -220,7 +221,7 @@ func (c *Client) messageBody(m Message) (json.RawMessage, error) {
 	case m.ToAll:
 		w["touser"] = "@all"
 	case len(m.ToUser) > 0:
-		w["touser"] = strings.Join(distinctUserIDs(m.ToUser), "|")
+		w["touser"] = strings.Join(users, "|")
 	}
 	if len(m.ToParty) > 0 {
 		w["toparty"] = joinIDs(m.ToParty)

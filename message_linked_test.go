@@ -18,8 +18,7 @@ const linkedDoc = "你的快递已到，请携带工卡前往邮件中心领取�
 
 // TestLinkedMessageWire: a linked-corp message goes out as
 // document/path/90250 shows it, and its answer's arrays come back as
-// lists. Parties, tags and everyone are refused while the per-member rules
-// apply, and sent once they are removed.
+// lists. Parties, tags and everyone go out, uncounted.
 func TestLinkedMessageWire(t *testing.T) {
 	t.Parallel()
 	answer := `{"errcode":0,"errmsg":"ok","invaliduser":["userid1","CorpId1/userid1"],"invalidparty":["partyid1","LinkedId1/partyid1"],"invalidtag":["tagid1"]}`

@@ -3,7 +3,6 @@ package wecom
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -73,14 +72,7 @@ func (r *Robot) Send(ctx context.Context, m RobotMessage) error {
 	if card, ok := m.(*TemplateCardMessage); ok && card.CardType != CardTextNotice && card.CardType != CardNewsNotice {
 		return invalid("robot template_card card_type", "%q: a robot sends text_notice and news_notice cards only", card.CardType)
 	}
-	content, err := json.Marshal(m)
-	if err != nil {
-		return invalid("robot message", "%v", err)
-	}
-	body, err := json.Marshal(map[string]json.RawMessage{
-		"msgtype":   json.RawMessage(strconv.Quote(m.MsgType())),
-		m.MsgType(): content,
-	})
+	body, err := json.Marshal(map[string]any{"msgtype": m.MsgType(), m.MsgType(): m})
 	if err != nil {
 		return invalid("robot message", "%v", err)
 	}

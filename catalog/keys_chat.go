@@ -27,9 +27,10 @@ func AppChatKeys(_ url.Values, body []byte) (Keys, error) {
 
 // LinkedMessageKeys reads the members a linked-corp message
 // (linkedcorp/message/send) reaches: its touser, an array of userids of the
-// corp and "corpid/userid" of linked corps' members. A message to parties,
-// tags or everyone (toall) names no member the limits can count, and is
-// refused, as MessageKeys refuses one.
+// corp and "corpid/userid" of linked corps' members, its Weight their
+// number (at least 1). Parties, tags and everyone (toall) reach members
+// the request does not name: they are listed in Uncounted, as MessageKeys
+// lists them.
 func LinkedMessageKeys(_ url.Values, body []byte) (Keys, error) {
 	var m struct {
 		ToUser  []string          `json:"touser"`

@@ -8,7 +8,7 @@ import (
 
 // TestChatKeys: appchat/send's keys name its chat and no member; a
 // linked-corp message's name its users, and one to parties, tags or
-// everyone is refused.
+// everyone lists them as uncounted.
 func TestChatKeys(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
