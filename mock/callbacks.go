@@ -100,15 +100,13 @@ type CallbackDelivery struct {
 
 // callbackTarget is a corp's receiver, ready to push to.
 type callbackTarget struct {
-	url       *url.URL
-	crypto    *callback.Crypto
-	client    *http.Client
-	owned     *http.Transport // the Server's own transport, closed with it; nil when given
-	toUser    string
-	agentID   string
-	timeout   time.Duration
-	delays    []time.Duration
-	receiveID string
+	url     *url.URL
+	crypto  *callback.Crypto
+	client  *http.Client
+	toUser  string
+	agentID string
+	timeout time.Duration
+	delays  []time.Duration
 }
 
 // pushes is the Server's callback state. Its mutex comes after Server.mu
@@ -161,7 +159,7 @@ func (s *Server) SetCallback(corpID string, cb CallbackConfig) error {
 	if err != nil {
 		return fmt.Errorf("mock: callback: %w", err)
 	}
-	t := &callbackTarget{url: u, crypto: crypto, toUser: corpID, timeout: cb.Timeout, receiveID: rid,
+	t := &callbackTarget{url: u, crypto: crypto, toUser: corpID, timeout: cb.Timeout,
 		delays: []time.Duration{DefaultCallbackRetry1, DefaultCallbackRetry2}}
 	if cb.AgentID != 0 {
 		t.agentID = strconv.FormatInt(cb.AgentID, 10)
@@ -177,15 +175,17 @@ func (s *Server) SetCallback(corpID string, cb CallbackConfig) error {
 	}
 	rt := cb.Transport
 	if rt == nil {
-		t.owned = http.DefaultTransport.(*http.Transport).Clone()
-		rt = t.owned
+		own := http.DefaultTransport.(*http.Transport).Clone() // closed by Close
+		rt = own
+		s.push.mu.Lock()
+		s.push.owned = append(s.push.owned, own)
+		s.push.mu.Unlock()
 	}
 	// WeCom posts to the URL given; a redirect is an answer that is not 200.
 	t.client = &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	s.push.mu.Lock()
 	defer s.push.mu.Unlock()
 	s.push.targets[corpID] = t
-	s.push.owned = append(s.push.owned, t.owned)
 	return nil
 }
 
@@ -250,9 +250,7 @@ func (s *Server) Close() {
 	s.push.mu.Lock()
 	defer s.push.mu.Unlock()
 	for _, t := range s.push.owned {
-		if t != nil {
-			t.CloseIdleConnections()
-		}
+		t.CloseIdleConnections()
 	}
 }
 

@@ -6,7 +6,6 @@ package redisdedupe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -53,15 +52,11 @@ func (d *Deduper) Seen(ctx context.Context, key string, ttl time.Duration) (bool
 	if r := ttl % time.Millisecond; r != 0 {
 		ttl += time.Millisecond - r
 	}
-	err := d.rdb.Do(ctx, "set", d.prefix+key, "1", "px", ttl.Milliseconds(), "nx").Err()
-	switch {
-	case err == nil:
-		return false, nil
-	case errors.Is(err, redis.Nil): // NX: the key was there
-		return true, nil
-	default:
+	set, err := d.rdb.SetNX(ctx, d.prefix+key, "1", ttl).Result() // SET NX PX
+	if err != nil {
 		return false, fmt.Errorf("redisdedupe: set: %w", err)
 	}
+	return !set, nil
 }
 
 // Forget implements callback.Deduper: DEL prefix+key.
