@@ -251,16 +251,7 @@ func (c *corp) appChatSend(in *input) (any, *apiError) {
 	}
 	book := c.appChatsOf()
 	for _, u := range ch.members {
-		t := book.tally[u]
-		if t == nil {
-			t = &MessageTally{}
-			book.tally[u] = t
-		}
-		if in.dropped[strings.ToLower(u)] {
-			t.Dropped++
-		} else {
-			t.Delivered++
-		}
+		deliver(book.tally, u, in)
 	}
 	return okStatus("ok"), nil
 }

@@ -80,16 +80,7 @@ func (c *corp) linkedMessageSend(in *input) (any, *apiError) {
 	}
 	mb := c.messagesOf()
 	for _, u := range users {
-		t := mb.tally[u]
-		if t == nil {
-			t = &MessageTally{}
-			mb.tally[u] = t
-		}
-		if in.dropped[strings.ToLower(u)] {
-			t.Dropped++
-		} else {
-			t.Delivered++
-		}
+		deliver(mb.tally, u, in)
 	}
 	return out, nil
 }

@@ -138,22 +138,35 @@ func (c *corp) messageSend(in *input) (any, *apiError) {
 	dup := mb.duplicate(in, req)
 	day := appDay{agentID: req.AgentID, day: catalog.DayOf(in.now)}
 	for _, u := range users {
-		t := mb.tally[u]
-		if t == nil {
-			t = &MessageTally{}
-			mb.tally[u] = t
-		}
-		switch {
-		case dup:
-			t.Deduplicated++
-		case in.dropped[strings.ToLower(u)]:
-			t.Dropped++
-		default:
-			t.Delivered++
+		if dup {
+			tallyOf(mb.tally, u).Deduplicated++
+		} else if deliver(mb.tally, u, in) {
 			mb.delivered[day]++
 		}
 	}
 	return out, nil
+}
+
+// tallyOf returns member u's tally in tallies, made on first use.
+func tallyOf(tallies map[string]*MessageTally, u string) *MessageTally {
+	t := tallies[u]
+	if t == nil {
+		t = &MessageTally{}
+		tallies[u] = t
+	}
+	return t
+}
+
+// deliver tallies a message to member u as delivered, or as dropped when
+// the call's silent limits drop it for u; it reports a delivery.
+func deliver(tallies map[string]*MessageTally, u string, in *input) bool {
+	t := tallyOf(tallies, u)
+	if in.dropped[strings.ToLower(u)] {
+		t.Dropped++
+		return false
+	}
+	t.Delivered++
+	return true
 }
 
 // userIDs returns ids as the directory holds them, where it holds them
