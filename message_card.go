@@ -227,14 +227,14 @@ func (m *TemplateCardMessage) Validate() error {
 			errs = append(errs, invalid("message template_card card_image", "a news_notice needs a card_image or an image_text_area"))
 		}
 	case CardButtonInteraction:
-		errs = append(errs, m.task(), m.titleOrSubtitle(), count("template_card button_list", len(m.ButtonList), 6))
+		errs = append(errs, m.titleOrSubtitle(), count("template_card button_list", len(m.ButtonList), 6))
 	case CardVoteInteraction:
-		errs = append(errs, m.task(), m.submit())
+		errs = append(errs, m.submit())
 		if m.Checkbox == nil {
 			errs = append(errs, invalid("message template_card checkbox", "a vote_interaction needs one"))
 		}
 	case CardMultipleInteraction:
-		errs = append(errs, m.task(), m.submit(), count("template_card select_list", len(m.SelectList), 3))
+		errs = append(errs, m.submit(), count("template_card select_list", len(m.SelectList), 3))
 	default:
 		errs = append(errs, invalid("message template_card card_type", "%q is none of the five card types", m.CardType))
 	}
@@ -244,7 +244,8 @@ func (m *TemplateCardMessage) Validate() error {
 // validateParts checks the parts the card has, whatever its type.
 func (m *TemplateCardMessage) validateParts() error {
 	var errs []error
-	if m.TaskID != "" || m.ActionMenu != nil {
+	interactive := m.CardType == CardButtonInteraction || m.CardType == CardVoteInteraction || m.CardType == CardMultipleInteraction
+	if interactive || m.TaskID != "" || m.ActionMenu != nil { // once: checked in one place
 		errs = append(errs, m.task())
 	}
 	if s := m.Source; s != nil && (s.DescColor < 0 || s.DescColor > 3) {
@@ -279,7 +280,10 @@ func (m *TemplateCardMessage) validateParts() error {
 	}
 	errs = append(errs, upTo("template_card vertical_content_list", len(m.VerticalContentList), 4),
 		upTo("template_card horizontal_content_list", len(m.HorizontalContentList), 6),
-		upTo("template_card jump_list", len(m.JumpList), 3), upTo("template_card button_list", len(m.ButtonList), 6))
+		upTo("template_card jump_list", len(m.JumpList), 3))
+	if m.CardType != CardButtonInteraction { // which checks its 1 to 6 itself
+		errs = append(errs, upTo("template_card button_list", len(m.ButtonList), 6))
+	}
 	for i, v := range m.VerticalContentList {
 		errs = append(errs, text(fmt.Sprintf("template_card vertical_content %d title", i+1), v.Title, 0))
 	}

@@ -3,6 +3,7 @@ package wecom_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -221,5 +222,19 @@ func TestCardActionWithoutLink(t *testing.T) {
 	notice := &wecom.TemplateCardMessage{CardType: wecom.CardTextNotice, MainTitle: &wecom.CardTitle{Title: "t"}, CardAction: none}
 	if err := notice.Validate(); !errors.Is(err, wecom.ErrInvalidRequest) {
 		t.Errorf("text_notice with card_action type 0: %v, want ErrInvalidRequest", err)
+	}
+}
+
+// TestCardErrorsOnce: a fault of an interactive card is reported once, not
+// by each check that covers it.
+func TestCardErrorsOnce(t *testing.T) {
+	t.Parallel()
+	card := &wecom.TemplateCardMessage{CardType: wecom.CardButtonInteraction, TaskID: "bad id!", MainTitle: &wecom.CardTitle{Title: "t"},
+		ButtonList: make([]wecom.CardButton, 7)}
+	err := card.Validate()
+	for _, field := range []string{"task_id", "button_list"} {
+		if n := strings.Count(fmt.Sprint(err), "template_card "+field); n != 1 {
+			t.Errorf("%q named %d times in %v, want once", field, n, err)
+		}
 	}
 }
