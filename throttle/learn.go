@@ -19,6 +19,14 @@ type Learned struct {
 	Since time.Time
 }
 
+// in returns the limit x puts in force on a key configured so.
+func (x Learned) in(configured int) int {
+	if x.Limit == 0 {
+		return configured
+	}
+	return x.Limit
+}
+
 // LimitStore keeps learned limits where every process sharing a backend
 // sees them, timed by the store's own clock. Memory and Redis implement it;
 // both cap every acquisition on a key by the limit learned on it.
@@ -60,12 +68,8 @@ func (a AIMD) withDefaults() AIMD {
 // under, when the limit in force (cur, or configured when none is learned)
 // is not already lower than that.
 func (a AIMD) lower(cur Learned, configured, under int) (int, bool) {
-	limit := configured
-	if cur.Limit > 0 {
-		limit = cur.Limit
-	}
 	next := max(1, min(under-1, int(math.Floor(float64(under)*a.Backoff))))
-	if next >= limit {
+	if next >= cur.in(configured) {
 		return 0, false // lowered already, by this refusal's like
 	}
 	return next, true
@@ -98,10 +102,9 @@ type Change struct {
 // under n slots lowers the key's limit below n for every process, and each
 // quiet period without one raises it by one, never above the configured
 // limit (AIMD), all timed by the store's clock. It reads the store at most
-// once per refresh period per key, so it costs a round trip a second or so,
-// not one per call. When the store fails, it goes on with what it knows,
-// lowering and raising the limit in this process alone. It is safe for
-// concurrent use.
+// once per refresh period per key, not once per call. When the store
+// fails, it goes on with what it knows, lowering and raising the limit in
+// this process alone. It is safe for concurrent use.
 type Learner struct {
 	store   LimitStore
 	aimd    AIMD
@@ -139,68 +142,52 @@ func NewLearner(store LimitStore, a AIMD, refresh time.Duration) *Learner {
 // never read wait for the first read (or ctx), so that a process that
 // starts does not go at the configured limit while it learns the fleet's.
 func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *Change) {
-	for {
-		now := l.now()
-		l.mu.Lock()
-		k := l.key(key, configured)
-		if k.reading && k.read.IsZero() {
-			done := k.done
-			l.mu.Unlock()
-			select {
-			case <-done:
-				continue
-			case <-ctx.Done():
-				return l.tell(key, configured)
-			}
-		}
-		due := !k.reading && now.Sub(k.read) >= l.refresh
-		if due {
-			k.reading, k.done = true, make(chan struct{})
-		}
-		version := k.version
-		l.mu.Unlock()
-		if due {
-			l.refresh1(ctx, k, key, configured, version, now)
-		}
-		return l.tell(key, configured)
-	}
-}
-
-// refresh1 reads key's limit into its state k, unless a change was made
-// meanwhile (version), and ends the read.
-func (l *Learner) refresh1(ctx context.Context, k *learnedKey, key string, configured int, version uint64, now time.Time) {
-	cur, err := l.read(ctx, key, configured)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k.reading = false
-	close(k.done)
-	switch {
-	case err != nil && ctx.Err() != nil: // the caller gave up: the store said nothing, the next caller reads
-		return
-	case err != nil:
-		l.raiseHere(k, configured, now)
-	case k.version == version && k.refusing == 0: // nothing changed it meanwhile
-		l.change(k, cur, now)
+	k := l.key(key, configured)
+	for k.reading && k.read.IsZero() && ctx.Err() == nil {
+		done := k.done
+		l.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		l.mu.Lock()
 	}
-	k.read = now
-}
-
-// read loads key's limit, raised if a quiet period has passed since its
-// last change by the store's clock.
-func (l *Learner) read(ctx context.Context, key string, configured int) (Learned, error) {
-	cur, now, ok, err := l.store.LoadLimit(ctx, key)
-	if err != nil {
-		return Learned{}, err
+	now := l.now()
+	if k.reading || now.Sub(k.read) < l.refresh {
+		return l.told(k, key, configured)
 	}
+	k.reading, k.done = true, make(chan struct{})
+	version := k.version
+	l.mu.Unlock()
+	// The store's limit, raised if a quiet period has passed since its last
+	// change by the store's clock.
+	cur, storeNow, ok, err := l.store.LoadLimit(ctx, key)
 	if !ok {
 		cur = Learned{}
 	}
-	if next, raise := l.aimd.raise(cur, configured, now); raise {
+	if next, raise := l.aimd.raise(cur, configured, storeNow); err == nil && raise {
 		if stored, swapped, err := l.store.SwapLimit(ctx, key, cur, next); err == nil && swapped {
 			cur = stored
 		}
 	}
-	return cur, nil
+	l.mu.Lock()
+	k.reading = false
+	close(k.done)
+	if err != nil && ctx.Err() != nil { // the caller gave up: the store said nothing, the next caller reads
+		return l.told(k, key, configured)
+	}
+	k.read = now
+	switch {
+	case err != nil: // raised by this process's clock, so that a limit lowered during an outage comes back
+		if next, raise := l.aimd.raise(Learned{Limit: k.cur.Limit, Since: k.changed}, configured, now); raise {
+			l.change(k, Learned{Limit: next, Since: k.cur.Since}, now)
+		}
+	case k.version == version && k.refusing == 0: // nothing changed it meanwhile
+		l.change(k, cur, now)
+	}
+	return l.told(k, key, configured)
 }
 
 // Refused lowers key's limit after the upstream refused a call granted
@@ -213,15 +200,16 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 	// change this refusal makes is told by it, as Refused, not by another
 	// call.
 	l.mu.Lock()
-	l.key(key, configured).refusing++
+	k := l.key(key, configured)
+	k.refusing++
 	l.mu.Unlock()
 	var (
 		cur  Learned
 		read bool // cur is the store's limit after this refusal
-		err  = errors.New("throttle: the learned limit kept changing under this process")
+		err  error
 	)
 	for range 3 { // another process may change it meanwhile
-		var ok, swapped bool
+		var ok bool
 		if cur, _, ok, err = l.store.LoadLimit(ctx, key); err != nil {
 			break
 		}
@@ -229,37 +217,29 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 			cur = Learned{}
 		}
 		next, lower := l.aimd.lower(cur, configured, under)
-		if !lower {
-			read, err = true, nil
+		if read = !lower; lower { // else lowered already
+			cur, read, err = l.store.SwapLimit(ctx, key, cur, next)
+		}
+		if read || err != nil {
 			break
 		}
-		if cur, swapped, err = l.store.SwapLimit(ctx, key, cur, next); err != nil {
-			break
-		} else if swapped {
-			read = true
-			break
-		}
+	}
+	if !read && err == nil {
 		err = errors.New("throttle: the learned limit kept changing under this process")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := l.key(key, configured)
 	k.refusing--
-	eff := func(x Learned) int { // the limit x puts in force
-		if x.Limit == 0 {
-			return configured
-		}
-		return x.Limit
-	}
+	now := l.now()
 	switch {
-	case read && (cur.Since.After(k.cur.Since) || eff(cur) <= eff(k.cur)):
-		// (not an older swap's result over a lower limit applied since)
-		k.read = l.now()
-		l.change(k, cur, k.read)
 	case err != nil:
 		if next, lower := l.aimd.lower(k.cur, configured, under); lower {
-			l.change(k, Learned{Limit: next}, l.now())
+			l.change(k, Learned{Limit: next}, now)
 		}
+	case cur.Since.After(k.cur.Since) || cur.in(configured) <= k.cur.in(configured):
+		// (not an older swap's result over a lower limit applied since)
+		k.read = now
+		l.change(k, cur, now)
 	}
 	_, ch := l.told(k, key, configured)
 	if ch != nil {
@@ -268,9 +248,12 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 	return ch, err
 }
 
-// change makes cur key k's limit at now, by this process's clock. l.mu is
-// held.
+// change makes cur (none if its Limit is 0) key k's limit at now, by this
+// process's clock. l.mu is held.
 func (l *Learner) change(k *learnedKey, cur Learned, now time.Time) {
+	if cur.Limit == 0 {
+		cur = Learned{}
+	}
 	if cur != k.cur {
 		k.version++
 		if cur.Limit != k.cur.Limit {
@@ -280,33 +263,10 @@ func (l *Learner) change(k *learnedKey, cur Learned, now time.Time) {
 	}
 }
 
-// raiseHere raises k's limit by this process's clock while the store
-// cannot be read, so that a limit lowered during an outage comes back.
-// l.mu is held.
-func (l *Learner) raiseHere(k *learnedKey, configured int, now time.Time) {
-	if k.cur.Limit == 0 || now.Sub(k.changed) < l.aimd.Quiet {
-		return
-	}
-	next := Learned{}
-	if k.cur.Limit+1 < configured {
-		next = Learned{Limit: k.cur.Limit + 1, Since: k.cur.Since}
-	}
-	l.change(k, next, now)
-}
-
-// tell returns the limit in force on key and its change since last told.
-func (l *Learner) tell(key string, configured int) (int, *Change) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.told(l.key(key, configured), key, configured)
-}
-
-// told is tell of key's state k. l.mu is held.
+// told returns the limit in force on key, whose state is k, and its change
+// since last told. l.mu is held.
 func (l *Learner) told(k *learnedKey, key string, configured int) (int, *Change) {
-	limit := configured
-	if k.cur.Limit > 0 {
-		limit = min(k.cur.Limit, configured)
-	}
+	limit := min(k.cur.in(configured), configured)
 	if limit == k.told {
 		return limit, nil
 	}

@@ -1,12 +1,9 @@
 package throttle
 
 import (
-	"cmp"
 	"context"
 	_ "embed"
 	"errors"
-	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -33,9 +30,6 @@ func (m *Memory) capped(r Request) Request {
 // capped returns r with its concurrency capped by the limit learned on its
 // key as this process last read or wrote it, if that is lower.
 func (b *Redis) capped(r Request) Request {
-	if r.Concurrency == 0 {
-		return r
-	}
 	b.learnedMu.Lock()
 	defer b.learnedMu.Unlock()
 	if n, ok := b.learned[r.Key]; ok && r.Concurrency > n {
@@ -85,28 +79,16 @@ func (m *Memory) SwapLimit(_ context.Context, key string, prev Learned, next int
 // LoadLimit implements LimitStore, on the Redis server's clock. While Redis
 // is down it fails at once with ErrUnavailable.
 func (b *Redis) LoadLimit(ctx context.Context, key string) (Learned, time.Time, bool, error) {
-	if err := b.learnedReady(ctx, key); err != nil {
-		return Learned{}, time.Time{}, false, err
-	}
-	octx, cancel := b.opCtx(ctx)
-	defer cancel()
-	v, err := replyStrings(b.loadLimit.run(octx, b.rdb, []string{b.names(key, nil).learned}))
-	if err != nil || len(v) != 3 {
-		_, err = b.failed("load limit", cmp.Or(err, errors.New("malformed answer")))
-		return Learned{}, time.Time{}, false, err
-	}
-	now, err := strconv.ParseInt(v[2], 10, 64)
+	v, err := b.runLearned(ctx, "load limit", b.loadLimit, key, 3)
 	if err != nil {
-		return Learned{}, time.Time{}, false, fmt.Errorf("throttle: load limit: server time %q", v[2])
+		return Learned{}, time.Time{}, false, err
 	}
-	n, err1 := strconv.Atoi(v[0])
-	ms, err2 := strconv.ParseInt(v[1], 10, 64)
-	if err1 != nil || err2 != nil || n <= 0 {
+	if v[0] <= 0 { // none, or not ours: the configured limit holds
 		b.remember(key, 0)
-		return Learned{}, time.UnixMilli(now), false, nil // none, or not ours: the configured limit holds
+		return Learned{}, time.UnixMilli(v[2]), false, nil
 	}
-	b.remember(key, n)
-	return Learned{Limit: n, Since: time.UnixMilli(ms)}, time.UnixMilli(now), true, nil
+	b.remember(key, int(v[0]))
+	return Learned{Limit: int(v[0]), Since: time.UnixMilli(v[1])}, time.UnixMilli(v[2]), true, nil
 }
 
 // SwapLimit implements LimitStore, stamping the change with the Redis
@@ -115,23 +97,13 @@ func (b *Redis) SwapLimit(ctx context.Context, key string, prev Learned, next in
 	if err := validLearned(key, next); err != nil {
 		return Learned{}, false, err
 	}
-	if err := b.learnedReady(ctx, key); err != nil {
-		return Learned{}, false, err
-	}
-	octx, cancel := b.opCtx(ctx)
-	defer cancel()
 	since := int64(0)
 	if prev.Limit > 0 {
 		since = prev.Since.UnixMilli()
 	}
-	v, err := replyInt64s(b.swapLimit.run(octx, b.rdb, []string{b.names(key, nil).learned},
-		prev.Limit, since, next, learnedKeep.Milliseconds()))
-	if err != nil || len(v) == 0 {
-		_, err = b.failed("swap limit", cmp.Or(err, errors.New("malformed answer")))
+	v, err := b.runLearned(ctx, "swap limit", b.swapLimit, key, 1, prev.Limit, since, next, learnedKeep.Milliseconds())
+	if err != nil || v[0] != 1 || len(v) < 2 {
 		return Learned{}, false, err
-	}
-	if v[0] != 1 || len(v) < 2 {
-		return Learned{}, false, nil
 	}
 	b.remember(key, next)
 	if next == 0 {
@@ -140,19 +112,28 @@ func (b *Redis) SwapLimit(ctx context.Context, key string, prev Learned, next in
 	return Learned{Limit: next, Since: time.UnixMilli(v[1])}, true, nil
 }
 
-// learnedReady fails at once while Redis is down, as every operation does.
-func (b *Redis) learnedReady(ctx context.Context, key string) error {
+// runLearned runs s on key's learned limit, failing at once while Redis is
+// down, as every operation does; a reply of fewer than n integers is
+// malformed.
+func (b *Redis) runLearned(ctx context.Context, op string, s *script, key string, n int, args ...any) ([]int64, error) {
 	if key == "" {
-		return invalidf("empty key")
+		return nil, invalidf("empty key")
 	}
-	down, err := b.ready(ctx)
-	switch {
-	case err != nil:
-		return err
-	case down:
-		return b.errDown()
+	if down, err := b.ready(ctx); err != nil {
+		return nil, err
+	} else if down {
+		return nil, b.errDown()
 	}
-	return nil
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	v, err := replyInt64s(s.run(octx, b.rdb, []string{b.names(key, nil).learned}, args...))
+	if err == nil && len(v) < n {
+		err = errors.New("malformed answer")
+	}
+	if err != nil {
+		_, err = b.failed(op, err)
+	}
+	return v, err
 }
 
 func validLearned(key string, next int) error {

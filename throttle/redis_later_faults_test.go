@@ -210,7 +210,7 @@ func TestLearnerRefusalNeverRaises(t *testing.T) {
 	close(s.open)
 	ch1 := <-done
 	t.Logf("first: %+v", ch1)
-	if n, _ := l.tell("k", 10); n != 8 {
+	if n, _ := l.Limit(ctx, "k", 10); n != 8 {
 		t.Errorf("limit in force %d, want the store's 8", n)
 	}
 	if ch1 != nil && ch1.To > ch1.From {

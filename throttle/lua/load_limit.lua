@@ -3,6 +3,9 @@
 --
 -- KEYS[1]  the key's learned limit: a hash {limit, since}
 --
--- Returns {limit or '', since or '', now}.
-local cur = redis.call('HMGET', KEYS[1], 'limit', 'since')
-return {cur[1] or '', cur[2] or '', tostring(now)}
+-- Returns {limit, since, now}: limit 0 when none is stored, or not ours.
+local limit, since = unpack(redis.call('HMGET', KEYS[1], 'limit', 'since'))
+if not (tostring(limit):match('^%d+$') and tostring(since):match('^%d+$')) then
+  return {0, 0, now}
+end
+return {tonumber(limit), tonumber(since), now}
