@@ -32,13 +32,10 @@ type StallFunc func(Stall)
 
 type stallKey struct{}
 
-// WithStallFunc returns a copy of ctx under which Acquire calls f when it is
-// about to wait more than StallAfter for a rate window, a reserve or a
-// cooldown: when the acquisition arrives behind such a refusal, and when
-// the head of a key's line is refused so (on Redis, where a process's
-// waiters of a key queue behind one head that asks Redis); and when Redis
-// has not answered it for StallAfter. A caller that waits in silence for
-// an hour is what it exists to prevent.
+// WithStallFunc returns a copy of ctx under which Acquire calls f for each
+// Stall ahead of it: on arrival behind such a refusal, when the head of its
+// key's line is refused so (on Redis, a process's waiters of a key queue
+// behind one head), and when Redis has not answered for StallAfter.
 func WithStallFunc(ctx context.Context, f StallFunc) context.Context {
 	return context.WithValue(ctx, stallKey{}, f)
 }

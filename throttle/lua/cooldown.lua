@@ -1,6 +1,6 @@
--- cooldown: refuse every acquisition on a key until now + d, keeping a later
--- end already in force, and wake the key's waiters so those that do not wait
--- out cooldowns fail.
+-- cooldown: refuse every acquisition on a key until now (from the prelude)
+-- + d, keeping a later end already in force, and wake the key's waiters so
+-- those that do not wait out cooldowns fail.
 --
 -- KEYS[1] cooldown: STRING, the end of the cooldown (unix ms)
 -- ARGV[1] d (ms)
@@ -8,8 +8,6 @@
 -- ARGV[3] the throttle key, published on the channel
 --
 -- Returns the end of the cooldown in force (unix ms).
---
--- now (unix ms, the server's clock) comes from the prelude (prelude.lua).
 local untl = now + tonumber(ARGV[1])
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 if cur >= untl then

@@ -1,6 +1,6 @@
 -- Stores a learned concurrency limit if the one stored is the one expected
--- (compare and swap), for every process sharing this Redis, stamped with the
--- server's clock (now, from the prelude) so that no pod's clock counts.
+-- (compare and swap), stamped with the server's clock (now, from the
+-- prelude) so that no pod's clock counts.
 --
 -- KEYS[1]  the key's learned limit: a hash {limit, since}
 -- ARGV[1]  the limit expected ('0': none stored)
@@ -8,19 +8,15 @@
 -- ARGV[3]  the limit to store ('0': remove the learned limit)
 -- ARGV[4]  how long an untouched learned limit is kept, ms
 --
--- Returns {1, since} if it stored (since: now) or removed, {0} if another
--- value was stored.
-local want_limit, want_since = ARGV[1], ARGV[2]
-local next_limit, keep = ARGV[3], ARGV[4]
-
+-- Returns {1, now} if it stored or removed, {0} if another value was stored.
 local cur = redis.call('HMGET', KEYS[1], 'limit', 'since')
-if (cur[1] or '0') ~= want_limit or (cur[2] or '0') ~= want_since then
+if (cur[1] or '0') ~= ARGV[1] or (cur[2] or '0') ~= ARGV[2] then
   return {0}
 end
-if next_limit == '0' then
+if ARGV[3] == '0' then
   redis.call('DEL', KEYS[1])
-  return {1, now}
+else
+  redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'since', now)
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
-redis.call('HSET', KEYS[1], 'limit', next_limit, 'since', now)
-redis.call('PEXPIRE', KEYS[1], keep)
 return {1, now}
