@@ -97,14 +97,12 @@ type Change struct {
 	Refused bool
 }
 
-// Learner adapts the concurrency of keys to what an upstream accepts, and
-// shares what it learns through a LimitStore: a refusal of a call granted
-// under n slots lowers the key's limit below n for every process, and each
-// quiet period without one raises it by one, never above the configured
-// limit (AIMD), all timed by the store's clock. It reads the store at most
-// once per refresh period per key, not once per call. When the store
-// fails, it goes on with what it knows, lowering and raising the limit in
-// this process alone. It is safe for concurrent use.
+// Learner adapts the concurrency of keys to what an upstream accepts (see
+// AIMD), sharing what it learns through a LimitStore timed by the store's
+// clock: a refusal lowers a key's limit for every process. It reads the
+// store at most once per refresh period per key, not once per call. When
+// the store fails, it goes on in this process alone. It is safe for
+// concurrent use.
 type Learner struct {
 	store   LimitStore
 	aimd    AIMD
@@ -118,8 +116,7 @@ type Learner struct {
 type learnedKey struct {
 	cur     Learned // zero: none learned
 	read    time.Time
-	reading bool
-	done    chan struct{} // closed when the read under way ends
+	done    chan struct{} // of the read under way (nil: none), closed when it ends
 	told    int           // the limit last reported
 	version uint64        // bumped by every change of cur, so a slower read cannot undo one
 	changed time.Time     // when cur last changed, by this process's clock
@@ -145,7 +142,7 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := l.key(key, configured)
-	for k.reading && k.read.IsZero() && ctx.Err() == nil {
+	for k.done != nil && k.read.IsZero() && ctx.Err() == nil {
 		done := k.done
 		l.mu.Unlock()
 		select {
@@ -155,10 +152,10 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 		l.mu.Lock()
 	}
 	now := l.now()
-	if k.reading || now.Sub(k.read) < l.refresh {
+	if k.done != nil || now.Sub(k.read) < l.refresh {
 		return l.told(k, key, configured)
 	}
-	k.reading, k.done = true, make(chan struct{})
+	k.done = make(chan struct{})
 	version := k.version
 	l.mu.Unlock()
 	// The store's limit, raised if a quiet period has passed since its last
@@ -173,8 +170,8 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 		}
 	}
 	l.mu.Lock()
-	k.reading = false
 	close(k.done)
+	k.done = nil
 	if err != nil && ctx.Err() != nil { // the caller gave up: the store said nothing, the next caller reads
 		return l.told(k, key, configured)
 	}
@@ -195,10 +192,8 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 // already. It returns the change, if any, and an error when the store could
 // not be changed (the limit is then lowered in this process only).
 func (l *Learner) Refused(ctx context.Context, key string, configured, under int) (*Change, error) {
-	// A read of the store made meanwhile by Limit is not applied
-	// (refusing), and the change is applied and told under one lock: the
-	// change this refusal makes is told by it, as Refused, not by another
-	// call.
+	// Limit applies no read of the store while refusing, and the change is
+	// applied and told under one lock: this refusal tells its own change.
 	l.mu.Lock()
 	k := l.key(key, configured)
 	k.refusing++

@@ -38,7 +38,7 @@ func (b *Redis) capped(r Request) Request {
 	return r
 }
 
-// remember records the limit learned on key (0: none) for capped.
+// remember records the limit learned on key (0 or less: none) for capped.
 func (b *Redis) remember(key string, limit int) {
 	b.learnedMu.Lock()
 	defer b.learnedMu.Unlock()
@@ -83,11 +83,10 @@ func (b *Redis) LoadLimit(ctx context.Context, key string) (Learned, time.Time, 
 	if err != nil {
 		return Learned{}, time.Time{}, false, err
 	}
+	b.remember(key, int(v[0]))
 	if v[0] <= 0 { // none, or not ours: the configured limit holds
-		b.remember(key, 0)
 		return Learned{}, time.UnixMilli(v[2]), false, nil
 	}
-	b.remember(key, int(v[0]))
 	return Learned{Limit: int(v[0]), Since: time.UnixMilli(v[1])}, time.UnixMilli(v[2]), true, nil
 }
 
@@ -97,11 +96,7 @@ func (b *Redis) SwapLimit(ctx context.Context, key string, prev Learned, next in
 	if err := validLearned(key, next); err != nil {
 		return Learned{}, false, err
 	}
-	since := int64(0)
-	if prev.Limit > 0 {
-		since = prev.Since.UnixMilli()
-	}
-	v, err := b.runLearned(ctx, "swap limit", b.swapLimit, key, 1, prev.Limit, since, next, learnedKeep.Milliseconds())
+	v, err := b.runLearned(ctx, "swap limit", b.swapLimit, key, 1, prev.Limit, prev.Since.UnixMilli(), next, learnedKeep.Milliseconds())
 	if err != nil || v[0] != 1 || len(v) < 2 {
 		return Learned{}, false, err
 	}
