@@ -65,8 +65,7 @@ func (a AIMD) withDefaults() AIMD {
 }
 
 // lower returns the limit after the upstream refused a call granted under
-// under, when the limit in force (cur, or configured when none is learned)
-// is not already lower than that.
+// under, when the limit in force is not already lower than that.
 func (a AIMD) lower(cur Learned, configured, under int) (int, bool) {
 	next := max(1, min(under-1, int(math.Floor(float64(under)*a.Backoff))))
 	if next >= cur.in(configured) {
@@ -258,8 +257,8 @@ func (l *Learner) change(k *learnedKey, cur Learned, now time.Time) {
 	}
 }
 
-// told returns the limit in force on key, whose state is k, and its change
-// since last told. l.mu is held.
+// told returns the limit in force on key (state k) and its change since
+// last told. l.mu is held.
 func (l *Learner) told(k *learnedKey, key string, configured int) (int, *Change) {
 	limit := min(k.cur.in(configured), configured)
 	if limit == k.told {
