@@ -33,9 +33,9 @@ type StallFunc func(Stall)
 type stallKey struct{}
 
 // WithStallFunc returns a copy of ctx under which Acquire calls f for each
-// Stall ahead of it: on arrival behind such a refusal, when the head of its
-// key's line is refused so (on Redis, a process's waiters of a key queue
-// behind one head), and when Redis has not answered for StallAfter.
+// Stall ahead of it: when it arrives behind a timed refusal, when the head
+// of its key's line is refused so (on Redis, a process's waiters of a key
+// queue behind one head), and when Redis has not answered for StallAfter.
 func WithStallFunc(ctx context.Context, f StallFunc) context.Context {
 	return context.WithValue(ctx, stallKey{}, f)
 }
