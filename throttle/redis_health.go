@@ -24,25 +24,29 @@ func (b *Redis) isDown() bool { return b.health.Load() == healthDown }
 // of a new backend, or those after Redis went away, do not each dial Redis:
 // the probe alone does.
 func (b *Redis) ready(ctx context.Context) (down bool, err error) {
+	h := b.health.Load()
+	if h == healthUnknown {
+		err = b.waitUntil(ctx, func() bool { h = b.health.Load(); return h != healthUnknown })
+	}
+	return h == healthDown, err
+}
+
+// waitUntil waits until ok, called under b.mu, holds, and returns the error of
+// ctx, or errClosed after Close.
+func (b *Redis) waitUntil(ctx context.Context, ok func() bool) error {
 	for {
-		switch b.health.Load() {
-		case healthUp:
-			return false, nil
-		case healthDown:
-			return true, nil
-		}
 		b.mu.Lock()
-		ch, unknown := b.changed, b.health.Load() == healthUnknown
+		done, ch := ok(), b.changed
 		b.mu.Unlock()
-		if !unknown {
-			continue
+		if done {
+			return nil
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return ctx.Err()
 		case <-b.done:
-			return false, errClosed()
+			return errClosed()
 		}
 	}
 }
@@ -67,12 +71,7 @@ func (b *Redis) markDown() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.setHealth(healthDown)
-	b.newEra()
-	if !b.probing {
-		b.probing = true
-		b.signal()
-		go b.probe(b.opt.RetryRedisAfter)
-	}
+	b.startProbe(b.opt.RetryRedisAfter)
 }
 
 // suspect starts a probe at once, unless one runs: the subscription broke,
@@ -85,11 +84,17 @@ func (b *Redis) suspect() {
 	if b.health.Load() == healthUp {
 		b.setHealth(healthUnknown)
 	}
+	b.startProbe(0)
+}
+
+// startProbe starts a new era, and the probe after delay unless it runs.
+// The caller holds b.mu.
+func (b *Redis) startProbe(delay time.Duration) {
 	b.newEra()
 	if !b.probing {
 		b.probing = true
 		b.signal()
-		go b.probe(0)
+		go b.probe(delay)
 	}
 }
 
@@ -116,13 +121,7 @@ func (b *Redis) probe(delay time.Duration) {
 		ctx, cancel := b.opCtx(context.Background())
 		err := b.rdb.Ping(ctx)
 		cancel()
-		if err == nil {
-			err = b.subscribe()
-		}
-		if err == nil {
-			err = b.restoreAll()
-		}
-		if err == nil {
+		if err == nil && b.subscribe() == nil && b.restoreAll() == nil {
 			break
 		}
 		b.mu.Lock()
@@ -156,19 +155,7 @@ func (b *Redis) orphan(l Lease) {
 // settled waits until Redis is up and no probe runs, and reports false when
 // the backend is closed first.
 func (b *Redis) settled() bool {
-	for {
-		b.mu.Lock()
-		ok, ch := b.health.Load() == healthUp && !b.probing, b.changed
-		b.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-b.done:
-			return false
-		}
-	}
+	return b.waitUntil(context.Background(), func() bool { return b.health.Load() == healthUp && !b.probing }) == nil
 }
 
 // listenIdle is how long the subscription may stay silent before it is
