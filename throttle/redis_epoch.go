@@ -123,61 +123,52 @@ func (l *ledger) cooldown(key string, ms int64) {
 // every window of ws, and fills, when known, what each window counted then
 // (the acquire script's answer, in ws's order).
 func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64) {
-	if len(ws) == 0 || units == 0 && len(fills) != len(ws) {
-		return
+	if len(ws) > 0 {
+		l.addMembers(key, nil, ws, ms, units, fills)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.skew = ms - time.Now().UnixMilli()
-	l.addLocked(l.record(key), ws, ms, units, fills)
 }
 
 // addMembers is add for the members of a request on key (see
-// Request.Members): fills holds each member's windows in turn. The members'
-// records take key's epoch.
+// Request.Members; none: key's own windows): fills holds each member's
+// windows in turn. The members' records take key's epoch. Every sweepEvery
+// records it forgets the keys with nothing left to write back: no grant in
+// a window, no cooldown in force. Their epoch goes with them.
 func (l *ledger) addMembers(key string, members []string, ws []Window, ms int64, units int, fills []int64) {
-	if units == 0 && len(fills) != len(ws)*len(members) {
+	n := max(1, len(members))
+	if units == 0 && len(fills) != len(ws)*n {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.skew = ms - time.Now().UnixMilli()
 	g := l.record(key)
-	for _, w := range ws {
-		g.until = max(g.until, ms+w.Period.Milliseconds()*(BucketsPerWindow+1)/BucketsPerWindow+1)
-	}
-	for i, m := range members {
-		rec := l.record(MemberKey(key, m))
-		rec.group, rec.epoch = key, g.epoch
-		var f []int64
-		if len(fills) == len(ws)*len(members) {
-			f = fills[i*len(ws) : (i+1)*len(ws)]
+	for i := range n {
+		rec := g
+		if members != nil {
+			rec = l.record(MemberKey(key, members[i]))
+			rec.group, rec.epoch = key, g.epoch
 		}
-		l.addLocked(rec, ws, ms, units, f)
-	}
-}
-
-// addLocked is add on rec; the caller holds l.mu. Every sweepEvery grants
-// it forgets the keys with nothing left to write back: no grant in a
-// window, no cooldown in force. Their epoch goes with them.
-func (l *ledger) addLocked(rec *keyRecord, ws []Window, ms int64, units int, fills []int64) {
-	for i, w := range ws {
-		p := w.Period.Milliseconds()
-		g := rec.windows[p]
-		if g == nil {
-			g = &grantLog{history: history{period: p, width: p / BucketsPerWindow}}
-			rec.windows[p] = g
-		}
-		g.prune(ms)
-		g.limit = w.Limit
-		if len(fills) == len(ws) && ms >= g.seenAt {
-			g.seen, g.seenAt = fills[i], ms
-		}
-		if units != 0 {
-			g.add(ms, units)
+		for j, w := range ws {
+			p := w.Period.Milliseconds()
+			if members != nil {
+				g.until = max(g.until, ms+p*(BucketsPerWindow+1)/BucketsPerWindow+1)
+			}
+			h := rec.windows[p]
+			if h == nil {
+				h = &grantLog{history: history{period: p, width: p / BucketsPerWindow}}
+				rec.windows[p] = h
+			}
+			h.prune(ms)
+			h.limit = w.Limit
+			if len(fills) == len(ws)*n && ms >= h.seenAt {
+				h.seen, h.seenAt = fills[i*len(ws)+j], ms
+			}
+			if units != 0 {
+				h.add(ms, units)
+			}
 		}
 	}
-	if l.adds++; l.adds < sweepEvery {
+	if l.adds += n; l.adds < sweepEvery {
 		return
 	}
 	l.adds = 0
