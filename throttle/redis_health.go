@@ -18,11 +18,9 @@ const (
 // wait on it, only the probe does.
 func (b *Redis) isDown() bool { return b.health.Load() == healthDown }
 
-// ready reports whether Redis is known to be down. While it is unknown (the
-// first probe, or the probe after the subscription broke, has not answered),
-// it waits for that probe's verdict, bounded by ctx, so that the first calls
-// of a new backend, or those after Redis went away, do not each dial Redis:
-// the probe alone does.
+// ready reports whether Redis is known to be down. While it is unknown, it
+// waits for the probe's verdict, bounded by ctx, instead of dialing Redis
+// (see REDIS.md, "Redis down").
 func (b *Redis) ready(ctx context.Context) (down bool, err error) {
 	h := b.health.Load()
 	if h == healthUnknown {
@@ -76,8 +74,7 @@ func (b *Redis) markDown() {
 
 // suspect starts a probe at once, unless one runs: the subscription broke,
 // and one PING tells whether Redis did. Until it answers, Redis is unknown
-// again: calls wait for the probe's verdict instead of each dialing a Redis
-// that may be gone.
+// again (see ready).
 func (b *Redis) suspect() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -99,12 +96,11 @@ func (b *Redis) startProbe(delay time.Duration) {
 }
 
 // probe decides when Redis answers: after delay, and then every
-// RetryRedisAfter, it sends one PING, the only round trip that waits on Redis
-// while it is known down. When a PING is answered, the process first
-// subscribes (unless it is), so that no notice sent after its calls resume
-// is missed, and writes back what Redis may have lost (see restoreAll); then
-// calls go back to Redis, and the releases that failed meanwhile are made (a lease that
-// expired meanwhile is simply gone). It ends with Close.
+// RetryRedisAfter, it sends one PING. When a PING is answered, the process
+// first subscribes (unless it is), so that no notice sent after its calls
+// resume is missed, and writes back what Redis may have lost (restoreAll);
+// then calls go back to Redis, and the orphans are released. It ends with
+// Close.
 func (b *Redis) probe(delay time.Duration) {
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -142,7 +138,7 @@ func (b *Redis) probe(delay time.Duration) {
 }
 
 // orphan keeps a lease whose release failed for want of Redis, for the probe
-// to release when Redis answers.
+// to release when Redis answers (a lease that expired meanwhile is gone).
 func (b *Redis) orphan(l Lease) {
 	l.ID = redisID(l.ID) // released later by its Redis id, as no longer held here
 	b.mu.Lock()
