@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -70,17 +71,12 @@ func (b *Redis) share(r Request) Request {
 	if r.Concurrency > 0 {
 		r.Concurrency = cut(r.Concurrency)
 	}
-	ws := make([]Window, len(r.Windows))
-	for i, w := range r.Windows {
-		ws[i] = Window{Limit: cut(w.Limit), Period: w.Period}
+	r.Windows, r.With = slices.Clone(r.Windows), slices.Clone(r.With)
+	for i := range r.Windows {
+		r.Windows[i].Limit = cut(r.Windows[i].Limit)
 	}
-	r.Windows = ws
-	if len(r.With) > 0 {
-		with := make([]Request, len(r.With))
-		for i, s := range r.With {
-			with[i] = b.share(s)
-		}
-		r.With = with
+	for i := range r.With {
+		r.With[i] = b.share(r.With[i])
 	}
 	return r
 }
@@ -100,13 +96,9 @@ func toLocal(l Lease) Lease {
 
 // relabel returns l with its ID, and its With leases', mapped by f.
 func relabel(l Lease, f func(string) string) Lease {
-	l.ID = f(l.ID)
-	if len(l.With) > 0 {
-		with := make([]Lease, len(l.With))
-		for i, s := range l.With {
-			with[i] = relabel(s, f)
-		}
-		l.With = with
+	l.ID, l.With = f(l.ID), slices.Clone(l.With)
+	for i := range l.With {
+		l.With[i] = relabel(l.With[i], f)
 	}
 	return l
 }

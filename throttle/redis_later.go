@@ -78,7 +78,8 @@ func (b *Redis) sendFor(ctx context.Context, key string) error {
 			b.mu.Unlock()
 			return nil
 		}
-		batch, sent := b.take(hashTag(key)), b.sent
+		tag := hashTag(key)
+		batch, sent := b.take(tag)[tag], b.sent
 		b.mu.Unlock()
 		if len(batch) > 0 {
 			done := make(chan struct{})
@@ -94,27 +95,24 @@ func (b *Redis) sendFor(ctx context.Context, key string) error {
 }
 
 // take moves the pending releases of hash tag tag (all of them: "") to
-// sending and returns them. The caller holds Redis.mu.
-func (b *Redis) take(tag string) []Lease {
-	var ls []Lease
+// sending and returns them by hash tag. The caller holds Redis.mu.
+func (b *Redis) take(tag string) map[string][]Lease {
+	byTag := make(map[string][]Lease)
 	for id, l := range b.pending {
-		if tag == "" || hashTag(l.Key) == tag {
-			ls = append(ls, l)
+		if t := hashTag(l.Key); tag == "" || t == tag {
+			byTag[t] = append(byTag[t], l)
 			delete(b.pending, id)
 			b.sending[id] = l
 		}
 	}
-	return ls
+	return byTag
 }
 
 // sendLater sends every deferred release, one script per hash tag; once
 // Redis fails, the rest are kept to be sent when it answers again.
 func (b *Redis) sendLater() {
 	b.mu.Lock()
-	byTag := make(map[string][]Lease)
-	for _, l := range b.take("") {
-		byTag[hashTag(l.Key)] = append(byTag[hashTag(l.Key)], l)
-	}
+	byTag := b.take("")
 	b.mu.Unlock()
 	for _, ls := range byTag {
 		b.send(ls)
