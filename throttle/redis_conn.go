@@ -1,7 +1,5 @@
-// What the Redis backend asks of a Redis client (RedisConn), so that this
-// package does not link one: throttle/redis adapts go-redis to it. The
-// scripts run by digest with the source as fallback (script), and their
-// replies are read here (replySlice and the others).
+// What the Redis backend asks of a Redis client (RedisConn), the scripts it
+// runs on one (script), and their replies (replySlice and the others).
 
 package throttle
 

@@ -171,7 +171,7 @@ func (l *ledger) addMembers(key string, members []string, ws []Window, ms int64,
 	if l.adds += n; l.adds < sweepEvery {
 		return
 	}
-	l.adds = 0
+	l.adds -= sweepEvery
 	for key, rec := range l.keys {
 		if !rec.holds(ms) && rec.cooldown <= ms && rec.until <= ms {
 			delete(l.keys, key)

@@ -222,11 +222,9 @@ func (b *Redis) subscribe() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	select {
-	case <-b.done:
+	if b.closed() {
 		_ = ps.Close()
 		return errClosed()
-	default:
 	}
 	b.pubsub = ps
 	return nil

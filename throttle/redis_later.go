@@ -1,6 +1,7 @@
 // Releases off the caller's path: a slot no waiter of this process wants
 // and no other process is known to wait for is released a moment later,
-// with the others released meanwhile, in one script per hash tag.
+// with the others released meanwhile, in one script per hash tag (see
+// REDIS.md, "Releases later, together").
 
 package throttle
 
@@ -10,9 +11,7 @@ import (
 )
 
 const (
-	// linger is how long a release may wait for others to go with it: it
-	// delays only a process that waits for the slot unknown to this one
-	// (one known to wait is released to at once).
+	// linger is how long a release may wait for others to go with it.
 	linger = 20 * time.Millisecond
 	// maxLater bounds the releases one script carries; more go at once.
 	maxLater = 64
