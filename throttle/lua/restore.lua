@@ -99,9 +99,7 @@ for i = 3, #KEYS do
     a = a + 2 * n
   end
 end
-if made then
+if made or etl > 0 then -- a SET of the epoch in force renews its expiry
   redis.call('SET', KEYS[1], ep, 'PX', math.max(etl, 1000))
-elseif etl > 0 then
-  redis.call('PEXPIRE', KEYS[1], etl)
 end
 return ep
