@@ -1,9 +1,7 @@
 -- restore: after Redis lost a key's state (restarted empty, flushed), a
--- process that knew the key's former epoch writes back what it knows: its
--- own grants still in the rate windows, the cooldown it knows of, and per
--- window the last fill it saw (what the window counted, every process's
--- grants included, in an acquire reply) and when. The windows then hold
--- the reserve of window.lua until they have slid past the new epoch's birth.
+-- process that knew the key's former epoch writes back what it knows (see
+-- REDIS.md, "Redis restarted empty"). The windows then hold the reserve of
+-- window.lua until they have slid past the new epoch's birth.
 --
 -- The reserve is bounded by the latest fill any process wrote back (s, seen
 -- at sa): s less the grants written back from before sa (they are in s),
@@ -20,8 +18,9 @@
 -- ARGV[2]   an id for the epoch, if this script makes it
 -- ARGV[3]   the end of the cooldown the process knows (unix ms, 0: none)
 -- ARGV[4..] per window, in KEYS order: period (ms), limit, the fill last
---           seen and when (unix ms, 0: never), n, then n pairs of bucket
---           index and the process's grants in it
+--           seen (every process's grants, in an acquire reply) and when
+--           (unix ms, 0: never), n, then n pairs of bucket index and the
+--           process's grants in it
 --
 -- Returns the epoch in force. Nothing is written when it is ARGV[1]: then
 -- nothing was lost, or this process has written back already. now and
@@ -85,9 +84,9 @@ for i = 3, #KEYS do
       v[3], v[4] = seen, sa
       redis.call('HSET', key, 's', seen, 'sa', sa)
     end
-    if v[4] then -- u (see above), the grants written back from before the fill's sa in its window
+    if v[4] then -- u (see above) from the latest fill s, seen at at
       local s, at, before = tonumber(v[3]), tonumber(v[4]), 0
-      local f = {}
+      local f = {} -- the buckets before at that counted then, and now: their grants are in s
       for idx = math.max(lo, math.floor((at - period) / width)), math.floor(at / width) - 1 do f[#f + 1] = idx end
       if #f > 0 then
         for _, c in ipairs(redis.call('HMGET', key, unpack(f))) do before = before + (tonumber(c) or 0) end
