@@ -1,7 +1,5 @@
-// What the Redis backend asks of a Redis client (RedisConn), so that this
-// package does not link one: throttle/redis adapts go-redis to it. The
-// scripts run by digest with the source as fallback (script), and their
-// replies are read here (replySlice and the others).
+// What the Redis backend asks of a Redis client (RedisConn), the scripts it
+// runs on one (script), and their replies (replySlice and the others).
 
 package throttle
 
@@ -90,69 +88,48 @@ func noScript(err error) bool {
 	return errors.As(err, &rerr) && strings.HasPrefix(strings.TrimPrefix(rerr.Error(), "ERR "), "NOSCRIPT")
 }
 
-// replySlice reads a script's reply as a list.
-func replySlice(v any, err error) ([]any, error) {
+// replyAs reads a script's reply as a T.
+func replyAs[T any](v any, err error) (T, error) {
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	s, ok := v.([]any)
+	t, ok := v.(T)
 	if !ok {
-		return nil, fmt.Errorf("redis: unexpected type=%T for Slice", v)
+		return t, fmt.Errorf("redis: unexpected type=%T for %T", v, t)
 	}
-	return s, nil
+	return t, nil
 }
 
+// replySlice reads a script's reply as a list.
+func replySlice(v any, err error) ([]any, error) { return replyAs[[]any](v, err) }
+
 // replyText reads a script's reply as a string.
-func replyText(v any, err error) (string, error) {
-	if err != nil {
-		return "", err
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("redis: unexpected type=%T for String", v)
-	}
-	return s, nil
-}
+func replyText(v any, err error) (string, error) { return replyAs[string](v, err) }
 
 // replyInt64 reads a script's reply as an integer (or a string of one).
 func replyInt64(v any, err error) (int64, error) {
-	if err != nil {
-		return 0, err
+	if s, ok := v.(string); ok && err == nil {
+		return strconv.ParseInt(s, 10, 64)
 	}
-	switch v := v.(type) {
-	case int64:
-		return v, nil
-	case string:
-		return strconv.ParseInt(v, 10, 64)
-	default:
-		return 0, fmt.Errorf("redis: unexpected type=%T for Int64", v)
-	}
+	return replyAs[int64](v, err)
 }
 
 // replyStrings reads a script's reply as a list of strings.
-func replyStrings(v any, err error) ([]string, error) {
-	s, err := replySlice(v, err)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(s))
-	for i, e := range s {
-		if out[i], err = replyText(e, nil); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
+func replyStrings(v any, err error) ([]string, error) { return replyList(v, err, replyText) }
 
 // replyInt64s reads a script's reply as a list of integers.
-func replyInt64s(v any, err error) ([]int64, error) {
+func replyInt64s(v any, err error) ([]int64, error) { return replyList(v, err, replyInt64) }
+
+// replyList reads a script's reply as a list, each element by one.
+func replyList[T any](v any, err error, one func(any, error) (T, error)) ([]T, error) {
 	s, err := replySlice(v, err)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int64, len(s))
+	out := make([]T, len(s))
 	for i, e := range s {
-		if out[i], err = replyInt64(e, nil); err != nil {
+		if out[i], err = one(e, nil); err != nil {
 			return nil, err
 		}
 	}

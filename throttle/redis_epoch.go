@@ -1,18 +1,15 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"sync"
 	"time"
 )
 
-// ledger is what a process knows of the Redis state a restart would lose,
-// per throttle key with rate windows: the key's epoch as last seen, the
-// grants this process took that are still in a window, per window bucket
-// (the buckets the scripts count in), the last fill of each window it saw
-// (every process's grants: see restore.lua), and the end of a cooldown it
-// knows of. It costs a map update per call and a few hundred bytes per key.
+// ledger is what a process knows of the Redis state a restart would lose
+// (see REDIS.md, "Redis restarted empty"), per throttle key with rate
+// windows. It costs a map update per call and a few hundred bytes per key.
 type ledger struct {
 	mu   sync.Mutex
 	keys map[string]*keyRecord
@@ -22,10 +19,12 @@ type ledger struct {
 	skew int64
 }
 
+// keyRecord is a key's epoch as last seen, the end of a cooldown it knows
+// of (unix ms; 0 none) and its windows by period (ms).
 type keyRecord struct {
 	epoch    string
-	cooldown int64               // unix ms; 0 none
-	windows  map[int64]*grantLog // by period (ms)
+	cooldown int64
+	windows  map[int64]*grantLog
 	// group: for a member's key (see Request.Members), its request's key,
 	// whose epoch and hash tag it shares. until: for such a request's
 	// key, when its members' records hold nothing any more (unix ms).
@@ -33,9 +32,10 @@ type keyRecord struct {
 	until int64
 }
 
-// grantLog is one window's grants, as a history in unix ms (the server's
-// clock), and the window's fill as this process last saw it: seen units
-// counted at seenAt (unix ms; 0: none in the window).
+// grantLog is one window's grants, per bucket of the scripts, in unix ms
+// (the server's clock), and the window's fill as this process last saw it
+// (every process's grants: see restore.lua): seen units counted at seenAt
+// (unix ms; 0: none in the window).
 type grantLog struct {
 	history
 	limit        int
@@ -53,8 +53,16 @@ func (g *grantLog) prune(nowMs int64) {
 	}
 }
 
-// empty reports whether g holds nothing to write back (after prune).
-func (g *grantLog) empty() bool { return len(g.buckets) == 0 && g.seenAt == 0 }
+// holds prunes rec's windows at nowMs, drops those left empty, and reports
+// whether any still holds something to write back.
+func (rec *keyRecord) holds(nowMs int64) bool {
+	for p, g := range rec.windows {
+		if g.prune(nowMs); len(g.buckets) == 0 && g.seenAt == 0 {
+			delete(rec.windows, p)
+		}
+	}
+	return len(rec.windows) > 0
+}
 
 func (l *ledger) record(key string) *keyRecord {
 	if l.keys == nil {
@@ -79,15 +87,19 @@ func (l *ledger) now() int64 { return time.Now().UnixMilli() + l.skew }
 func (l *ledger) epoch(key string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec := l.keys[key]
-	if rec == nil {
-		return ""
+	if rec := l.keys[key]; rec != nil && rec.holds(l.now()) {
+		return rec.epoch
 	}
-	now := l.now()
-	for _, g := range rec.windows {
-		if g.prune(now); !g.empty() {
-			return rec.epoch
-		}
+	return ""
+}
+
+// groupEpoch is epoch for key, a request's key with Members: "" when none
+// of its members' records holds anything any more.
+func (l *ledger) groupEpoch(key string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rec := l.keys[key]; rec != nil && rec.until > l.now() {
+		return rec.epoch
 	}
 	return ""
 }
@@ -99,66 +111,71 @@ func (l *ledger) learn(key, epoch string) {
 	l.record(key).epoch = epoch
 }
 
+// cooldown records that key cools down until ms (the server's clock).
+func (l *ledger) cooldown(key string, ms int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec := l.record(key)
+	rec.cooldown = max(rec.cooldown, ms)
+}
+
 // add records a grant of units (0: a refusal) at ms (the server's clock) in
 // every window of ws, and fills, when known, what each window counted then
 // (the acquire script's answer, in ws's order).
 func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64) {
-	if len(ws) == 0 || units == 0 && len(fills) != len(ws) {
-		return
+	if len(ws) > 0 {
+		l.addMembers(key, nil, ws, ms, units, fills)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.skew = ms - time.Now().UnixMilli()
-	l.addLocked(l.record(key), ws, ms, units, fills)
 }
 
 // addMembers is add for the members of a request on key (see
-// Request.Members): fills holds each member's windows in turn. The members'
-// records take key's epoch.
+// Request.Members; none: key's own windows): fills holds each member's
+// windows in turn. The members' records take key's epoch. Every sweepEvery
+// records it forgets the keys with nothing left to write back: no grant in
+// a window, no cooldown in force. Their epoch goes with them.
 func (l *ledger) addMembers(key string, members []string, ws []Window, ms int64, units int, fills []int64) {
-	if units == 0 && len(fills) != len(ws)*len(members) {
+	n := max(1, len(members))
+	if units == 0 && len(fills) != len(ws)*n {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.skew = ms - time.Now().UnixMilli()
 	g := l.record(key)
-	for _, w := range ws {
-		g.until = max(g.until, ms+w.Period.Milliseconds()*(BucketsPerWindow+1)/BucketsPerWindow+1)
+	for i := range n {
+		rec := g
+		if members != nil {
+			rec = l.record(MemberKey(key, members[i]))
+			rec.group, rec.epoch = key, g.epoch
+		}
+		for j, w := range ws {
+			p := w.Period.Milliseconds()
+			if members != nil {
+				g.until = max(g.until, ms+p*(BucketsPerWindow+1)/BucketsPerWindow+1)
+			}
+			h := rec.windows[p]
+			if h == nil {
+				h = &grantLog{history: history{period: p, width: p / BucketsPerWindow}}
+				rec.windows[p] = h
+			}
+			h.prune(ms)
+			h.limit = w.Limit
+			if len(fills) == len(ws)*n && ms >= h.seenAt {
+				h.seen, h.seenAt = fills[i*len(ws)+j], ms
+			}
+			if units != 0 {
+				h.add(ms, units)
+			}
+		}
 	}
-	for i, m := range members {
-		rec := l.record(MemberKey(key, m))
-		rec.group, rec.epoch = key, g.epoch
-		var f []int64
-		if len(fills) == len(ws)*len(members) {
-			f = fills[i*len(ws) : (i+1)*len(ws)]
-		}
-		l.addLocked(rec, ws, ms, units, f)
+	if l.adds += n; l.adds < sweepEvery {
+		return
 	}
-}
-
-// addLocked is add on rec; the caller holds l.mu.
-func (l *ledger) addLocked(rec *keyRecord, ws []Window, ms int64, units int, fills []int64) {
-	for i, w := range ws {
-		p := w.Period.Milliseconds()
-		g := rec.windows[p]
-		if g == nil {
-			g = &grantLog{history: history{period: p, width: p / BucketsPerWindow}}
-			rec.windows[p] = g
+	l.adds -= sweepEvery
+	for key, rec := range l.keys {
+		if !rec.holds(ms) && rec.cooldown <= ms && rec.until <= ms {
+			delete(l.keys, key)
 		}
-		g.prune(ms)
-		g.limit = w.Limit
-		if len(fills) == len(ws) && ms >= g.seenAt {
-			g.seen, g.seenAt = fills[i], ms
-		}
-		if units == 0 {
-			continue
-		}
-		g.add(ms, units)
-	}
-	if l.adds++; l.adds >= sweepEvery {
-		l.adds = 0
-		l.sweep(ms)
 	}
 }
 
@@ -168,119 +185,57 @@ func (l *ledger) remove(ws []Window, ms int64, units int, keys ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, key := range keys {
-		rec := l.keys[key]
-		if rec == nil {
-			continue
-		}
-		for _, w := range ws {
-			if g := rec.windows[w.Period.Milliseconds()]; g != nil {
-				g.remove(ms, units)
+		if rec := l.keys[key]; rec != nil {
+			for _, w := range ws {
+				if g := rec.windows[w.Period.Milliseconds()]; g != nil {
+					g.remove(ms, units)
+				}
 			}
 		}
 	}
 }
 
-// groupEpoch returns the epoch last seen for key, a request's key with
-// Members, or "" when none of its members' records holds anything any more
-// (see epoch).
-func (l *ledger) groupEpoch(key string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if rec := l.keys[key]; rec != nil && rec.until > l.now() {
-		return rec.epoch
-	}
-	return ""
-}
-
-// grouped returns the members' keys recorded for key, a request's key with
-// Members.
-func (l *ledger) grouped(key string) []string {
+// keysWhere returns the keys whose record satisfies f.
+func (l *ledger) keysWhere(f func(*keyRecord) bool) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var keys []string
 	for k, rec := range l.keys {
-		if rec.group == key {
+		if f(rec) {
 			keys = append(keys, k)
 		}
 	}
 	return keys
 }
 
-// cooldown records that key cools down until ms (the server's clock).
-func (l *ledger) cooldown(key string, ms int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if rec := l.record(key); ms > rec.cooldown {
-		rec.cooldown = ms
-	}
+// grouped returns the members' keys recorded for key, a request's key with
+// Members.
+func (l *ledger) grouped(key string) []string {
+	return l.keysWhere(func(rec *keyRecord) bool { return rec.group == key })
 }
 
-// sweep forgets the keys with nothing left to write back at nowMs: no grant
-// in a window, no cooldown in force. Their epoch goes with them. The caller
-// holds l.mu.
-func (l *ledger) sweep(nowMs int64) {
-	for key, rec := range l.keys {
-		empty := rec.cooldown <= nowMs && rec.until <= nowMs
-		for p, g := range rec.windows {
-			if g.prune(nowMs); g.empty() {
-				delete(rec.windows, p)
-			} else {
-				empty = false
-			}
-		}
-		if empty {
-			delete(l.keys, key)
-		}
-	}
-}
-
-// written is what a process writes back for one window (see restore.lua).
-type written struct {
-	w            Window
-	seen, seenAt int64   // the fill last seen, and when (0: none)
-	buckets      []int64 // the process's grants still in it: index, count, ...
-}
-
-// snapshot returns what this process would write back for key: the epoch it
-// knew, the cooldown, and its windows, and for a member's key its request's
-// key (group). The epoch is "" when no window holds anything.
-func (l *ledger) snapshot(key string) (epoch string, cooldown int64, windows []written, group string) {
+// snapshot returns what this process would write back for key: the epoch
+// it knew ("" when no window holds anything), for a member's key its
+// request's key, the windows, and restore.lua's ARGV from the cooldown on.
+func (l *ledger) snapshot(key string) (epoch, group string, ws []Window, argv []any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rec := l.keys[key]
-	if rec == nil {
-		return "", 0, nil, ""
+	if rec == nil || !rec.holds(l.now()) {
+		return "", "", nil, nil
 	}
-	now := l.now()
+	argv = []any{rec.cooldown}
 	for p, g := range rec.windows {
-		if g.prune(now); g.empty() {
-			continue
-		}
-		wr := written{w: Window{Limit: g.limit, Period: time.Duration(p) * time.Millisecond}, seen: g.seen, seenAt: g.seenAt}
+		ws = append(ws, Window{Limit: g.limit, Period: time.Duration(p) * time.Millisecond})
+		var pairs []any // the process's grants still in the window: index, count, ...
 		for _, b := range g.buckets {
 			if b.n > 0 {
-				wr.buckets = append(wr.buckets, b.idx, int64(b.n))
+				pairs = append(pairs, b.idx, int64(b.n))
 			}
 		}
-		windows = append(windows, wr)
+		argv = append(append(argv, p, g.limit, g.seen, g.seenAt, len(pairs)/2), pairs...)
 	}
-	if len(windows) == 0 {
-		return "", 0, nil, ""
-	}
-	return rec.epoch, rec.cooldown, windows, rec.group
-}
-
-// known returns the keys whose epoch this process knows.
-func (l *ledger) known() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var keys []string
-	for key, rec := range l.keys {
-		if rec.epoch != "" {
-			keys = append(keys, key)
-		}
-	}
-	return keys
+	return rec.epoch, rec.group, ws, argv
 }
 
 // restore writes back what this process knows of key's state (see
@@ -289,31 +244,16 @@ func (l *ledger) known() []string {
 func (b *Redis) restore(ctx context.Context, key string) error {
 	b.restoreMu.Lock()
 	defer b.restoreMu.Unlock()
-	epoch, cd, wrs, group := b.ledger.snapshot(key)
+	epoch, group, ws, argv := b.ledger.snapshot(key)
 	if epoch == "" {
 		return nil
 	}
-	ws := make([]Window, len(wrs))
-	for i, wr := range wrs {
-		ws[i] = wr.w
-	}
-	k := b.names(key, ws)
-	if group != "" { // a member's windows, under its request's epoch and tag
-		g := b.names(group, nil)
-		k = b.namesIn(hashTag(group), key, ws)
-		k.epoch, k.cooldown = g.epoch, g.cooldown
-	}
-	keys := append([]string{k.epoch, k.cooldown}, k.windows...)
-	args := []any{epoch, newLeaseID(), cd}
-	for _, wr := range wrs {
-		args = append(args, wr.w.Period.Milliseconds(), wr.w.Limit, wr.seen, wr.seenAt, len(wr.buckets)/2)
-		for _, n := range wr.buckets {
-			args = append(args, n)
-		}
-	}
+	owner := cmp.Or(group, key) // a member's windows go under its request's epoch and tag
+	o := b.names(owner, nil)
+	keys := append([]string{o.epoch, o.cooldown}, b.namesIn(hashTag(owner), key, ws).windows...)
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	now, err := replyText(b.restoreSc.run(octx, b.rdb, keys, args...))
+	now, err := replyText(b.restoreSc.run(octx, b.rdb, keys, append([]any{epoch, newLeaseID()}, argv...)...))
 	if err != nil {
 		return err
 	}
@@ -325,16 +265,11 @@ func (b *Redis) restore(ctx context.Context, key string) error {
 
 // restoreAll restores every key whose epoch this process knows; the probe
 // runs it before calls go back to a Redis that was away, so that what a
-// restart lost is written back before any process takes more.
-// An error the server answered (other than that it cannot serve now) is not
-// an outage: that key is skipped.
+// restart lost is written back before any process takes more. A key the
+// server refused (see refused) is skipped.
 func (b *Redis) restoreAll() error {
-	for _, key := range b.ledger.known() {
-		if err := b.restore(context.Background(), key); err != nil {
-			var rerr redisError
-			if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
-				continue
-			}
+	for _, key := range b.ledger.keysWhere(func(rec *keyRecord) bool { return rec.epoch != "" }) {
+		if err := b.restore(context.Background(), key); err != nil && !refused(err) {
 			return err
 		}
 	}

@@ -5,25 +5,40 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
 // failed classifies a Redis error. An outage (no connection, a timeout of the
 // round trip itself, as the caller's cancellation never reaches it, or a
 // server that says it cannot serve) marks Redis down for RetryRedisAfter; an
-// error the server answered otherwise (a script error, say) is returned as
-// it is, for it says nothing about reachability.
+// error the server answered otherwise (refused) is returned as it is.
 func (b *Redis) failed(op string, err error) (outage bool, _ error) {
-	var rerr redisError
-	if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
+	if refused(err) {
 		return false, fmt.Errorf("throttle: redis %s: %w", op, err)
 	}
 	b.markDown()
 	return true, fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+}
+
+// refused reports whether err is a reply of the server other than that it
+// cannot serve now (a script error, say): it says nothing about reachability.
+func refused(err error) bool {
+	var rerr redisError
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	for _, p := range []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "TRYAGAIN", "BUSY", "NOREPLICAS"} {
+		if strings.HasPrefix(rerr.Error(), p) {
+			return false
+		}
+	}
+	return true
 }
 
 // errDown is the error of a call refused at once while Redis is deemed down.
@@ -31,33 +46,17 @@ func (b *Redis) errDown() error {
 	return fmt.Errorf("%w: Redis did not answer, and has not answered a probe since", ErrUnavailable)
 }
 
-// unavailableReply reports whether a Redis error reply means the server
-// cannot serve now, rather than that the command was wrong.
-func unavailableReply(msg string) bool {
-	for _, p := range []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "TRYAGAIN", "BUSY", "NOREPLICAS"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // instead answers an acquisition while Redis is down: from the local
 // fallback, or with an error matching ErrUnavailable (fail closed).
 func (b *Redis) instead(ctx context.Context, r Request, try bool, cause error) (Lease, error) {
 	if b.opt.Fallback != FallBackLocal {
-		if cause == nil {
-			cause = b.errDown()
-		}
-		return Lease{}, cause
+		return Lease{}, cmp.Or(cause, b.errDown())
 	}
-	var l Lease
-	var err error
+	acquire := b.local.Acquire
 	if try {
-		l, err = b.local.TryAcquire(ctx, b.share(r))
-	} else {
-		l, err = b.local.Acquire(ctx, b.share(r))
+		acquire = b.local.TryAcquire
 	}
+	l, err := acquire(ctx, b.share(r))
 	if l.ownSlot() {
 		// The fleet's cap, not this process's share of it: what a refusal
 		// of the call says about WeCom (see LimitStore) is about the fleet.
@@ -72,17 +71,12 @@ func (b *Redis) share(r Request) Request {
 	if r.Concurrency > 0 {
 		r.Concurrency = cut(r.Concurrency)
 	}
-	ws := make([]Window, len(r.Windows))
-	for i, w := range r.Windows {
-		ws[i] = Window{Limit: cut(w.Limit), Period: w.Period}
+	r.Windows, r.With = slices.Clone(r.Windows), slices.Clone(r.With)
+	for i := range r.Windows {
+		r.Windows[i].Limit = cut(r.Windows[i].Limit)
 	}
-	r.Windows = ws
-	if len(r.With) > 0 {
-		with := make([]Request, len(r.With))
-		for i, s := range r.With {
-			with[i] = b.share(s)
-		}
-		r.With = with
+	for i := range r.With {
+		r.With[i] = b.share(r.With[i])
 	}
 	return r
 }
@@ -92,26 +86,19 @@ const localLease = "local:"
 
 // fromLocal marks a lease of the fallback, its With leases too.
 func fromLocal(l Lease, err error) (Lease, error) {
-	l.ID = localLease + l.ID
-	if len(l.With) > 0 {
-		with := make([]Lease, len(l.With))
-		for i, s := range l.With {
-			with[i], _ = fromLocal(s, nil)
-		}
-		l.With = with
-	}
-	return l, err
+	return relabel(l, func(id string) string { return localLease + id }), err
 }
 
 // toLocal undoes fromLocal.
 func toLocal(l Lease) Lease {
-	l.ID = strings.TrimPrefix(l.ID, localLease)
-	if len(l.With) > 0 {
-		with := make([]Lease, len(l.With))
-		for i, s := range l.With {
-			with[i] = toLocal(s)
-		}
-		l.With = with
+	return relabel(l, func(id string) string { return strings.TrimPrefix(id, localLease) })
+}
+
+// relabel returns l with its ID, and its With leases', mapped by f.
+func relabel(l Lease, f func(string) string) Lease {
+	l.ID, l.With = f(l.ID), slices.Clone(l.With)
+	for i := range l.With {
+		l.With[i] = relabel(l.With[i], f)
 	}
 	return l
 }

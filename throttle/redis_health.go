@@ -18,31 +18,33 @@ const (
 // wait on it, only the probe does.
 func (b *Redis) isDown() bool { return b.health.Load() == healthDown }
 
-// ready reports whether Redis is known to be down. While it is unknown (the
-// first probe, or the probe after the subscription broke, has not answered),
-// it waits for that probe's verdict, bounded by ctx, so that the first calls
-// of a new backend, or those after Redis went away, do not each dial Redis:
-// the probe alone does.
+// ready reports whether Redis is known to be down. While it is unknown, it
+// waits for the probe's verdict, bounded by ctx, instead of dialing Redis
+// (see REDIS.md, "Redis down").
 func (b *Redis) ready(ctx context.Context) (down bool, err error) {
+	h := b.health.Load()
+	if h == healthUnknown {
+		err = b.waitUntil(ctx, func() bool { h = b.health.Load(); return h != healthUnknown })
+	}
+	return h == healthDown, err
+}
+
+// waitUntil waits until ok, called under b.mu, holds, and returns the error of
+// ctx, or errClosed after Close.
+func (b *Redis) waitUntil(ctx context.Context, ok func() bool) error {
 	for {
-		switch b.health.Load() {
-		case healthUp:
-			return false, nil
-		case healthDown:
-			return true, nil
-		}
 		b.mu.Lock()
-		ch, unknown := b.changed, b.health.Load() == healthUnknown
+		done, ch := ok(), b.changed
 		b.mu.Unlock()
-		if !unknown {
-			continue
+		if done {
+			return nil
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return ctx.Err()
 		case <-b.done:
-			return false, errClosed()
+			return errClosed()
 		}
 	}
 }
@@ -67,39 +69,38 @@ func (b *Redis) markDown() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.setHealth(healthDown)
-	b.newEra()
-	if !b.probing {
-		b.probing = true
-		b.signal()
-		go b.probe(b.opt.RetryRedisAfter)
-	}
+	b.startProbe(b.opt.RetryRedisAfter)
 }
 
 // suspect starts a probe at once, unless one runs: the subscription broke,
 // and one PING tells whether Redis did. Until it answers, Redis is unknown
-// again: calls wait for the probe's verdict instead of each dialing a Redis
-// that may be gone.
+// again (see ready).
 func (b *Redis) suspect() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.health.Load() == healthUp {
 		b.setHealth(healthUnknown)
 	}
+	b.startProbe(0)
+}
+
+// startProbe starts a new era, and the probe after delay unless it runs.
+// The caller holds b.mu.
+func (b *Redis) startProbe(delay time.Duration) {
 	b.newEra()
 	if !b.probing {
 		b.probing = true
 		b.signal()
-		go b.probe(0)
+		go b.probe(delay)
 	}
 }
 
 // probe decides when Redis answers: after delay, and then every
-// RetryRedisAfter, it sends one PING, the only round trip that waits on Redis
-// while it is known down. When a PING is answered, the process first
-// subscribes (unless it is), so that no notice sent after its calls resume
-// is missed, and writes back what Redis may have lost (see restoreAll); then
-// calls go back to Redis, and the releases that failed meanwhile are made (a lease that
-// expired meanwhile is simply gone). It ends with Close.
+// RetryRedisAfter, it sends one PING. When a PING is answered, the process
+// first subscribes (unless it is), so that no notice sent after its calls
+// resume is missed, and writes back what Redis may have lost (restoreAll);
+// then calls go back to Redis, and the orphans are released. It ends with
+// Close.
 func (b *Redis) probe(delay time.Duration) {
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -116,13 +117,7 @@ func (b *Redis) probe(delay time.Duration) {
 		ctx, cancel := b.opCtx(context.Background())
 		err := b.rdb.Ping(ctx)
 		cancel()
-		if err == nil {
-			err = b.subscribe()
-		}
-		if err == nil {
-			err = b.restoreAll()
-		}
-		if err == nil {
+		if err == nil && b.subscribe() == nil && b.restoreAll() == nil {
 			break
 		}
 		b.mu.Lock()
@@ -143,7 +138,7 @@ func (b *Redis) probe(delay time.Duration) {
 }
 
 // orphan keeps a lease whose release failed for want of Redis, for the probe
-// to release when Redis answers.
+// to release when Redis answers (a lease that expired meanwhile is gone).
 func (b *Redis) orphan(l Lease) {
 	l.ID = redisID(l.ID) // released later by its Redis id, as no longer held here
 	b.mu.Lock()
@@ -156,19 +151,7 @@ func (b *Redis) orphan(l Lease) {
 // settled waits until Redis is up and no probe runs, and reports false when
 // the backend is closed first.
 func (b *Redis) settled() bool {
-	for {
-		b.mu.Lock()
-		ok, ch := b.health.Load() == healthUp && !b.probing, b.changed
-		b.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-b.done:
-			return false
-		}
-	}
+	return b.waitUntil(context.Background(), func() bool { return b.health.Load() == healthUp && !b.probing }) == nil
 }
 
 // listenIdle is how long the subscription may stay silent before it is
@@ -239,11 +222,9 @@ func (b *Redis) subscribe() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	select {
-	case <-b.done:
+	if b.closed() {
 		_ = ps.Close()
 		return errClosed()
-	default:
 	}
 	b.pubsub = ps
 	return nil

@@ -1,6 +1,7 @@
 // Releases off the caller's path: a slot no waiter of this process wants
 // and no other process is known to wait for is released a moment later,
-// with the others released meanwhile, in one script per hash tag.
+// with the others released meanwhile, in one script per hash tag (see
+// REDIS.md, "Releases later, together").
 
 package throttle
 
@@ -10,9 +11,7 @@ import (
 )
 
 const (
-	// linger is how long a release may wait for others to go with it: it
-	// delays only a process that waits for the slot unknown to this one
-	// (one known to wait is released to at once).
+	// linger is how long a release may wait for others to go with it.
 	linger = 20 * time.Millisecond
 	// maxLater bounds the releases one script carries; more go at once.
 	maxLater = 64
@@ -78,7 +77,8 @@ func (b *Redis) sendFor(ctx context.Context, key string) error {
 			b.mu.Unlock()
 			return nil
 		}
-		batch, sent := b.take(hashTag(key)), b.sent
+		tag := hashTag(key)
+		batch, sent := b.take(tag)[tag], b.sent
 		b.mu.Unlock()
 		if len(batch) > 0 {
 			done := make(chan struct{})
@@ -94,27 +94,24 @@ func (b *Redis) sendFor(ctx context.Context, key string) error {
 }
 
 // take moves the pending releases of hash tag tag (all of them: "") to
-// sending and returns them. The caller holds Redis.mu.
-func (b *Redis) take(tag string) []Lease {
-	var ls []Lease
+// sending and returns them by hash tag. The caller holds Redis.mu.
+func (b *Redis) take(tag string) map[string][]Lease {
+	byTag := make(map[string][]Lease)
 	for id, l := range b.pending {
-		if tag == "" || hashTag(l.Key) == tag {
-			ls = append(ls, l)
+		if t := hashTag(l.Key); tag == "" || t == tag {
+			byTag[t] = append(byTag[t], l)
 			delete(b.pending, id)
 			b.sending[id] = l
 		}
 	}
-	return ls
+	return byTag
 }
 
 // sendLater sends every deferred release, one script per hash tag; once
 // Redis fails, the rest are kept to be sent when it answers again.
 func (b *Redis) sendLater() {
 	b.mu.Lock()
-	byTag := make(map[string][]Lease)
-	for _, l := range b.take("") {
-		byTag[hashTag(l.Key)] = append(byTag[hashTag(l.Key)], l)
-	}
+	byTag := b.take("")
 	b.mu.Unlock()
 	for _, ls := range byTag {
 		b.send(ls)

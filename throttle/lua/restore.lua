@@ -1,10 +1,7 @@
 -- restore: after Redis lost a key's state (restarted empty, flushed), a
--- process that knew the key's former epoch writes back what it knows: its
--- own grants still in the rate windows, the cooldown it knows of, and per
--- window the last fill it saw (what the window counted, every process's
--- grants included, in an acquire reply) and when. The windows then hold a
--- reserve until they have slid past the new epoch's birth (see window.lua):
--- what the fleet may have taken that no process wrote back.
+-- process that knew the key's former epoch writes back what it knows (see
+-- REDIS.md, "Redis restarted empty"). The windows then hold the reserve of
+-- window.lua until they have slid past the new epoch's birth.
 --
 -- The reserve is bounded by the latest fill any process wrote back (s, seen
 -- at sa): s less the grants written back from before sa (they are in s),
@@ -21,32 +18,19 @@
 -- ARGV[2]   an id for the epoch, if this script makes it
 -- ARGV[3]   the end of the cooldown the process knows (unix ms, 0: none)
 -- ARGV[4..] per window, in KEYS order: period (ms), limit, the fill last
---           seen and when (unix ms, 0: never), n, then n pairs of bucket
---           index and the process's grants in it
+--           seen (every process's grants, in an acquire reply) and when
+--           (unix ms, 0: never), n, then n pairs of bucket index and the
+--           process's grants in it
 --
 -- Returns the epoch in force. Nothing is written when it is ARGV[1]: then
--- nothing was lost, or this process has written back already.
---
--- now (unix ms, the server's clock) and buckets (per rate window) come from
--- the prelude (prelude.lua).
+-- nothing was lost, or this process has written back already. now and
+-- buckets (per rate window) come from the prelude (prelude.lua).
 local ep = redis.call('GET', KEYS[1])
 if ep == ARGV[1] then
   return ep
 end
--- the epoch key lives as long as the longest window's HASH (see acquire.lua)
-local etl = 0
-local a = 4
-for i = 3, #KEYS do
-  local period = tonumber(ARGV[a])
-  etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
-  a = a + 5 + 2 * tonumber(ARGV[a + 4])
-end
-if not ep then
-  ep = now .. ':' .. ARGV[2]
-  redis.call('SET', KEYS[1], ep, 'PX', math.max(etl, 1000))
-elseif etl > 0 then
-  redis.call('PEXPIRE', KEYS[1], etl)
-end
+local made = not ep
+ep = ep or (now .. ':' .. ARGV[2])
 local born = tonumber(string.match(ep, '^(%d+)'))
 
 local cd = tonumber(ARGV[3])
@@ -54,27 +38,14 @@ if cd > now and cd > tonumber(redis.call('GET', KEYS[2]) or '0') then
   redis.call('SET', KEYS[2], cd, 'PXAT', cd)
 end
 
--- unknown returns u (see above) from the fill s seen at sa, for a window
--- whose oldest bucket counted now is lo
-local function unknown(key, period, width, limit, lo, s, sa)
-  local from, to = math.max(lo, math.floor((sa - period) / width)), math.floor(sa / width) - 1
-  local known = 0
-  if to >= from then
-    local f = {}
-    for idx = from, to do f[#f + 1] = idx end
-    for _, c in ipairs(redis.call('HMGET', key, unpack(f))) do
-      known = known + (tonumber(c) or 0)
-    end
-  end
-  return math.max(0, s - known) + math.ceil(limit * math.max(0, born - sa) / period)
-end
-
-a = 4
+local etl, a = 0, 4 -- the epoch key lives as long as the longest window's HASH (see acquire.lua)
 for i = 3, #KEYS do
   local key = KEYS[i]
   local period, limit, seen, sa, n = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   a = a + 5
   local width = math.floor(period / buckets)
+  local ttl = period + 2 * width + 1000
+  etl = math.max(etl, ttl)
   if now < born + period + width then
     local lo = -1 -- the oldest bucket counted now
     if now >= period then lo = math.floor((now - period) / width) end
@@ -113,12 +84,21 @@ for i = 3, #KEYS do
       v[3], v[4] = seen, sa
       redis.call('HSET', key, 's', seen, 'sa', sa)
     end
-    if v[4] then
-      redis.call('HSET', key, 'u', unknown(key, period, width, limit, lo, tonumber(v[3]), tonumber(v[4])))
+    if v[4] then -- u (see above) from the latest fill s, seen at at
+      local s, at, before = tonumber(v[3]), tonumber(v[4]), 0
+      local f = {} -- the buckets before at that counted then, and now: their grants are in s
+      for idx = math.max(lo, math.floor((at - period) / width)), math.floor(at / width) - 1 do f[#f + 1] = idx end
+      if #f > 0 then
+        for _, c in ipairs(redis.call('HMGET', key, unpack(f))) do before = before + (tonumber(c) or 0) end
+      end
+      redis.call('HSET', key, 'u', math.max(0, s - before) + math.ceil(limit * math.max(0, born - at) / period))
     end
-    redis.call('PEXPIRE', key, period + 2 * width + 1000)
+    redis.call('PEXPIRE', key, ttl)
   else
     a = a + 2 * n
   end
+end
+if made or etl > 0 then -- a SET of the epoch in force renews its expiry
+  redis.call('SET', KEYS[1], ep, 'PX', math.max(etl, 1000))
 end
 return ep

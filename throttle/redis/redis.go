@@ -32,6 +32,3 @@ func New(rdb goredis.UniversalClient, opt throttle.RedisOptions) (*throttle.Redi
 	}
 	return throttle.NewRedis(conn, opt)
 }
-
-// The adapter is a throttle.RedisConn.
-var _ throttle.RedisConn = redisconn.Conn{}

@@ -59,15 +59,13 @@ func (c Conn) Subscribe(ctx context.Context, channels ...string) (Subscription, 
 	return pubSub{ps}, nil
 }
 
-// pubSub is a go-redis PubSub as a Subscription.
-type pubSub struct {
-	ps *redis.PubSub
-}
+// pubSub is a go-redis PubSub as a Subscription, with its own Close.
+type pubSub struct{ *redis.PubSub }
 
 // Receive implements Subscription: a *redis.Message's channel and payload,
 // nothing for any other reply.
 func (p pubSub) Receive(ctx context.Context, timeout time.Duration) (channel, payload string, err error) {
-	msg, err := p.ps.ReceiveTimeout(ctx, timeout)
+	msg, err := p.ReceiveTimeout(ctx, timeout)
 	if m, ok := msg.(*redis.Message); ok && err == nil {
 		return m.Channel, m.Payload, nil
 	}
@@ -75,7 +73,4 @@ func (p pubSub) Receive(ctx context.Context, timeout time.Duration) (channel, pa
 }
 
 // Ping implements Subscription.
-func (p pubSub) Ping(ctx context.Context) error { return p.ps.Ping(ctx) }
-
-// Close implements Subscription.
-func (p pubSub) Close() error { return p.ps.Close() }
+func (p pubSub) Ping(ctx context.Context) error { return p.PubSub.Ping(ctx) }
