@@ -12,27 +12,16 @@ import (
 	"time"
 )
 
-// acquireArgs is one run of the acquire script.
+// acquireArgs is one run of the acquire script, whose ARGV (script) is
+// described in lua/acquire.lua.
 type acquireArgs struct {
-	r Request // what to take, without With slots (taken apart)
-	// take: take what r asks for if it is free; false only checks.
-	take bool
-	// batch: with take, up to this many more leases on the same terms for
-	// other waiters of this process (no hand-over), as many as the limits
-	// allow.
-	batch int
-	// queue: the head of a local line asks; refused a slot, this process
-	// queues in Redis for a wake-up.
-	queue bool
-	// release: a hand-over: this process's lease to release first (its With
-	// leases released apart). Zero: none.
-	release Lease
-	// requeue: granted, this process stays queued, at the back, for its
-	// other waiters.
-	requeue bool
-	// block: with a grant, window units to take ahead for the local
-	// hand-overs that follow (see block).
-	block int
+	r       Request // what to take, without With slots (taken apart)
+	take    bool    // take r; false only checks (want)
+	batch   int     // with take, leases for other waiters besides (want)
+	queue   bool    // a local line's head asks: queue when refused (proc)
+	release Lease   // a hand-over: the lease to release first (release_id)
+	requeue bool    // with a grant, stay queued at the back (requeue)
+	block   int     // window units to take ahead (block, see blockFor)
 }
 
 // acquireResult is what one run of the acquire script answered.
@@ -134,16 +123,19 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 		proc = b.proc
 	}
 	conc = b.capped(r).Concurrency
-	want := 0
+	want, requeue := 0, 0
 	if a.take {
 		want = 1 + a.batch
+	}
+	if a.requeue {
+		requeue = 1
 	}
 	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
 	args = acquireArgv{
 		leaseID: id, conc: conc, ttl: r.LeaseTTL().Milliseconds(), want: want, proc: proc,
-		releaseID: redisID(a.release.ID), wakePrefix: b.wakePrefix, key: r.Key, requeue: flag(a.requeue),
+		releaseID: redisID(a.release.ID), wakePrefix: b.wakePrefix, key: r.Key, requeue: requeue,
 		knownEpoch: epoch, weight: r.units(), block: a.block, blockIn: blockSpan(r.Windows).Milliseconds(),
-		channel: b.channel, grants: flag(b.grants), ref: ref, maxAge: maxAge,
+		channel: b.channel, ref: ref, maxAge: maxAge,
 	}.list()
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
@@ -165,22 +157,13 @@ type acquireArgv struct {
 	weight, block   int
 	blockIn         int64
 	channel         string
-	grants          int
 	ref, maxAge     int64
 }
 
 // list returns a's fields in ARGV order.
 func (a acquireArgv) list() []any {
 	return []any{a.leaseID, a.conc, a.ttl, a.want, a.proc, a.releaseID, a.wakePrefix, a.key, a.requeue,
-		a.knownEpoch, a.weight, a.block, a.blockIn, a.channel, a.grants, a.ref, a.maxAge}
-}
-
-// flag is a boolean as the scripts take it.
-func flag(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+		a.knownEpoch, a.weight, a.block, a.blockIn, a.channel, a.ref, a.maxAge}
 }
 
 // attemptOnce runs the acquire script once (see attempt).
@@ -253,7 +236,9 @@ type answer struct {
 	blockAt int64  // where the block counts, unix ms
 	others  bool   // another process waits for a slot
 	epoch   string // the key's epoch, when the process did not know it
-	fills   []int64
+	// fills: per window, what it counted (buckets and reserve) and took,
+	// once the script read the windows (see restore.lua)
+	fills []int64
 }
 
 // parseAnswer reads the acquire script's answer (see answer).
