@@ -40,8 +40,7 @@ func (f *refusal) failsAtOnce(ctx context.Context, r Request) error {
 	if f == nil {
 		return nil
 	}
-	now := time.Now()
-	left := f.at.Sub(now)
+	left := time.Until(f.at)
 	if left <= 0 {
 		return nil
 	}
@@ -74,13 +73,10 @@ type rwaiter struct {
 	yielded bool
 }
 
-// available reports whether w may be handed a slot now: it is free and not
-// asking Redis itself. The caller holds Redis.mu.
-func (w *rwaiter) available() bool { return !w.busy && w.free() }
-
-// free reports whether a lease may be sent to w: nothing is claimed for it or
-// waits in its slot, and it has not left. The caller holds Redis.mu.
-func (w *rwaiter) free() bool { return !w.claimed && !w.gone && len(w.slot) == 0 }
+// available reports whether w may be handed a slot now: it is not asking
+// Redis itself, nothing is claimed for it or waits in its slot, and it has
+// not left. The caller holds Redis.mu.
+func (w *rwaiter) available() bool { return !w.busy && !w.claimed && !w.gone && len(w.slot) == 0 }
 
 // available returns the first waiter of k (nil: none) in arrival order
 // that is available. The caller holds Redis.mu.

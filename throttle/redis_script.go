@@ -188,9 +188,11 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	if ans.epoch != "" && ans.reason != reasonLost {
 		b.ledger.learn(r.Key, ans.epoch)
 	}
-	out := acquireResult{held: ans.held}
-	if ans.reason == 0 {
-		l := Lease{Key: r.Key, ID: id, Granted: time.UnixMilli(ans.now)}
+	out := acquireResult{held: ans.held, v: verdict{ok: ans.reason == 0, reason: ans.reason}, now: time.UnixMilli(ans.now)}
+	b.ledger.add(r.Key, r.Windows, ans.now, r.units()*ans.n, ans.fills) // n: 0 for a refusal or a check
+	switch {
+	case out.v.ok:
+		l := Lease{Key: r.Key, ID: id, Granted: out.now}
 		if ans.expires > 0 {
 			l.Expires, l.Concurrency = time.UnixMilli(ans.expires), conc
 		}
@@ -199,7 +201,6 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 			e.ID = id + "+" + strconv.Itoa(j)
 			out.extra = append(out.extra, e)
 		}
-		b.ledger.add(r.Key, r.Windows, ans.now, r.units()*ans.n, ans.fills) // none for a check
 		if ans.n > 0 {
 			b.hold(era, l)
 			b.hold(era, out.extra...)
@@ -208,25 +209,19 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		if ans.blk > 0 && ans.blockAt > 0 {
 			b.addBlock(r, ans.blk, ans.blockAt, sent.Add(blockSpan(r.Windows)))
 		}
-		out.lease, out.v, out.now = l, verdict{ok: true}, l.Granted
-		return out, nil
-	}
-	out.v, out.now = verdict{reason: ans.reason}, time.UnixMilli(ans.now)
-	if out.v.reason == reasonYielded {
+		out.lease = l
+	case ans.reason == reasonYielded:
 		b.noteContended(r.Key, true, sent)
-	}
-	b.ledger.add(r.Key, r.Windows, ans.now, 0, ans.fills)
-	if ans.at > 0 {
+	case ans.at > 0:
 		out.v.at = time.UnixMilli(ans.at)
-		if out.v.reason == ReasonCooldown {
+		if ans.reason == ReasonCooldown {
 			b.ledger.cooldown(r.Key, ans.at)
 		}
 	}
 	return out, nil
 }
 
-// answer is the acquire script's answer, field for field in this order
-// (see lua/acquire.lua, Returns).
+// answer is the acquire script's answer, field for field in this order.
 type answer struct {
 	reason  Reason // 0: granted
 	now, at int64  // unix ms; at: when the refusing limit frees up (0: unknown)

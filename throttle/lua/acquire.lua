@@ -1,6 +1,8 @@
 -- acquire: check and take a concurrency slot, every rate window and the
--- cooldown of one throttle key, on the server's clock; for a batch, as
--- many leases as fit.
+-- cooldown of one throttle key, on the server's clock (now, unix ms, from
+-- prelude.lua, as buckets); for a batch, as many leases as fit. slide,
+-- reserve_of and opening (the rate windows) come from window.lua, R (the
+-- reasons) from acquireSource.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
@@ -10,68 +12,46 @@
 --           neither read nor made
 -- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
 --
--- ARGV, in the order of acquireArgv's fields (redis_script.go):
--- [1]  lease_id: the lease id
--- [2]  conc: concurrency (0: no concurrency limit, no slot taken)
--- [3]  ttl: lease TTL (ms)
--- [4]  want: how many leases to take, up to (0: only check). More than one
---      (a batch for the waiters of a process) grants as many as the limits
---      allow, at least one: lease_id, then lease_id .. '+' .. j for j = 2,
---      3...
--- [5]  proc: process id, queued on KEYS[3] when refused a slot ('' : do not
---      queue)
--- [6]  release_id: a lease of this process to release first ('' : none): a
---      hand-over. Its slot goes to this acquisition, unless another process
---      has waited longer: then this one yields: it wakes that process, which
---      asks for the slot, and waits its turn, queued if it was not
--- [7]  wake_prefix: wake-up channel prefix: a process listens on prefix ..
---      its id
--- [8]  throttle_key: the throttle key, the wake-up message
--- [9]  requeue: granted, the process (proc) leaves the waiting queue (0)
---      or, more of its waiters waiting, goes to its back (1)
--- [10] known_epoch: the epoch the process knows for this key ('' : none)
--- [11] weight: the units the acquisition counts in every window
--- [12] block: window units to take ahead besides a grant (0: none), as many
---      as every window admits after it: counted in the bucket of now +
---      block_in, so that the process may start calls from them until
---      block_in after it sent this request
--- [13] block_in: see block (ms)
--- [14] channel: the broadcast channel: a process newly queued for a slot
---      says so there ('\n' .. proc .. '\n' .. the throttle key), so that
---      the processes handing slots on locally give them up
--- [15] ref: a time the server answered the process lately (unix ms; 0:
---      none yet)
--- [16] max_age: how long after ref the process gives up on this request
---      (ms): the time since ref by its monotonic clock plus its round
---      trip's timeout. A request run later (it waited in a socket while
---      Redis hung: SIGSTOP, a slow fork) takes nothing and answers R.stale:
---      a grant would hold a slot nobody uses until its TTL. Only its
---      hand-over's release is made.
--- [17..] per window, in KEYS order: limit, period (ms)
---
--- Returns the fields of the Go type answer (redis_script.go), in its order;
--- reason 0 is a grant, else one of R, the Go constants (acquireSource):
--- R.reserve is a rate refusal only for the reserve after a loss (see
--- window.lua), R.yielded a hand-over that left the slot to another process,
--- R.lost an epoch other than known_epoch (Redis lost the key's state). All
--- times are unix milliseconds from TIME: every client agrees on them.
---
--- now (unix ms, the server's clock) and buckets (per rate window) come from
--- the prelude (prelude.lua), slide, reserve_of and opening (the rate
--- windows) from window.lua.
+-- ARGV, in the order of acquireArgv's fields (redis_script.go), then per
+-- window, in KEYS order, its limit and period (ms):
 local lease_id = ARGV[1]
-local conc = tonumber(ARGV[2])
-local ttl = tonumber(ARGV[3])
+local conc = tonumber(ARGV[2]) -- concurrency (0: no limit, no slot taken)
+local ttl = tonumber(ARGV[3]) -- lease TTL (ms)
+-- want: how many leases to take, up to (0: only check). More than one (a
+-- batch for the waiters of a process) grants as many as the limits allow,
+-- at least one: lease_id, then lease_id .. '+' .. j for j = 2, 3...
 local want = tonumber(ARGV[4])
 local taking = want > 0
-local proc = ARGV[5]
+local proc = ARGV[5] -- process id, queued on KEYS[3] when refused a slot ('': not)
+-- release_id: a lease of this process to release first ('': none), a
+-- hand-over. Its slot goes to this acquisition, unless another process has
+-- waited longer: then this one yields: it wakes that process, which asks
+-- for the slot, and waits its turn, queued if it was not.
 local release_id = ARGV[6]
-local wake_prefix = ARGV[7]
-local throttle_key = ARGV[8]
+-- wake_prefix: a process listens for wake-ups on wake_prefix .. its id; the
+-- message is throttle_key
+local wake_prefix, throttle_key = ARGV[7], ARGV[8]
+-- requeue: granted, the process (proc) leaves the waiting queue (0) or,
+-- more of its waiters waiting, goes to its back (1)
 local requeue = ARGV[9] == '1'
-local known_epoch = ARGV[10]
-local weight = tonumber(ARGV[11])
-local block, block_in, channel = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
+local known_epoch = ARGV[10] -- the epoch the process knows ('': none)
+local weight = tonumber(ARGV[11]) -- the units it counts in every window
+-- block: window units to take ahead besides a grant (0: none), as many as
+-- every window admits after it: counted in the bucket of now + block_in
+-- (ms), so that the process may start calls from them until block_in after
+-- it sent this request
+local block, block_in = tonumber(ARGV[12]), tonumber(ARGV[13])
+-- channel: the broadcast channel: a process newly queued for a slot says so
+-- there ('\n' .. proc .. '\n' .. throttle_key), so that the processes
+-- handing slots on locally give them up
+local channel = ARGV[14]
+-- ref: a time the server answered the process lately (unix ms; 0: none
+-- yet); max_age: how long after ref the process gives up on this request
+-- (ms): the time since ref by its monotonic clock plus its round trip's
+-- timeout. A request run later (it waited in a socket while Redis hung:
+-- SIGSTOP, a slow fork) takes nothing and answers R.stale: a grant would
+-- hold a slot nobody uses until its TTL. Only its hand-over's release is
+-- made.
 local ref, max_age = tonumber(ARGV[15]), tonumber(ARGV[16])
 local nw = #KEYS - 4
 -- the limit and period of window i (KEYS[4 + i])
@@ -92,7 +72,12 @@ local tell = '' -- the epoch, when the process did not know it
 -- script read it, and took (a grant), so that every process knows what the
 -- fleet had taken (see restore.lua); none before the windows are read
 local fills = {}
--- answer returns the script's reply from a's named fields (see Returns).
+-- answer returns the reply, the fields of the Go type answer
+-- (redis_script.go) in its order, from a's. reason 0 is a grant, else one
+-- of R: R.reserve a rate refusal only for the reserve after a loss
+-- (window.lua), R.yielded a hand-over that left the slot to another
+-- process, R.lost an epoch other than known_epoch (Redis lost the key's
+-- state).
 local function answer(a)
   return {a.reason or 0, now, a.at or 0, held, a.expires or 0, a.n or 0, a.blk or 0, a.block_at or 0,
     a.others or 0, tell, fills}

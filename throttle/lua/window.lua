@@ -1,6 +1,7 @@
--- window: the rate windows of the acquire script, prepended to it after the
--- prelude and free.lua: how a window's HASH slides (slide) and when a full
--- one admits a weight again (opening). They read now and buckets from the
+-- window: the rate windows of the acquire and members scripts, prepended
+-- to them after the prelude: how a window's HASH slides (slide), what it
+-- counts besides its buckets after a loss (reserve_of), and when a full one
+-- admits a weight again (opening). They read now and buckets from the
 -- prelude; the rest comes as arguments.
 --
 -- A window HASH holds one field per bucket of floor(period/buckets) ms
@@ -16,19 +17,12 @@
 -- last renewal fell within one width of it, so that expiry still outlives
 -- the buckets they wrote.
 --
--- After Redis lost the key's state, the process that finds it out writes
--- back its own grants (restore.lua), and the HASH holds 'b', the epoch's
--- birth, and 'r', the grants written back that were in the window then. The
--- rest of that window (limit - r) is what this fleet cannot account for: a
--- process that died, or has not written back yet, may have taken it, as late
--- as the birth. So until the window has slid past the birth (b + period +
--- width) it counts as taken: the reserve.
---
--- The reserve is bounded by what the fleet saw (restore.lua): 'u', when a
--- process that wrote back had seen the window recently, is what the window
--- held then that nobody wrote back, plus what the fleet could have taken
--- between then and the birth at the window's average rate. The reserve is
--- the smaller of u and limit - r.
+-- After Redis lost the key's state (restore.lua; REDIS.md, Redis restarted
+-- empty), the HASH also holds 'b', the epoch's birth, 'r', the grants
+-- written back that were in the window then, and 'u', when a process that
+-- wrote back had seen the window lately, what the fleet may have taken
+-- unseen. Until the window has slid past the birth (b + period + width),
+-- the smaller of u and limit - r counts as taken: the reserve.
 --
 -- slide returns the bucket width, the oldest bucket counted, the total,
 -- whether the HASH is new (a take then writes 'lo' and sets the expiry), the
