@@ -97,11 +97,10 @@ func (b *Redis) giveBack(l Lease, r Request) {
 		}
 		return
 	}
-	ctx := context.Background()
 	if known, _, _ := b.unhold(l); known {
 		b.letGo(l.Key)
 	}
-	octx, cancel := b.opCtx(ctx)
+	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
 	if _, err := b.releaseScript(octx, l, r.Windows, r.units()); err == nil { // on failure the TTL frees the slot
 		b.ledger.remove(r.Windows, l.Granted.UnixMilli(), r.units(), r.Key)

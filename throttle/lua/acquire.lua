@@ -1,8 +1,8 @@
 -- acquire: check and take a concurrency slot, every rate window and the
 -- cooldown of one throttle key, on the server's clock (now, unix ms, from
--- prelude.lua, as buckets); for a batch, as many leases as fit. slide,
--- reserve_of and opening (the rate windows) come from window.lua, R (the
--- reasons) from acquireSource.
+-- prelude.lua, as buckets); for a batch, as many leases as fit. slide and
+-- opening (the rate windows) come from window.lua, R (the reasons) from
+-- acquireSource.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
@@ -66,6 +66,14 @@ local function wake()
   end
 end
 
+-- enqueue queues proc for a wake-up, keeping its first arrival; 1 if it
+-- was not queued
+local function enqueue()
+  local added = redis.call('ZADD', KEYS[3], 'NX', now, proc)
+  redis.call('PEXPIRE', KEYS[3], ttl + 10000)
+  return added
+end
+
 local held = 0
 local tell = '' -- the epoch, when the process did not know it
 -- fills: per window, what it counted (its buckets and reserve) when this
@@ -117,19 +125,18 @@ if nw > 0 then
     end
   end
 end
-local swept = false -- expired leases already dropped from KEYS[1]
 local handover = release_id ~= ''
+if handover or conc > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) -- expired leases
+end
 if handover then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  swept = true
   held = redis.call('ZREM', KEYS[1], release_id) -- 1 only if not expired
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
   if #first > 0 and first[1] ~= proc and conc > 0 then
     -- another process has waited longer: it asks for the slot itself
     wake()
     if taking and proc ~= '' then -- and this one waits its turn
-      redis.call('ZADD', KEYS[3], 'NX', now, proc)
-      redis.call('PEXPIRE', KEYS[3], ttl + 10000)
+      enqueue()
     end
     return answer({reason = R.yielded})
   end
@@ -154,9 +161,8 @@ local room = want -- the leases every limit admits, up to want
 local free_units = {} -- per window, the units it admits
 for i = 1, nw do
   local limit, period = limit_of(i), period_of(i)
-  local width, lo, total, fresh, curn, rend, restored, unknown = slide(KEYS[4 + i], period, KEYS[4], etl)
+  local width, lo, total, fresh, curn, rend, reserve = slide(KEYS[4 + i], period, limit, KEYS[4], etl)
   wins[i] = {width, lo, fresh, total, curn}
-  local reserve = reserve_of(limit, rend, restored, unknown)
   fills[i] = total + reserve
   if total + reserve + weight > limit then
     by_reserve = by_reserve and total + weight <= limit
@@ -171,19 +177,12 @@ if worst > 0 then
 end
 
 if conc > 0 then
-  if not swept then
-    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  end
   holding = redis.call('ZCARD', KEYS[1])
   room = math.min(room, conc - holding)
   if holding >= conc then
     local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    if proc ~= '' then
-      -- queue the process (keeping its first arrival) for a release to wake
-      if redis.call('ZADD', KEYS[3], 'NX', now, proc) == 1 then
-        redis.call('PUBLISH', channel, '\n' .. proc .. '\n' .. throttle_key)
-      end
-      redis.call('PEXPIRE', KEYS[3], ttl + 10000)
+    if proc ~= '' and enqueue() == 1 then -- for a release to wake
+      redis.call('PUBLISH', channel, '\n' .. proc .. '\n' .. throttle_key)
     end
     return refuse(R.concurrency, tonumber(first[2]))
   end
@@ -235,12 +234,9 @@ if blk > 0 then
   end
 end
 if proc ~= '' then
-  if requeue then
-    -- served, with more waiters: the process queues again, at the back
-    redis.call('ZADD', KEYS[3], now, proc)
-    redis.call('PEXPIRE', KEYS[3], ttl + 10000)
-  else
-    redis.call('ZREM', KEYS[3], proc)
+  redis.call('ZREM', KEYS[3], proc)
+  if requeue then -- served, with more waiters: it queues again, at the back
+    enqueue()
   end
 end
 local others = redis.call('ZCARD', KEYS[3])
