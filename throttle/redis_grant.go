@@ -54,18 +54,16 @@ func (b *Redis) passOn(key string) {
 // yielded: it left the slot to another process and queued this one.
 func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) {
 	b.mu.Lock()
-	w.claimed = false
-	w.yielded = yielded
+	w.claimed, w.yielded = false, yielded
 	if k := b.keys[key]; k != nil && requeued && l.ID != "" {
 		k.full = true
 	}
-	if !w.gone {
+	gone := w.gone
+	if !gone {
 		w.slot <- l // never blocks: a claimed waiter is sent nothing else
-		b.mu.Unlock()
-		return
 	}
 	b.mu.Unlock()
-	if l.ID != "" {
+	if gone && l.ID != "" {
 		b.handOn(key, l, w.req)
 	}
 }

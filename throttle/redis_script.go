@@ -30,8 +30,7 @@ type acquireResult struct {
 	extra []Lease // the batch's leases granted besides, up to acquireArgs.batch
 	v     verdict // the grant, or the refusal and when it may end
 	now   time.Time
-	// held: the lease released (acquireArgs.release) still held its slot.
-	held bool
+	held  bool // the lease released (acquireArgs.release) still held its slot
 }
 
 // reasonStale is the acquire script's answer to a request it ran after

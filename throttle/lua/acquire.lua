@@ -46,12 +46,9 @@ local block, block_in = tonumber(ARGV[12]), tonumber(ARGV[13])
 -- handing slots on locally give them up
 local channel = ARGV[14]
 -- ref: a time the server answered the process lately (unix ms; 0: none
--- yet); max_age: how long after ref the process gives up on this request
--- (ms): the time since ref by its monotonic clock plus its round trip's
--- timeout. A request run later (it waited in a socket while Redis hung:
--- SIGSTOP, a slow fork) takes nothing and answers R.stale: a grant would
--- hold a slot nobody uses until its TTL. Only its hand-over's release is
--- made.
+-- yet); max_age: how long after ref (ms) the process gives up on this
+-- request. One run later (REDIS.md, Redis that hangs) takes nothing but its
+-- hand-over's release, and answers R.stale.
 local ref, max_age = tonumber(ARGV[15]), tonumber(ARGV[16])
 local nw = #KEYS - 4
 -- the limit and period of window i (KEYS[4 + i])
@@ -76,10 +73,7 @@ end
 
 local held = 0
 local tell = '' -- the epoch, when the process did not know it
--- fills: per window, what it counted (its buckets and reserve) when this
--- script read it, and took (a grant), so that every process knows what the
--- fleet had taken (see restore.lua); none before the windows are read
-local fills = {}
+local fills = {} -- per window, what it counted and took (see answer.fills)
 -- answer returns the reply, the fields of the Go type answer
 -- (redis_script.go) in its order, from a's. reason 0 is a grant, else one
 -- of R: R.reserve a rate refusal only for the reserve after a loss
@@ -91,11 +85,17 @@ local function answer(a)
     a.others or 0, tell, fills}
 end
 
+-- a hand-over releases its lease first, whatever the answer
+local handover = release_id ~= ''
+if handover or conc > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) -- expired leases
+end
+if handover then
+  held = redis.call('ZREM', KEYS[1], release_id) -- 1 only if not expired
+end
+
 if ref > 0 and now > ref + max_age then -- given up by its sender (see max_age)
-  if release_id ~= '' then
-    held = redis.call('ZREM', KEYS[1], release_id)
-    wake()
-  end
+  if handover then wake() end
   return answer({reason = R.stale})
 end
 
@@ -118,21 +118,13 @@ if nw > 0 then
   if ep ~= known_epoch then
     tell = ep
     if known_epoch ~= '' then
-      if release_id ~= '' then
-        held = redis.call('ZREM', KEYS[1], release_id)
-      end
       return answer({reason = R.lost})
     end
   end
 end
-local handover = release_id ~= ''
-if handover or conc > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) -- expired leases
-end
-if handover then
-  held = redis.call('ZREM', KEYS[1], release_id) -- 1 only if not expired
+if handover and conc > 0 then
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-  if #first > 0 and first[1] ~= proc and conc > 0 then
+  if #first > 0 and first[1] ~= proc then
     -- another process has waited longer: it asks for the slot itself
     wake()
     if taking and proc ~= '' then -- and this one waits its turn
