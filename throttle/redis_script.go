@@ -243,27 +243,26 @@ func parseAnswer(raw []any) (answer, error) {
 	if len(raw) != 11 {
 		return bad()
 	}
-	var v [9]int64
-	for i := range v {
-		n, ok := raw[i].(int64)
+	epoch, ok := raw[9].(string)
+	fs, ok2 := raw[10].([]any)
+	if !ok || !ok2 {
+		return bad()
+	}
+	var v []int64 // the nine numbers, then the fills
+	for _, x := range append(raw[:9:9], fs...) {
+		n, ok := x.(int64)
 		if !ok || n < 0 {
 			return bad()
 		}
-		v[i] = n
+		v = append(v, n)
 	}
-	epoch, ok := raw[9].(string)
-	fs, ok2 := raw[10].([]any)
-	if !ok || !ok2 || v[3] > 1 || v[8] > 1 || v[0] == 0 && v[1] == 0 {
+	if v[3] > 1 || v[8] > 1 || v[0] == 0 && v[1] == 0 {
 		return bad()
 	}
 	a := answer{reason: Reason(v[0]), now: v[1], at: v[2], held: v[3] == 1, expires: v[4], n: int(v[5]),
 		blk: int(v[6]), blockAt: v[7], others: v[8] == 1, epoch: epoch}
-	for _, f := range fs {
-		n, ok := f.(int64)
-		if !ok || n < 0 {
-			return bad()
-		}
-		a.fills = append(a.fills, n)
+	if len(fs) > 0 {
+		a.fills = v[9:]
 	}
 	return a, nil
 }

@@ -17,11 +17,9 @@
 local lease_id = ARGV[1]
 local conc = tonumber(ARGV[2]) -- concurrency (0: no limit, no slot taken)
 local ttl = tonumber(ARGV[3]) -- lease TTL (ms)
--- want: how many leases to take, up to (0: only check). More than one (a
--- batch for the waiters of a process) grants as many as the limits allow,
--- at least one: lease_id, then lease_id .. '+' .. j for j = 2, 3...
+-- want: how many leases to take, up to (0: only check); more than one (a
+-- batch for a process's waiters) grants as many as fit, at least one
 local want = tonumber(ARGV[4])
-local taking = want > 0
 local proc = ARGV[5] -- process id, queued on KEYS[3] when refused a slot ('': not)
 -- release_id: a lease of this process to release first ('': none), a
 -- hand-over. Its slot goes to this acquisition, unless another process has
@@ -75,11 +73,8 @@ local held = 0
 local tell = '' -- the epoch, when the process did not know it
 local fills = {} -- per window, what it counted and took (see answer.fills)
 -- answer returns the reply, the fields of the Go type answer
--- (redis_script.go) in its order, from a's. reason 0 is a grant, else one
--- of R: R.reserve a rate refusal only for the reserve after a loss
--- (window.lua), R.yielded a hand-over that left the slot to another
--- process, R.lost an epoch other than known_epoch (Redis lost the key's
--- state).
+-- (redis_script.go) in its order, from a's; reason 0 is a grant, else one
+-- of R, the Go constants, described there.
 local function answer(a)
   return {a.reason or 0, now, a.at or 0, held, a.expires or 0, a.n or 0, a.blk or 0, a.block_at or 0,
     a.others or 0, tell, fills}
@@ -127,7 +122,7 @@ if handover and conc > 0 then
   if #first > 0 and first[1] ~= proc then
     -- another process has waited longer: it asks for the slot itself
     wake()
-    if taking and proc ~= '' then -- and this one waits its turn
+    if want > 0 and proc ~= '' then -- and this one waits its turn
       enqueue()
     end
     return answer({reason = R.yielded})
@@ -180,7 +175,7 @@ if conc > 0 then
   end
 end
 
-if not taking then
+if want == 0 then
   return answer({})
 end
 

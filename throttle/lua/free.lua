@@ -1,5 +1,4 @@
--- free: the start of the release script, after the prelude.
---
+-- free, the start of the release script after the prelude:
 -- free(holders, waiting, id, wake_prefix, key, refunded) gives back lease
 -- id's slot in the holders ZSET and, if it held one or its window counts
 -- were refunded, wakes the process that has waited longest on the waiting

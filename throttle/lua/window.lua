@@ -31,10 +31,7 @@
 -- so that the take is one HSET.
 local function slide(key, period, limit, epoch_key, etl)
   local width = math.floor(period / buckets)
-  local lo = -1
-  if now >= period then
-    lo = math.floor((now - period) / width)
-  end
+  local lo = now >= period and math.floor((now - period) / width) or -1
   local v = redis.call('HMGET', key, 'lo', 't', 'b', 'r', math.floor(now / width), 'u')
   local klo, total, curn = tonumber(v[1]), tonumber(v[2] or '0'), tonumber(v[5] or '0')
   local rend, reserve = nil, 0
