@@ -40,12 +40,8 @@ func (f *refusal) failsAtOnce(ctx context.Context, r Request) error {
 	if f == nil {
 		return nil
 	}
-	left := time.Until(f.at)
-	if left <= 0 {
-		return nil
-	}
 	deadline, _ := ctx.Deadline()
-	if f.v.fails(r, deadline, f.at) {
+	if left := time.Until(f.at); left > 0 && f.v.fails(r, deadline, f.at) {
 		return &LimitError{Key: r.Key, Reason: f.v.reason, RetryAfter: left}
 	}
 	return nil

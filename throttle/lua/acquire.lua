@@ -222,11 +222,10 @@ if blk > 0 then
 end
 if proc ~= '' then
   redis.call('ZREM', KEYS[3], proc)
-  if requeue then -- served, with more waiters: it queues again, at the back
-    enqueue()
-  end
 end
 local others = redis.call('ZCARD', KEYS[3])
-if proc ~= '' and requeue then others = others - 1 end
+if proc ~= '' and requeue then -- served, with more waiters: it queues again, at the back
+  enqueue()
+end
 return answer({expires = expires, n = n, blk = blk, block_at = blk > 0 and now + block_in or 0,
   others = others > 0 and 1 or 0})
