@@ -1,7 +1,7 @@
 -- acquire: check and take a concurrency slot, every rate window and the
--- cooldown of one throttle key, on the server's clock (now, unix ms, from
--- prelude.lua, as buckets); for a batch, as many leases as fit. slide and
--- opening (the rate windows) come from window.lua, R (the reasons) from
+-- cooldown of one throttle key, on the server's clock; for a batch, as many
+-- leases as fit. now (unix ms) and buckets come from prelude.lua, slide and
+-- opening (the rate windows) from window.lua, R (the reasons) from
 -- acquireSource.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
