@@ -161,20 +161,13 @@ type Redis struct {
 	proc       string // this backend's id among the waiting processes
 	channel    string // broadcast: cooldowns, to every process
 	wakePrefix string // wake-ups: wakePrefix + proc reaches this process only
-	// grants: a hand-over that yields to another process grants it the
-	// slot in its script. Not on a Cluster, where a script's PUBLISH counts
-	// only the listeners on its own node, so that a grant could reach a
-	// process the script took for gone (and served its own waiter with the
-	// same lease): there the hand-over frees the slot and wakes the other
-	// process.
-	grants    bool
-	acquire   *script
-	release   *script
-	extend    *script
-	cooldown  *script
-	pass      *script
-	restoreSc *script
-	members   *script
+	acquire    *script
+	release    *script
+	extend     *script
+	cooldown   *script
+	pass       *script
+	restoreSc  *script
+	members    *script
 	// memberLines: the waiters of requests with Members (members.go)
 	memberLines memberLines
 	swapLimit   *script
@@ -251,7 +244,6 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 	}
 	b := &Redis{
 		rdb:        rdb,
-		grants:     !rdb.Cluster(),
 		opt:        opt,
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",

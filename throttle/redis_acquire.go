@@ -296,7 +296,7 @@ const reasonYielded Reason = 4
 // errClosed is what a waiter gets when the backend is closed under it.
 func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 
-// accept takes what a Release or another process's grant handed w: a
+// accept takes what a Release of this process handed w: a
 // lease, or a zero Lease when it got none. ok: l serves w. A lease w can no
 // longer use (ctx ended) is given back.
 func (b *Redis) accept(ctx context.Context, l Lease, w *rwaiter) (_ Lease, ok bool, _ error) {

@@ -8,12 +8,11 @@ package throttle
 const maxBatch = 64
 
 // claimBatch claims, for the ask of w (the head of key's line, or the
-// waiter a hand-over serves), the other waiters
-// that a lease granted under r's limits serves (free, not asking
-// themselves), when the key's last answer was no refusal for want of a
-// slot: a key whose slots are all taken frees one at a time.
-// more (other waiters queue) becomes whether some waiter is left beyond
-// the batch.
+// waiter a hand-over serves), the other waiters that a lease granted under
+// r's limits serves (available, with the same limits), unless the key's last
+// answer was a refusal for want of a slot: a key whose slots are all taken
+// frees one at a time. more (other waiters queue) becomes whether some
+// waiter is left beyond the batch.
 func (b *Redis) claimBatch(key string, w *rwaiter, r Request, more bool) (batch []*rwaiter, _ bool) {
 	if !more {
 		return nil, more

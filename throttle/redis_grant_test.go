@@ -1,14 +1,12 @@
 package throttle
 
-// Grants across processes sharing a key: processes take turns, a hand-over
-// that yields grants another process the slot in its own round trip, past
-// processes gone, and a slot nobody can use goes back; and the parsing of a
-// grant message.
+// Processes sharing a key: they take turns, a hand-over yields to a process
+// that has waited longer (past processes gone), and a process woken for a
+// key it no longer waits on passes the wake-up on.
 
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,17 +135,16 @@ func takeTurns(ctx context.Context, t *testing.T, bs [2]*Redis, workers [2]int, 
 	return grants
 }
 
-// A hand-over that yields to a process that has waited longer grants that
-// process the slot in its own round trip: the other process's waiter starts
-// without asking Redis again, and the yielding process stays queued, its
-// waiter served by the next release.
-func TestRedisGrantsAcrossProcesses(t *testing.T) {
+// A hand-over that yields to a process that has waited longer frees the
+// slot and wakes that process, which asks for it itself; the yielding
+// process stays queued, its waiter served by the next release.
+func TestRedisHandOverYieldsToProcess(t *testing.T) {
 	t.Parallel()
 	bs, gs := gatedBackends(t, 2)
 	a, b := bs[0], bs[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := Request{Key: "grant", Concurrency: 1, TTL: 30 * time.Second,
+	r := Request{Key: "yield", Concurrency: 1, TTL: 30 * time.Second,
 		Windows: []Window{{Limit: 1000, Period: time.Minute}}}
 	h, err := a.TryAcquire(ctx, r)
 	if err != nil {
@@ -169,10 +166,23 @@ func TestRedisGrantsAcrossProcesses(t *testing.T) {
 	if got.err != nil {
 		t.Fatalf("b: %v", got.err)
 	}
-	checkGrantServed(t, a, gs, bAsks, aw, r.Key)
-	// b has no other waiter: it leaves the queue (after handing the lease to
-	// its waiter, so this may take a moment); a stays queued.
-	waitProcsQueued(t, a, r.Key, []string{a.proc})
+	if asks, _ := gs[1].counts(); asks <= bAsks {
+		t.Fatal("b was served without asking Redis")
+	}
+	if _, handovers := gs[0].counts(); handovers != 1 {
+		t.Fatalf("a: %d hand-overs, want 1", handovers)
+	}
+	select {
+	case res := <-aw:
+		t.Fatalf("a's waiter got %+v while b holds the only slot", res)
+	default:
+	}
+	if n := holders(t, a, r.Key); n != 1 {
+		t.Fatalf("%d leases held, want 1", n)
+	}
+	if got, want := waitingProcs(t, a, r.Key), []string{a.proc}; !slices.Equal(got, want) {
+		t.Fatalf("waiting processes %v, want %v", got, want)
+	}
 
 	if err := b.Release(ctx, got.l); err != nil { // wakes a
 		t.Fatalf("Release: %v", err)
@@ -192,47 +202,10 @@ func TestRedisGrantsAcrossProcesses(t *testing.T) {
 	}
 }
 
-// checkGrantServed checks that a's hand-over granted b (gs[1]) the slot of
-// key without b asking Redis again after bAsks asks, and that a's waiter aw
-// is still waiting.
-func checkGrantServed(t *testing.T, a *Redis, gs []*acquireGate, bAsks int, aw <-chan acquired, key string) {
-	t.Helper()
-	if asks, _ := gs[1].counts(); asks != bAsks {
-		t.Fatalf("b asked Redis %d more times; the grant should have served it", asks-bAsks)
-	}
-	if _, handovers := gs[0].counts(); handovers != 1 {
-		t.Fatalf("a: %d hand-overs, want 1", handovers)
-	}
-	select {
-	case res := <-aw:
-		t.Fatalf("a's waiter got %+v while b holds the only slot", res)
-	default:
-	}
-	if n := holders(t, a, key); n != 1 {
-		t.Fatalf("%d leases held, want 1", n)
-	}
-}
-
-// waitProcsQueued waits, bounded, until the processes queued in Redis for
-// key are want.
-func waitProcsQueued(t *testing.T, b *Redis, key string, want []string) {
-	t.Helper()
-	for i := 0; ; i++ {
-		got := waitingProcs(t, b, key)
-		if slices.Equal(got, want) {
-			break
-		}
-		if i == 5000 {
-			t.Fatalf("waiting processes %v, want %v", got, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// A grant goes past queued processes that no longer listen (a process that
-// died): each is dropped from the queue, and with nobody else waiting the
-// releasing process's own waiter gets the slot.
-func TestRedisGrantSkipsProcessesGone(t *testing.T) {
+// A hand-over that yields to queued processes that no longer listen (a
+// process that died) wakes nobody; the releasing process's own waiter
+// still gets the slot, asking for it once its wait ends.
+func TestRedisYieldPastProcessesGone(t *testing.T) {
 	t.Parallel()
 	a, g := gatedBackend(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -258,9 +231,6 @@ func TestRedisGrantSkipsProcessesGone(t *testing.T) {
 	if _, handovers := g.counts(); handovers != 1 {
 		t.Fatalf("%d hand-overs, want 1", handovers)
 	}
-	if ps := waitingProcs(t, a, r.Key); len(ps) != 0 {
-		t.Fatalf("still queued: %v", ps)
-	}
 	if err := a.Release(ctx, res.l); err != nil {
 		t.Fatal(err)
 	}
@@ -269,133 +239,45 @@ func TestRedisGrantSkipsProcessesGone(t *testing.T) {
 	}
 }
 
-// A process granted a slot it cannot use gives it back, its window count
-// refunded, and the slot goes on: here b is queued with no waiter left (its
-// waiter left without taking a turn), and then with a waiter whose limits
-// differ from those the slot was granted under.
-func TestRedisGrantNobodyCanUseGoesBack(t *testing.T) {
+// A process woken for a key that none of its waiters waits on any more (b,
+// queued, its waiter gone without taking its turn) passes the wake-up on
+// to the next process, whose waiter then takes the slot.
+func TestRedisWokenProcessPassesOn(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name     string
-		bWaiter  bool // b has a waiter, with other limits than a's
-		wantCnts int  // acquisitions the window counts at the end
-	}{
-		{"no waiter", false, 2},
-		{"other limits", true, 3},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			bs, _ := gatedBackends(t, 2)
-			a, b := bs[0], bs[1]
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			r := Request{Key: "unusable", Concurrency: 1, TTL: 30 * time.Second,
-				Windows: []Window{{Limit: 1000, Period: time.Minute}}}
-			h, err := a.TryAcquire(ctx, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bw := queueUnusable(ctx, t, b, r, tc.bWaiter)
-			aw := acquireAsync(ctx, a, r)
-			headRefused(t, a, r.Key)
-
-			if err := a.Release(ctx, h); err != nil { // grants b, which gives back
-				t.Fatalf("Release: %v", err)
-			}
-			res := <-aw // woken by b's give-back
-			if res.err != nil {
-				t.Fatalf("a: %v", res.err)
-			}
-			if err := a.Release(ctx, res.l); err != nil {
-				t.Fatal(err)
-			}
-			if bw != nil {
-				releaseUnusableWaiter(ctx, t, b, bw)
-			}
-			if n := holders(t, a, r.Key); n != 0 {
-				t.Fatalf("%d leases left", n)
-			}
-			if n := windowTotal(t, a, r, time.Minute); n != tc.wantCnts {
-				t.Fatalf("the window counts %d acquisitions, want %d (the grant given back refunded)", n, tc.wantCnts)
-			}
-		})
-	}
-}
-
-// queueUnusable queues process b for r's key: with a waiter whose limits
-// differ from r's (returned), or, without one, as a process whose waiter
-// left without taking its turn (nil returned).
-func queueUnusable(ctx context.Context, t *testing.T, b *Redis, r Request, withWaiter bool) <-chan acquired {
-	t.Helper()
-	if !withWaiter {
-		if err := client(b).ZAdd(ctx, b.names(r.Key, nil).waiting, redis.Z{Score: 1, Member: b.proc}).Err(); err != nil {
-			t.Fatal(err)
-		}
-		return nil
-	}
-	rb := r
-	rb.Windows = []Window{{Limit: 999, Period: time.Minute}}
-	bw := acquireAsync(ctx, b, rb)
-	headRefused(t, b, r.Key)
-	return bw
-}
-
-// releaseUnusableWaiter waits for b's waiter bw and releases its lease.
-func releaseUnusableWaiter(ctx context.Context, t *testing.T, b *Redis, bw <-chan acquired) {
-	t.Helper()
-	got := <-bw
-	if got.err != nil {
-		t.Fatalf("b: %v", got.err)
-	}
-	if err := b.Release(ctx, got.l); err != nil {
+	bs, gs := gatedBackends(t, 2)
+	a, b := bs[0], bs[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := Request{Key: "passon", Concurrency: 1, TTL: 30 * time.Second,
+		Windows: []Window{{Limit: 1000, Period: time.Minute}}}
+	h, err := a.TryAcquire(ctx, r)
+	if err != nil {
 		t.Fatal(err)
 	}
-}
+	if err := client(b).ZAdd(ctx, b.names(r.Key, nil).waiting, redis.Z{Score: 1, Member: b.proc}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	aw := acquireAsync(ctx, a, r)
+	headRefused(t, a, r.Key)
+	bScripts := gs[1].scriptCount()
 
-func FuzzParseGrant(f *testing.F) {
-	f.Add("{corp}/cgi-bin/externalcontact/mark_tag\n0a1b2c\n1700000000000\n1700000015000\n5\n15000\n10000\n60000\n150000\n3600000")
-	f.Add("key\nid\n1\n2\n1\n1")
-	f.Add("key\nid")
-	f.Add("\n\n\n")
-	f.Add("{corp}/cgi-bin/externalcontact/mark_tag\n0a1b2c\n1700000000000\n1700000015000\n5\n15000\n1\n10000\n60000\nw\n{corp}@customer-edit|u1|c1\n0a1b2c.1\n1\n60000")
-	f.Add("key\nid\n1\n2\n1\n1\n1\nw\nw\nid.1\n1\n1\nx\nid.2\n2\n5")
-	f.Add("key\nid\n1\n2\n1\n1\n1\nw\nkey\nid.1\n1")
-	f.Fuzz(func(t *testing.T, msg string) {
-		g, err := parseGrant(msg)
-		if err != nil {
-			return
-		}
-		if err := g.req.Validate(); err != nil {
-			t.Fatalf("%q parsed to an invalid request: %v", msg, err)
-		}
-		if g.lease.Key != g.req.Key || g.lease.ID == "" || !g.lease.HoldsSlot() || g.lease.Expires.Before(g.lease.Granted) || len(g.lease.With) > 0 {
-			t.Fatalf("%q parsed to lease %+v", msg, g.lease)
-		}
-		if g.req.Concurrency <= 0 || strings.Contains(g.req.Key, "\n") || len(g.req.With) > 0 {
-			t.Fatalf("%q parsed to %+v", msg, g.req)
-		}
-	})
-}
-
-// TestRedisMalformedGrantReleased: a grant that does not parse still
-// releases the slot it names: one missing a window's period, and one with
-// the With section an earlier version sent.
-func TestRedisMalformedGrantReleased(t *testing.T) {
-	t.Parallel()
-	for _, tail := range []string{"\n10000", "\n10000\n60000\nw\n{corp}@l\nid.1\n1\n60000"} {
-		bs, _ := gatedBackends(t, 2)
-		a, b := bs[0], bs[1]
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		l := mustTake(t, a, Request{Key: "{corp}/m", Concurrency: 1, TTL: time.Minute})
-		msg := l.Key + "\n" + l.ID + "\n1000\n61000\n1\n60000\n1" + tail
-		if err := client(a).Publish(ctx, b.wakePrefix+b.proc, msg).Err(); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; holders(t, a, l.Key) > 0; i++ {
-			if i == 5000 {
-				t.Fatalf("the slot a malformed grant (%q) names is still held", tail)
-			}
-			time.Sleep(time.Millisecond)
-		}
+	if err := a.Release(ctx, h); err != nil { // yields to b, which passes on
+		t.Fatalf("Release: %v", err)
+	}
+	res := <-aw
+	if res.err != nil {
+		t.Fatalf("a: %v", res.err)
+	}
+	if n := gs[1].scriptCount(); n == bScripts {
+		t.Fatal("b ran no script: it did not pass the wake-up on")
+	}
+	if err := a.Release(ctx, res.l); err != nil {
+		t.Fatal(err)
+	}
+	if n := holders(t, a, r.Key); n != 0 {
+		t.Fatalf("%d leases left", n)
+	}
+	if n := windowTotal(t, a, r, time.Minute); n != 2 {
+		t.Fatalf("the window counts %d acquisitions, want 2", n)
 	}
 }

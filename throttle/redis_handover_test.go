@@ -3,7 +3,7 @@ package throttle
 // Hand-overs inside one process, tested with a view of the local queue (so
 // that "the waiter has queued" is a state, not a sleep) and a go-redis hook
 // that holds a head's own round trip while a Release runs. The helpers here
-// serve the tests of grants across processes (redis_grant_test.go) too.
+// serve the tests across processes (redis_grant_test.go) too.
 
 import (
 	"context"
@@ -90,6 +90,12 @@ func (g *acquireGate) counts() (asks, handovers int) {
 	return g.asks, g.handovers
 }
 
+func (g *acquireGate) scriptCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.scripts
+}
+
 // gatedBackend returns a Redis backend whose client carries a gate on the
 // acquire script, under a fresh prefix.
 func gatedBackend(t *testing.T) (*Redis, *acquireGate) {
@@ -124,12 +130,12 @@ func gatedBackends(t *testing.T, n int) ([]*Redis, []*acquireGate) {
 		bs, gs = append(bs, b), append(gs, g)
 	}
 	for _, b := range bs {
-		subscribed(t, b) // so that a grant published to it reaches it
+		subscribed(t, b) // so that a wake-up published to it reaches it
 	}
 	return bs, gs
 }
 
-// subscribed waits until b's subscription is in place, so that a grant
+// subscribed waits until b's subscription is in place, so that a wake-up
 // published to it reaches it.
 func subscribed(t *testing.T, b *Redis) {
 	t.Helper()

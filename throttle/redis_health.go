@@ -158,7 +158,7 @@ func (b *Redis) settled() bool {
 // pinged, and, twice over, deemed broken.
 const listenIdle = time.Second
 
-// listen reads the subscription (cooldown notices, wake-ups and grants for
+// listen reads the subscription (cooldown notices and wake-ups for
 // this process) and dispatches what arrives, while Redis is known up and no
 // probe runs. When the subscription breaks, or stays silent after a PING, it
 // is dropped and a probe decides whether Redis is down; the probe makes a new

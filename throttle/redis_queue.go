@@ -40,13 +40,8 @@ func (f *refusal) failsAtOnce(ctx context.Context, r Request) error {
 	if f == nil {
 		return nil
 	}
-	now := time.Now()
-	left := f.at.Sub(now)
-	if left <= 0 {
-		return nil
-	}
 	deadline, _ := ctx.Deadline()
-	if f.v.fails(r, deadline, f.at) {
+	if left := time.Until(f.at); left > 0 && f.v.fails(r, deadline, f.at) {
 		return &LimitError{Key: r.Key, Reason: f.v.reason, RetryAfter: left}
 	}
 	return nil
@@ -69,18 +64,15 @@ type rwaiter struct {
 	busy    bool // the head is in a round trip of its own
 	claimed bool // a Release is getting a slot for it; one message on slot follows
 	gone    bool // it left the queue
-	// yielded: its hand-over granted the slot to another process and queued
+	// yielded: its hand-over left the slot to another process and queued
 	// this one, so it waits for its turn without asking first.
 	yielded bool
 }
 
-// available reports whether w may be handed a slot now: it is free and not
-// asking Redis itself. The caller holds Redis.mu.
-func (w *rwaiter) available() bool { return !w.busy && w.free() }
-
-// free reports whether a lease may be sent to w: nothing is claimed for it or
-// waits in its slot, and it has not left. The caller holds Redis.mu.
-func (w *rwaiter) free() bool { return !w.claimed && !w.gone && len(w.slot) == 0 }
+// available reports whether w may be handed a slot now: it is not asking
+// Redis itself, nothing is claimed for it or waits in its slot, and it has
+// not left. The caller holds Redis.mu.
+func (w *rwaiter) available() bool { return !w.busy && !w.claimed && !w.gone && len(w.slot) == 0 }
 
 // available returns the first waiter of k (nil: none) in arrival order
 // that is available. The caller holds Redis.mu.
@@ -96,31 +88,9 @@ func (k *rkey) available() *rwaiter {
 	return nil
 }
 
-// waiterFor returns the waiter of k that a lease granted under r's limits
-// goes to, among the free ones with those limits (compared as capped makes
-// them, by the learned limits), in arrival order: one that is available
-// before one that is asking Redis itself (only with busyToo). Nil if none.
-// The caller holds Redis.mu.
-func (k *rkey) waiterFor(r Request, busyToo bool, capped func(Request) Request) *rwaiter {
-	var asking *rwaiter
-	limits := capped(r)
-	for x := range k.waiters.all() {
-		if !x.free() || !sameLimits(capped(x.req), limits) || x.busy && !busyToo {
-			continue
-		}
-		if !x.busy {
-			return x
-		}
-		if asking == nil {
-			asking = x
-		}
-	}
-	return asking
-}
-
 // sameLimits reports whether a lease granted for a may serve b: the same
 // concurrency, lease TTL and windows, as the Redis backend counts them (in
-// whole milliseconds, so that a grant parsed from Redis compares too).
+// whole milliseconds).
 func sameLimits(a, b Request) bool {
 	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
 	if a.Concurrency != b.Concurrency || ms(a.LeaseTTL()) != ms(b.LeaseTTL()) || len(a.Windows) != len(b.Windows) || a.units() != b.units() {

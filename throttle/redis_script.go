@@ -12,27 +12,16 @@ import (
 	"time"
 )
 
-// acquireArgs is one run of the acquire script.
+// acquireArgs is one run of the acquire script, whose ARGV (script) is
+// described in lua/acquire.lua.
 type acquireArgs struct {
-	r Request // what to take, without With slots (taken apart)
-	// take: take what r asks for if it is free; false only checks.
-	take bool
-	// batch: with take, up to this many more leases on the same terms for
-	// other waiters of this process (no hand-over), as many as the limits
-	// allow.
-	batch int
-	// queue: the head of a local line asks; refused a slot, this process
-	// queues in Redis for a wake-up.
-	queue bool
-	// release: a hand-over: this process's lease to release first (its With
-	// leases released apart). Zero: none.
-	release Lease
-	// requeue: granted, this process stays queued, at the back, for its
-	// other waiters.
-	requeue bool
-	// block: with a grant, window units to take ahead for the local
-	// hand-overs that follow (see block).
-	block int
+	r       Request // what to take, without With slots (taken apart)
+	take    bool    // take r; false only checks (want)
+	batch   int     // with take, leases for other waiters besides (want)
+	queue   bool    // a local line's head asks: queue when refused (proc)
+	release Lease   // a hand-over: the lease to release first (release_id)
+	requeue bool    // with a grant, stay queued at the back (requeue)
+	block   int     // window units to take ahead (block, see blockFor)
 }
 
 // acquireResult is what one run of the acquire script answered.
@@ -41,8 +30,7 @@ type acquireResult struct {
 	extra []Lease // the batch's leases granted besides, up to acquireArgs.batch
 	v     verdict // the grant, or the refusal and when it may end
 	now   time.Time
-	// held: the lease released (acquireArgs.release) still held its slot.
-	held bool
+	held  bool // the lease released (acquireArgs.release) still held its slot
 }
 
 // reasonStale is the acquire script's answer to a request it ran after
@@ -134,16 +122,19 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 		proc = b.proc
 	}
 	conc = b.capped(r).Concurrency
-	want := 0
+	want, requeue := 0, 0
 	if a.take {
 		want = 1 + a.batch
+	}
+	if a.requeue {
+		requeue = 1
 	}
 	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
 	args = acquireArgv{
 		leaseID: id, conc: conc, ttl: r.LeaseTTL().Milliseconds(), want: want, proc: proc,
-		releaseID: redisID(a.release.ID), wakePrefix: b.wakePrefix, key: r.Key, requeue: flag(a.requeue),
+		releaseID: redisID(a.release.ID), wakePrefix: b.wakePrefix, key: r.Key, requeue: requeue,
 		knownEpoch: epoch, weight: r.units(), block: a.block, blockIn: blockSpan(r.Windows).Milliseconds(),
-		channel: b.channel, grants: flag(b.grants), ref: ref, maxAge: maxAge,
+		channel: b.channel, ref: ref, maxAge: maxAge,
 	}.list()
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
@@ -165,22 +156,13 @@ type acquireArgv struct {
 	weight, block   int
 	blockIn         int64
 	channel         string
-	grants          int
 	ref, maxAge     int64
 }
 
 // list returns a's fields in ARGV order.
 func (a acquireArgv) list() []any {
 	return []any{a.leaseID, a.conc, a.ttl, a.want, a.proc, a.releaseID, a.wakePrefix, a.key, a.requeue,
-		a.knownEpoch, a.weight, a.block, a.blockIn, a.channel, a.grants, a.ref, a.maxAge}
-}
-
-// flag is a boolean as the scripts take it.
-func flag(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+		a.knownEpoch, a.weight, a.block, a.blockIn, a.channel, a.ref, a.maxAge}
 }
 
 // attemptOnce runs the acquire script once (see attempt).
@@ -205,9 +187,11 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	if ans.epoch != "" && ans.reason != reasonLost {
 		b.ledger.learn(r.Key, ans.epoch)
 	}
-	out := acquireResult{held: ans.held}
-	if ans.reason == 0 {
-		l := Lease{Key: r.Key, ID: id, Granted: time.UnixMilli(ans.now)}
+	out := acquireResult{held: ans.held, v: verdict{ok: ans.reason == 0, reason: ans.reason}, now: time.UnixMilli(ans.now)}
+	b.ledger.add(r.Key, r.Windows, ans.now, r.units()*ans.n, ans.fills) // n: 0 for a refusal or a check
+	switch {
+	case out.v.ok:
+		l := Lease{Key: r.Key, ID: id, Granted: out.now}
 		if ans.expires > 0 {
 			l.Expires, l.Concurrency = time.UnixMilli(ans.expires), conc
 		}
@@ -216,7 +200,6 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 			e.ID = id + "+" + strconv.Itoa(j)
 			out.extra = append(out.extra, e)
 		}
-		b.ledger.add(r.Key, r.Windows, ans.now, r.units()*ans.n, ans.fills) // none for a check
 		if ans.n > 0 {
 			b.hold(era, l)
 			b.hold(era, out.extra...)
@@ -225,25 +208,19 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		if ans.blk > 0 && ans.blockAt > 0 {
 			b.addBlock(r, ans.blk, ans.blockAt, sent.Add(blockSpan(r.Windows)))
 		}
-		out.lease, out.v, out.now = l, verdict{ok: true}, l.Granted
-		return out, nil
-	}
-	out.v, out.now = verdict{reason: ans.reason}, time.UnixMilli(ans.now)
-	if out.v.reason == reasonYielded {
+		out.lease = l
+	case ans.reason == reasonYielded:
 		b.noteContended(r.Key, true, sent)
-	}
-	b.ledger.add(r.Key, r.Windows, ans.now, 0, ans.fills)
-	if ans.at > 0 {
+	case ans.at > 0:
 		out.v.at = time.UnixMilli(ans.at)
-		if out.v.reason == ReasonCooldown {
+		if ans.reason == ReasonCooldown {
 			b.ledger.cooldown(r.Key, ans.at)
 		}
 	}
 	return out, nil
 }
 
-// answer is the acquire script's answer, field for field in this order
-// (see lua/acquire.lua, Returns).
+// answer is the acquire script's answer, field for field in this order.
 type answer struct {
 	reason  Reason // 0: granted
 	now, at int64  // unix ms; at: when the refusing limit frees up (0: unknown)
@@ -253,7 +230,9 @@ type answer struct {
 	blockAt int64  // where the block counts, unix ms
 	others  bool   // another process waits for a slot
 	epoch   string // the key's epoch, when the process did not know it
-	fills   []int64
+	// fills: per window, what it counted (buckets and reserve) and took,
+	// once the script read the windows (see restore.lua)
+	fills []int64
 }
 
 // parseAnswer reads the acquire script's answer (see answer).
@@ -264,27 +243,26 @@ func parseAnswer(raw []any) (answer, error) {
 	if len(raw) != 11 {
 		return bad()
 	}
-	var v [9]int64
-	for i := range v {
-		n, ok := raw[i].(int64)
+	epoch, ok := raw[9].(string)
+	fs, ok2 := raw[10].([]any)
+	if !ok || !ok2 {
+		return bad()
+	}
+	var v []int64 // the nine numbers, then the fills
+	for _, x := range append(raw[:9:9], fs...) {
+		n, ok := x.(int64)
 		if !ok || n < 0 {
 			return bad()
 		}
-		v[i] = n
+		v = append(v, n)
 	}
-	epoch, ok := raw[9].(string)
-	fs, ok2 := raw[10].([]any)
-	if !ok || !ok2 || v[3] > 1 || v[8] > 1 || v[0] == 0 && v[1] == 0 {
+	if v[3] > 1 || v[8] > 1 || v[0] == 0 && v[1] == 0 {
 		return bad()
 	}
 	a := answer{reason: Reason(v[0]), now: v[1], at: v[2], held: v[3] == 1, expires: v[4], n: int(v[5]),
 		blk: int(v[6]), blockAt: v[7], others: v[8] == 1, epoch: epoch}
-	for _, f := range fs {
-		n, ok := f.(int64)
-		if !ok || n < 0 {
-			return bad()
-		}
-		a.fills = append(a.fills, n)
+	if len(fs) > 0 {
+		a.fills = v[9:]
 	}
 	return a, nil
 }

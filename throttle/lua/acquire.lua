@@ -1,6 +1,8 @@
 -- acquire: check and take a concurrency slot, every rate window and the
--- cooldown of one throttle key, on the server's clock; for a batch, as
--- many leases as fit.
+-- cooldown of one throttle key, on the server's clock; for a batch, as many
+-- leases as fit. now (unix ms) and buckets come from prelude.lua, slide and
+-- opening (the rate windows) from window.lua, R (the reasons) from
+-- acquireSource.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
@@ -10,92 +12,46 @@
 --           neither read nor made
 -- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
 --
--- ARGV, in the order of acquireArgv's fields (redis_script.go):
--- [1]  lease_id: the lease id
--- [2]  conc: concurrency (0: no concurrency limit, no slot taken)
--- [3]  ttl: lease TTL (ms)
--- [4]  want: how many leases to take, up to (0: only check). More than one
---      (a batch for the waiters of a process) grants as many as the limits
---      allow, at least one: lease_id, then lease_id .. '+' .. j for j = 2,
---      3... A hand-over that yields grants one.
--- [5]  proc: process id, queued on KEYS[3] when refused a slot ('' : do not
---      queue)
--- [6]  release_id: a lease of this process to release first ('' : none): a
---      hand-over. Its slot goes to this acquisition, unless another process
---      has waited longer: then this one yields, queued if it was not, and
---      the slot is granted to that process directly (see yield_to).
--- [7]  wake_prefix: wake-up channel prefix: a process listens on prefix ..
---      its id
--- [8]  throttle_key: the throttle key, the wake-up message
--- [9]  requeue: granted, the process (proc) leaves the waiting queue (0)
---      or, more of its waiters waiting, goes to its back (1)
--- [10] known_epoch: the epoch the process knows for this key ('' : none)
--- [11] weight: the units the acquisition counts in every window
--- [12] block: window units to take ahead besides a grant (0: none), as many
---      as every window admits after it: counted in the bucket of now +
---      block_in, so that the process may start calls from them until
---      block_in after it sent this request
--- [13] block_in: see block (ms)
--- [14] channel: the broadcast channel: a process newly queued for a slot
---      says so there ('\n' .. proc .. '\n' .. the throttle key), so that
---      the processes handing slots on locally give them up
--- [15] grants: 1 if a yielding hand-over grants the slot to the process it
---      yields to (see yield_to); 0 on a Redis Cluster, where a PUBLISH in a
---      script counts only the listeners on its own node, so that the
---      script cannot tell a process that is gone from one listening
---      elsewhere: there it frees the slot and wakes the process instead,
---      which asks for it, and this one waits its turn
--- [16] ref: a time the server answered the process lately (unix ms; 0:
---      none yet)
--- [17] max_age: how long after ref the process gives up on this request
---      (ms): the time since ref by its monotonic clock plus its round
---      trip's timeout. A request run later (it waited in a socket while
---      Redis hung: SIGSTOP, a slow fork) takes nothing and answers 8: a
---      grant would hold a slot nobody uses until its TTL. Only its
---      hand-over's release is made.
--- [18..] per window, in KEYS order: limit, period (ms)
---
--- Returns, in the order of the Go type answer (redis_script.go):
--- {reason, now, at, held, expires, n, blk, block_at, others, epoch, fills}
---   reason   0: granted n leases (n 0 when only checking); else refused:
---            R.concurrency, R.rate, R.cooldown, R.reserve (rate, only for a
---            reserve after a loss, see window.lua), R.stale (run after its
---            sender gave up), R.yielded (a hand-over yielded to another
---            process: granted it the slot, or woke it), R.lost (the epoch is
---            not the one the process knew: Redis lost the key's state).
---            R holds the Go constants (acquireSource).
---   at       refused: when that limit frees up (0: unknown)
---   held     1 if the released lease (release_id) still held its slot
---   expires  granted: the lease's expiry (0: no slot)
---   blk      granted: the units taken ahead, counted at block_at (see block)
---   others   granted: 1 if another process waits for a slot
---   epoch    the key's epoch when it is not known_epoch, else ''
---   fills    per window, what it counted (its buckets and reserve) and took,
---            once the script read the windows (see restore.lua); else empty
--- All times are unix milliseconds from TIME: every client agrees on them.
---
--- now (unix ms, the server's clock) and buckets (per rate window) come from
--- the prelude (prelude.lua), R (the reasons) from acquireSource, slide and opening (the rate windows, described
--- there) from window.lua.
+-- ARGV, in the order of acquireArgv's fields (redis_script.go), then per
+-- window, in KEYS order, its limit and period (ms):
 local lease_id = ARGV[1]
-local conc = tonumber(ARGV[2])
-local ttl = tonumber(ARGV[3])
+local conc = tonumber(ARGV[2]) -- concurrency (0: no limit, no slot taken)
+local ttl = tonumber(ARGV[3]) -- lease TTL (ms)
+-- want: how many leases to take, up to (0: only check); more than one (a
+-- batch for a process's waiters) grants as many as fit, at least one
 local want = tonumber(ARGV[4])
-local taking = want > 0
-local proc = ARGV[5]
+local proc = ARGV[5] -- process id, queued on KEYS[3] when refused a slot ('': not)
+-- release_id: a lease of this process to release first ('': none), a
+-- hand-over. Its slot goes to this acquisition, unless another process has
+-- waited longer: then this one yields: it wakes that process, which asks
+-- for the slot, and waits its turn, queued if it was not.
 local release_id = ARGV[6]
-local wake_prefix = ARGV[7]
-local throttle_key = ARGV[8]
+-- wake_prefix: a process listens for wake-ups on wake_prefix .. its id; the
+-- message is throttle_key
+local wake_prefix, throttle_key = ARGV[7], ARGV[8]
+-- requeue: granted, the process (proc) leaves the waiting queue (0) or,
+-- more of its waiters waiting, goes to its back (1)
 local requeue = ARGV[9] == '1'
-local known_epoch = ARGV[10]
-local weight = tonumber(ARGV[11])
-local block, block_in, channel = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
-local grants = ARGV[15] == '1'
-local ref, max_age = tonumber(ARGV[16]), tonumber(ARGV[17])
+local known_epoch = ARGV[10] -- the epoch the process knows ('': none)
+local weight = tonumber(ARGV[11]) -- the units it counts in every window
+-- block: window units to take ahead besides a grant (0: none), as many as
+-- every window admits after it: counted in the bucket of now + block_in
+-- (ms), so that the process may start calls from them until block_in after
+-- it sent this request
+local block, block_in = tonumber(ARGV[12]), tonumber(ARGV[13])
+-- channel: the broadcast channel: a process newly queued for a slot says so
+-- there ('\n' .. proc .. '\n' .. throttle_key), so that the processes
+-- handing slots on locally give them up
+local channel = ARGV[14]
+-- ref: a time the server answered the process lately (unix ms; 0: none
+-- yet); max_age: how long after ref (ms) the process gives up on this
+-- request. One run later (REDIS.md, Redis that hangs) takes nothing but its
+-- hand-over's release, and answers R.stale.
+local ref, max_age = tonumber(ARGV[15]), tonumber(ARGV[16])
 local nw = #KEYS - 4
 -- the limit and period of window i (KEYS[4 + i])
-local function limit_of(i) return tonumber(ARGV[16 + 2 * i]) end
-local function period_of(i) return tonumber(ARGV[17 + 2 * i]) end
+local function limit_of(i) return tonumber(ARGV[15 + 2 * i]) end
+local function period_of(i) return tonumber(ARGV[16 + 2 * i]) end
 
 -- wake the process that has waited longest for a slot
 local function wake()
@@ -105,23 +61,36 @@ local function wake()
   end
 end
 
+-- enqueue queues proc for a wake-up, keeping its first arrival; 1 if it
+-- was not queued
+local function enqueue()
+  local added = redis.call('ZADD', KEYS[3], 'NX', now, proc)
+  redis.call('PEXPIRE', KEYS[3], ttl + 10000)
+  return added
+end
+
 local held = 0
 local tell = '' -- the epoch, when the process did not know it
--- fills: per window, what it counted (its buckets and reserve) when this
--- script read it, and took (a grant), so that every process knows what the
--- fleet had taken (see restore.lua); none before the windows are read
-local fills = {}
--- answer returns the script's reply from a's named fields (see Returns).
+local fills = {} -- per window, what it counted and took (see answer.fills)
+-- answer returns the reply, the fields of the Go type answer
+-- (redis_script.go) in its order, from a's; reason 0 is a grant, else one
+-- of R, the Go constants, described there.
 local function answer(a)
   return {a.reason or 0, now, a.at or 0, held, a.expires or 0, a.n or 0, a.blk or 0, a.block_at or 0,
     a.others or 0, tell, fills}
 end
 
+-- a hand-over releases its lease first, whatever the answer
+local handover = release_id ~= ''
+if handover or conc > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) -- expired leases
+end
+if handover then
+  held = redis.call('ZREM', KEYS[1], release_id) -- 1 only if not expired
+end
+
 if ref > 0 and now > ref + max_age then -- given up by its sender (see max_age)
-  if release_id ~= '' then
-    held = redis.call('ZREM', KEYS[1], release_id)
-    wake()
-  end
+  if handover then wake() end
   return answer({reason = R.stale})
 end
 
@@ -144,32 +113,19 @@ if nw > 0 then
   if ep ~= known_epoch then
     tell = ep
     if known_epoch ~= '' then
-      if release_id ~= '' then
-        held = redis.call('ZREM', KEYS[1], release_id)
-      end
       return answer({reason = R.lost})
     end
   end
 end
-local swept = false -- expired leases already dropped from KEYS[1]
-local handover = release_id ~= ''
--- yield: another process has waited longer for the slot a hand-over frees
-local yield = false
-if handover then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  swept = true
-  held = redis.call('ZREM', KEYS[1], release_id) -- 1 only if not expired
+if handover and conc > 0 then
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-  if #first > 0 and first[1] ~= proc and conc > 0 then
-    if not taking or not grants then -- the other process asks itself
-      wake()
-      if taking and proc ~= '' then -- and this one waits its turn
-        redis.call('ZADD', KEYS[3], 'NX', now, proc)
-        redis.call('PEXPIRE', KEYS[3], ttl + 10000)
-      end
-      return answer({reason = R.yielded})
+  if #first > 0 and first[1] ~= proc then
+    -- another process has waited longer: it asks for the slot itself
+    wake()
+    if want > 0 and proc ~= '' then -- and this one waits its turn
+      enqueue()
     end
-    yield = true
+    return answer({reason = R.yielded})
   end
 end
 
@@ -192,9 +148,8 @@ local room = want -- the leases every limit admits, up to want
 local free_units = {} -- per window, the units it admits
 for i = 1, nw do
   local limit, period = limit_of(i), period_of(i)
-  local width, lo, total, fresh, curn, rend, restored, unknown = slide(KEYS[4 + i], period, KEYS[4], etl)
+  local width, lo, total, fresh, curn, rend, reserve = slide(KEYS[4 + i], period, limit, KEYS[4], etl)
   wins[i] = {width, lo, fresh, total, curn}
-  local reserve = reserve_of(limit, rend, restored, unknown)
   fills[i] = total + reserve
   if total + reserve + weight > limit then
     by_reserve = by_reserve and total + weight <= limit
@@ -209,120 +164,54 @@ if worst > 0 then
 end
 
 if conc > 0 then
-  if not swept then
-    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  end
   holding = redis.call('ZCARD', KEYS[1])
   room = math.min(room, conc - holding)
   if holding >= conc then
     local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    if proc ~= '' then
-      -- queue the process (keeping its first arrival) for a release to wake
-      if redis.call('ZADD', KEYS[3], 'NX', now, proc) == 1 then
-        redis.call('PUBLISH', channel, '\n' .. proc .. '\n' .. throttle_key)
-      end
-      redis.call('PEXPIRE', KEYS[3], ttl + 10000)
+    if proc ~= '' and enqueue() == 1 then -- for a release to wake
+      redis.call('PUBLISH', channel, '\n' .. proc .. '\n' .. throttle_key)
     end
     return refuse(R.concurrency, tonumber(first[2]))
   end
 end
 
-if not taking then
+if want == 0 then
   return answer({})
 end
 
--- take counts n acquisitions in every window and gives lease id the slot;
--- the leases after the first are named id .. '+' .. j
-local function take(id, expires, n)
-  for i = 1, nw do
-    local key = KEYS[4 + i]
-    local width, lo, fresh, total, curn = unpack(wins[i])
-    local idx, units = math.floor(now / width), n * weight
-    if not fresh then
-      redis.call('HSET', key, idx, curn + units, 't', total + units)
-    else
-      redis.call('HSET', key, idx, curn + units, 't', total + units, 'lo', lo)
-      redis.call('PEXPIRE', key, period_of(i) + 2 * width + 1000)
-      redis.call('PEXPIRE', KEYS[4], etl)
-    end
-  end
-  if conc > 0 then
-    local add = {'ZADD', KEYS[1], expires, id}
-    for j = 2, n do
-      add[#add + 1] = expires
-      add[#add + 1] = id .. '+' .. j
-    end
-    redis.call(unpack(add))
-    local last = expires -- the latest expiry: this one's, when none other is held
-    if holding ~= 0 then
-      last = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
-    end
-    redis.call('PEXPIREAT', KEYS[1], last + 1000)
-  end
-end
-
-local expires = 0
-if conc > 0 then
-  expires = now + ttl
-end
-
--- yield_to grants the slot a hand-over frees to the process that has
--- waited longest on waiting, other than proc, in this round trip: it
--- publishes msg on that process's channel (wake_prefix .. its id); if a
--- listener got it, it takes the slot (take_slot) and queues the process
--- again, at the back. A process that no longer listens is dropped from the
--- queue, and the next tried. Returns whether it granted the slot.
-local function yield_to(waiting, proc, msg, wake_prefix, take_slot)
-  while true do
-    local first = redis.call('ZRANGE', waiting, 0, 0)
-    if #first == 0 or first[1] == proc then
-      return false
-    end
-    local p = first[1]
-    redis.call('ZREM', waiting, p)
-    if redis.call('PUBLISH', wake_prefix .. p, msg) > 0 then
-      take_slot()
-      redis.call('ZADD', waiting, now, p)
-      return true
-    end
-  end
-end
-
--- A yielding hand-over grants the slot to the process that has waited
--- longest, in this round trip (yield_to): the lease is published on the
--- process's channel as the lines key, lease id, granted, expires,
--- concurrency, TTL, weight and a limit and period per window, so that the
--- process can start its call without asking, or give the lease back if no
--- waiter of its can use it. The granted process queues again at the back,
--- being busy on the key; this one stays queued for its waiter.
-if yield then
-  local limits = {ARGV[2], ARGV[3], ARGV[11]} -- as the caller sent them
-  for i = 1, nw do
-    limits[#limits + 1] = ARGV[16 + 2 * i]
-    limits[#limits + 1] = ARGV[17 + 2 * i]
-  end
-  local msg = table.concat({throttle_key, lease_id, now, expires, table.concat(limits, '\n')}, '\n')
-  local function take_slot()
-    take(lease_id, expires, 1)
-    for i = 1, nw do fills[i] = fills[i] + weight end
-  end
-  if yield_to(KEYS[3], proc, msg, wake_prefix, take_slot) then
-    if proc ~= '' then
-      redis.call('ZADD', KEYS[3], 'NX', now, proc)
-    end
-    redis.call('PEXPIRE', KEYS[3], ttl + 10000)
-    return answer({reason = R.yielded})
-  end
-end
-
-local n = 1
-if want > 1 then
-  n = math.max(1, room)
-end
-take(lease_id, expires, n)
-for i = 1, nw do fills[i] = fills[i] + n * weight end
+-- take n leases: count them in every window, and give lease_id (then
+-- lease_id .. '+' .. j for j = 2, 3...) the slots
+local n = want > 1 and math.max(1, room) or 1
+local expires = conc > 0 and now + ttl or 0
 local blk = nw > 0 and block or 0
-for i = 1, nw do blk = math.min(blk, free_units[i] - n * weight) end
+for i = 1, nw do
+  local key = KEYS[4 + i]
+  local width, lo, fresh, total, curn = unpack(wins[i])
+  local idx, units = math.floor(now / width), n * weight
+  if not fresh then
+    redis.call('HSET', key, idx, curn + units, 't', total + units)
+  else
+    redis.call('HSET', key, idx, curn + units, 't', total + units, 'lo', lo)
+    redis.call('PEXPIRE', key, period_of(i) + 2 * width + 1000)
+    redis.call('PEXPIRE', KEYS[4], etl)
+  end
+  fills[i] = fills[i] + units
+  blk = math.min(blk, free_units[i] - units)
+end
+if conc > 0 then
+  local add = {'ZADD', KEYS[1], expires, lease_id}
+  for j = 2, n do
+    add[#add + 1] = expires
+    add[#add + 1] = lease_id .. '+' .. j
+  end
+  redis.call(unpack(add))
+  local last = expires -- the latest expiry: this one's, when none other is held
+  if holding ~= 0 then
+    last = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+  end
+  redis.call('PEXPIREAT', KEYS[1], last + 1000)
+end
+blk = math.max(0, blk)
 if blk > 0 then
   for i = 1, nw do
     local width = wins[i][1]
@@ -330,19 +219,13 @@ if blk > 0 then
     redis.call('HINCRBY', KEYS[4 + i], 't', blk)
     fills[i] = fills[i] + blk
   end
-else
-  blk = 0
 end
 if proc ~= '' then
-  if requeue then
-    -- served, with more waiters: the process queues again, at the back
-    redis.call('ZADD', KEYS[3], now, proc)
-    redis.call('PEXPIRE', KEYS[3], ttl + 10000)
-  else
-    redis.call('ZREM', KEYS[3], proc)
-  end
+  redis.call('ZREM', KEYS[3], proc)
 end
 local others = redis.call('ZCARD', KEYS[3])
-if proc ~= '' and requeue then others = others - 1 end
+if proc ~= '' and requeue then -- served, with more waiters: it queues again, at the back
+  enqueue()
+end
 return answer({expires = expires, n = n, blk = blk, block_at = blk > 0 and now + block_in or 0,
   others = others > 0 and 1 or 0})

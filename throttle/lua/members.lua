@@ -31,7 +31,7 @@
 --   refused  the members without room, by their place in the request (1..)
 --
 -- now and buckets come from the prelude (prelude.lua), R from
--- acquireSource, slide, reserve_of and opening from window.lua.
+-- acquireSource, slide and opening from window.lua.
 local id, known_epoch = ARGV[1], ARGV[2]
 local weight, refund = tonumber(ARGV[3]), tonumber(ARGV[4])
 local ref, max_age = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -88,9 +88,8 @@ for m = 1, nm do
   for i = 1, nw do
     local j = (m - 1) * nw + i
     local key, limit, period = KEYS[2 + j], limit_of(i), period_of(i)
-    local width, lo, total, fresh, curn, rend, restored, unknown = slide(key, period, KEYS[1], etl)
+    local width, lo, total, fresh, curn, rend, reserve = slide(key, period, limit, KEYS[1], etl)
     wins[j] = {width, lo, fresh, total, curn}
-    local reserve = reserve_of(limit, rend, restored, unknown)
     fills[j] = total + reserve
     if total + reserve + weight > limit then
       if refused[#refused] ~= m then refused[#refused + 1] = m end

@@ -1,11 +1,7 @@
 -- pass: a process woken for a key it no longer waits on passes the wake-up
--- to the next waiting process, so that a freed slot is never left idle.
---
--- KEYS[1] waiting processes: ZSET process id -> arrival (unix ms)
--- ARGV[1] channel prefix: the woken process listens on prefix .. its id
--- ARGV[2] the throttle key, the message
---
--- Returns 1 if a process was woken.
+-- to the process that has waited longest on KEYS[1] (ZSET process id ->
+-- arrival), publishing ARGV[2], the throttle key, on ARGV[1] .. its id, so
+-- that a freed slot is never left idle. Returns 1 if a process was woken.
 local w = redis.call('ZPOPMIN', KEYS[1])
 if #w == 0 then
   return 0

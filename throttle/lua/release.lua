@@ -7,27 +7,18 @@
 -- KEYS[2]   waiting processes: ZSET process id -> arrival (unix ms)
 -- KEYS[3..] the rate window HASHes of the request (only when refunding)
 -- then      per With lease: its holders ZSET, its waiting processes ZSET
--- ARGV[1]   lease_id: the lease id ('' : the lease holds no slot of its own)
--- ARGV[2]   wake_prefix: channel prefix: the woken process listens on
---           prefix .. its id
--- ARGV[3]   throttle_key: the throttle key, the message
--- ARGV[4]   granted: grant time (unix ms) to refund, or 0
--- ARGV[5]   units: the units to refund in each window (with a grant time)
--- ARGV[6]   nwith: the number of With leases
--- ARGV[7..] per window, in KEYS order: period (ms)
--- then      per With lease: its id, its throttle key
 --
 -- Returns 1 if the lease and its With leases held their slots, 0 if one had
--- expired or was unknown.
+-- expired or was unknown. now and buckets come from the prelude
+-- (prelude.lua), free from free.lua.
 --
--- now (unix ms, the server's clock) and buckets (per rate window) come from
--- the prelude (prelude.lua), free from free.lua.
-local lease_id = ARGV[1]
-local wake_prefix = ARGV[2]
-local throttle_key = ARGV[3]
-local granted = tonumber(ARGV[4])
-local units = tonumber(ARGV[5])
-local nwith = tonumber(ARGV[6])
+-- ARGV: the lease's id ('': it holds no slot of its own), a wake-up
+-- channel's prefix (a process listens on prefix .. its id) and message (the
+-- throttle key), the grant time to refund (unix ms; 0: none), the units to
+-- refund in each window, the number of With leases; then per window, in
+-- KEYS order, its period (ms), and per With lease its id and throttle key.
+local lease_id, wake_prefix, throttle_key = ARGV[1], ARGV[2], ARGV[3]
+local granted, units, nwith = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local nwin = #KEYS - 2 - 2 * nwith
 
 if granted > 0 then
@@ -47,23 +38,9 @@ end
 local held = 1
 for i = 1, nwith do
   local k, a = 2 + nwin + 2 * i, 6 + nwin + 2 * i
-  held = math.min(held, free(KEYS[k - 1], KEYS[k], ARGV[a - 1], wake_prefix, ARGV[a]))
+  held = math.min(held, free(KEYS[k - 1], KEYS[k], ARGV[a - 1], wake_prefix, ARGV[a], false))
 end
 if lease_id == '' then
   return held
 end
-
-local score = redis.call('ZSCORE', KEYS[1], lease_id)
-if score then
-  redis.call('ZREM', KEYS[1], lease_id)
-end
-if score or granted > 0 then
-  local w = redis.call('ZPOPMIN', KEYS[2])
-  if #w > 0 then
-    redis.call('PUBLISH', wake_prefix .. w[1], throttle_key)
-  end
-end
-if not score or tonumber(score) <= now then
-  return 0
-end
-return held
+return math.min(held, free(KEYS[1], KEYS[2], lease_id, wake_prefix, throttle_key, granted > 0))

@@ -1,6 +1,7 @@
--- window: the rate windows of the acquire script, prepended to it after the
--- prelude and free.lua: how a window's HASH slides (slide) and when a full
--- one admits a weight again (opening). They read now and buckets from the
+-- window: the rate windows of the acquire and members scripts, prepended
+-- to them after the prelude: how a window's HASH slides and what it counts
+-- besides its buckets after a loss (slide), and when a full one admits a
+-- weight again (opening). They read now and buckets from the
 -- prelude; the rest comes as arguments.
 --
 -- A window HASH holds one field per bucket of floor(period/buckets) ms
@@ -16,51 +17,42 @@
 -- last renewal fell within one width of it, so that expiry still outlives
 -- the buckets they wrote.
 --
--- After Redis lost the key's state, the process that finds it out writes
--- back its own grants (restore.lua), and the HASH holds 'b', the epoch's
--- birth, and 'r', the grants written back that were in the window then. The
--- rest of that window (limit - r) is what this fleet cannot account for: a
--- process that died, or has not written back yet, may have taken it, as late
--- as the birth. So until the window has slid past the birth (b + period +
--- width) it counts as taken: the reserve.
---
--- The reserve is bounded by what the fleet saw (restore.lua): 'u', when a
--- process that wrote back had seen the window recently, is what the window
--- held then that nobody wrote back, plus what the fleet could have taken
--- between then and the birth at the window's average rate. The reserve is
--- the smaller of u and limit - r.
+-- After Redis lost the key's state (restore.lua; REDIS.md, Redis restarted
+-- empty), the HASH also holds 'b', the epoch's birth, 'r', the grants
+-- written back that were in the window then, and 'u', when a process that
+-- wrote back had seen the window lately, what the fleet may have taken
+-- unseen. Until the window has slid past the birth (b + period + width),
+-- the smaller of u and limit - r counts as taken: the reserve.
 --
 -- slide returns the bucket width, the oldest bucket counted, the total,
 -- whether the HASH is new (a take then writes 'lo' and sets the expiry), the
--- count of the current bucket, and the end of the reserve, r and u (nil
--- without a reserve in force; u nil when nobody had seen the window). The
--- one HMGET reads all a take needs, so that the take is one HSET.
-local function slide(key, period, epoch_key, etl)
+-- count of the current bucket, the end of the reserve (nil without one in
+-- force) and the reserve for limit. The one HMGET reads all a take needs,
+-- so that the take is one HSET.
+local function slide(key, period, limit, epoch_key, etl)
   local width = math.floor(period / buckets)
-  local lo = -1
-  if now >= period then
-    lo = math.floor((now - period) / width)
-  end
+  local lo = now >= period and math.floor((now - period) / width) or -1
   local v = redis.call('HMGET', key, 'lo', 't', 'b', 'r', math.floor(now / width), 'u')
   local klo, total, curn = tonumber(v[1]), tonumber(v[2] or '0'), tonumber(v[5] or '0')
-  local rend, restored, unknown = nil, nil, nil
+  local rend, reserve = nil, 0
   if v[3] then
     rend = tonumber(v[3]) + period + width
     if now < rend then
-      restored, unknown = tonumber(v[4] or '0'), tonumber(v[6])
+      reserve = math.max(0, limit - tonumber(v[4] or '0'))
+      if v[6] then reserve = math.min(reserve, tonumber(v[6])) end
     else
       rend = nil
     end
   end
   if klo == nil then
-    return width, lo, 0, true, curn, rend, restored, unknown
+    return width, lo, 0, true, curn, rend, reserve
   end
   if klo >= lo then
-    return width, klo, total, false, curn, rend, restored, unknown
+    return width, klo, total, false, curn, rend, reserve
   end
   if lo - klo > math.floor(period / width) + 1 and not rend then
     redis.call('DEL', key) -- every bucket written since klo has left the window
-    return width, lo, 0, true, 0
+    return width, lo, 0, true, 0, nil, 0
   end
   for idx = klo, lo - 1 do
     local n = tonumber(redis.call('HGET', key, idx) or '0')
@@ -72,16 +64,7 @@ local function slide(key, period, epoch_key, etl)
   redis.call('HSET', key, 'lo', lo, 't', total)
   redis.call('PEXPIRE', key, period + 2 * width + 1000)
   redis.call('PEXPIRE', epoch_key, etl)
-  return width, lo, total, false, curn, rend, restored, unknown
-end
-
--- reserve returns what a window counts as taken besides its buckets: after
--- a loss, until rend, the smaller of limit - restored and unknown.
-local function reserve_of(limit, rend, restored, unknown)
-  if not rend then return 0 end
-  local r = math.max(0, limit - restored)
-  if unknown then r = math.min(r, unknown) end
-  return r
+  return width, lo, total, false, curn, rend, reserve
 end
 
 -- opening returns when a refused window admits the weight: when enough of its
