@@ -5,9 +5,7 @@
 
 package throttle
 
-import (
-	"time"
-)
+import "time"
 
 // keyState is one key of the in-process backend.
 type keyState struct {
@@ -36,9 +34,8 @@ func (ks *keyState) check(r Request, now time.Time, epoch time.Time) verdict {
 		return v
 	}
 	if r.Concurrency > 0 {
-		ks.purge(now)
-		if len(ks.holders) >= r.Concurrency {
-			return verdict{reason: ReasonConcurrency, at: ks.nextExpiry()}
+		if next := ks.purge(now); len(ks.holders) >= r.Concurrency {
+			return verdict{reason: ReasonConcurrency, at: next}
 		}
 	}
 	return verdict{ok: true}
@@ -55,9 +52,7 @@ func (ks *keyState) admit(r Request, ns int64, epoch time.Time) verdict {
 		}
 		h.prune(ns)
 		if ok, at := h.admit(w.Limit, r.units()); !ok {
-			if t := epoch.Add(time.Duration(at)); v.ok || t.After(v.at) {
-				v = verdict{reason: ReasonRate, at: t}
-			}
+			v = verdict{reason: ReasonRate, at: latest(v.at, epoch.Add(time.Duration(at)))}
 		}
 	}
 	return v
@@ -68,29 +63,32 @@ func (ks *keyState) count(ws []Window, ns int64, units int) {
 	for _, w := range ws {
 		h := ks.windows[w.Period]
 		if h == nil {
-			h = newHistory(w.Period)
+			h = &history{period: int64(w.Period), width: int64(w.Period) / BucketsPerWindow}
 			ks.windows[w.Period] = h
 		}
 		h.add(ns, units)
 	}
 }
 
-func (ks *keyState) purge(now time.Time) {
+// purge drops the holders whose leases have expired at now, and returns
+// the first expiry of the others (zero: none).
+func (ks *keyState) purge(now time.Time) (next time.Time) {
 	for id, exp := range ks.holders {
 		if !now.Before(exp) {
 			delete(ks.holders, id)
+		} else if next.IsZero() || exp.Before(next) {
+			next = exp
 		}
 	}
+	return next
 }
 
-func (ks *keyState) nextExpiry() time.Time {
-	var first time.Time
-	for _, exp := range ks.holders {
-		if first.IsZero() || exp.Before(first) {
-			first = exp
-		}
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
 	}
-	return first
+	return a
 }
 
 // untake gives back everything a lease took: its slot and its window counts. Used
@@ -104,6 +102,7 @@ func (ks *keyState) untake(l Lease, r Request, epoch time.Time) {
 	}
 }
 
+// err returns the refusal v of a request on key as a LimitError at now.
 func (v verdict) err(key string, now time.Time) *LimitError {
 	e := &LimitError{Key: key, Reason: v.reason, Members: v.members}
 	if v.reason != ReasonConcurrency && v.at.After(now) {
@@ -114,11 +113,7 @@ func (v verdict) err(key string, now time.Time) *LimitError {
 
 // idle reports whether the key's state is all in its default, so it can go.
 func (ks *keyState) idle(now, epoch time.Time) bool {
-	if ks.waiters.len() > 0 || now.Before(ks.cooldown) {
-		return false
-	}
-	ks.purge(now)
-	if len(ks.holders) > 0 {
+	if ks.waiters.len() > 0 || now.Before(ks.cooldown) || !ks.purge(now).IsZero() {
 		return false
 	}
 	ns := int64(now.Sub(epoch))

@@ -131,20 +131,12 @@ func (ml *memberLines) acquire(ctx context.Context, r Request, try memberTry) (L
 		if t.news(v, at) {
 			stalled(ctx, r.Key, v, at)
 		}
-		if err := sleepUntil(ctx, at); err != nil {
-			return Lease{}, err
+		sleep := time.NewTimer(time.Until(at))
+		select {
+		case <-sleep.C:
+		case <-ctx.Done():
+			sleep.Stop()
+			return Lease{}, ctx.Err()
 		}
-	}
-}
-
-// sleepUntil waits until at, or fails with ctx's error.
-func sleepUntil(ctx context.Context, at time.Time) error {
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
