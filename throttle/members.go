@@ -1,7 +1,3 @@
-// Requests with Members, as both backends wait for them: in a line per
-// member rather than in their key's line, so that a send waiting for one
-// member's window holds up only the sends to that member.
-
 package throttle
 
 import (

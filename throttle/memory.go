@@ -273,10 +273,7 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 
 // forget drops ks, key's state, if it is idle.
 func (m *Memory) forget(key string, ks *keyState, now time.Time) {
-	if ks.idle(now, m.epoch) {
-		if ks.timer != nil {
-			ks.timer.Stop()
-		}
+	if ks.idle(now, m.epoch) { // without waiters, its timer is stopped (dispatch)
 		delete(m.keys, key)
 	}
 }
