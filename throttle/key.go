@@ -1,7 +1,6 @@
-// The decision per key, as the in-process backend keeps it: a key's state
-// (its holders, window histories, cooldown and line of waiters) and what
-// may be granted on it at a given time (check), with the time passed in;
-// nothing here reads a clock or blocks.
+// A key's state in the in-process backend: its holders, window histories,
+// cooldown and line of waiters, with the time passed in; nothing here
+// reads a clock or blocks.
 
 package throttle
 
@@ -16,29 +15,13 @@ type keyState struct {
 	timer    *time.Timer
 }
 
-// verdict is the answer of check.
+// verdict is the answer of Memory.check.
 type verdict struct {
 	ok     bool
 	reason Reason
 	at     time.Time // when the refusing limit frees up; zero if unknown
 	// members: for a request with Members, those without room
 	members []string
-}
-
-// check decides whether r can be granted at now, without taking anything.
-func (ks *keyState) check(r Request, now time.Time, epoch time.Time) verdict {
-	if now.Before(ks.cooldown) {
-		return verdict{reason: ReasonCooldown, at: ks.cooldown}
-	}
-	if v := ks.admit(r, int64(now.Sub(epoch)), epoch); !v.ok {
-		return v
-	}
-	if r.Concurrency > 0 {
-		if next := ks.purge(now); len(ks.holders) >= r.Concurrency {
-			return verdict{reason: ReasonConcurrency, at: next}
-		}
-	}
-	return verdict{ok: true}
 }
 
 // admit decides r's windows on ks at ns (nanoseconds since epoch): ok, or

@@ -28,24 +28,15 @@ type memberWaiter struct {
 	turn  chan struct{} // closed once ahead is 0
 }
 
-// memberKeys returns the keys of r's members.
-func memberKeys(r Request) []string {
-	keys := make([]string, len(r.Members))
-	for i, m := range r.Members {
-		keys[i] = MemberKey(r.Key, m)
-	}
-	return keys
-}
-
 // busy returns the members of r for whom a waiter of this process is in
 // line: a TryAcquire of r would overtake it.
 func (ml *memberLines) busy(r Request) []string {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	var out []string
-	for i, k := range memberKeys(r) {
-		if len(ml.lines[k]) > 0 {
-			out = append(out, r.Members[i])
+	for _, m := range r.Members {
+		if len(ml.lines[MemberKey(r.Key, m)]) > 0 {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -53,13 +44,15 @@ func (ml *memberLines) busy(r Request) []string {
 
 // join puts a waiter for r at the back of its members' lines.
 func (ml *memberLines) join(r Request) *memberWaiter {
-	w := &memberWaiter{keys: memberKeys(r), turn: make(chan struct{})}
+	w := &memberWaiter{turn: make(chan struct{})}
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	if ml.lines == nil {
 		ml.lines = make(map[string][]*memberWaiter)
 	}
-	for _, k := range w.keys {
+	for _, m := range r.Members {
+		k := MemberKey(r.Key, m)
+		w.keys = append(w.keys, k)
 		if len(ml.lines[k]) > 0 {
 			w.ahead++
 		}

@@ -41,26 +41,35 @@ func (m *Memory) state(key string) *keyState {
 	return ks
 }
 
-// check decides r on ks, its key's state, at now: on a request with
-// Members, the key's cooldown and each member's windows.
+// check decides whether r can be granted on ks, its key's state, at now,
+// without taking anything: the cooldown, then the windows (on a request
+// with Members, each member's) and the concurrency.
 func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
-	r = m.capped(r)
-	if len(r.Members) == 0 {
-		return ks.check(r, now, m.epoch)
+	if now.Before(ks.cooldown) {
+		return verdict{reason: ReasonCooldown, at: ks.cooldown}
 	}
-	if v := ks.check(Request{Key: r.Key}, now, m.epoch); !v.ok {
-		return v
-	}
-	v, ns := verdict{ok: true}, int64(now.Sub(m.epoch))
-	for _, mem := range r.Members {
-		if mk := m.keys[MemberKey(r.Key, mem)]; mk != nil {
-			if mv := mk.admit(r, ns, m.epoch); !mv.ok {
-				v.ok, v.reason, v.members = false, ReasonRate, append(v.members, mem)
-				v.at = latest(v.at, mv.at)
+	ns := int64(now.Sub(m.epoch))
+	if len(r.Members) > 0 {
+		v := verdict{ok: true}
+		for _, mem := range r.Members {
+			if mk := m.keys[MemberKey(r.Key, mem)]; mk != nil {
+				if mv := mk.admit(r, ns, m.epoch); !mv.ok {
+					v.ok, v.reason, v.members = false, ReasonRate, append(v.members, mem)
+					v.at = latest(v.at, mv.at)
+				}
 			}
 		}
+		return v
 	}
-	return v
+	if v := ks.admit(r, ns, m.epoch); !v.ok {
+		return v
+	}
+	if r = m.capped(r); r.Concurrency > 0 {
+		if next := ks.purge(now); len(ks.holders) >= r.Concurrency {
+			return verdict{reason: ReasonConcurrency, at: next}
+		}
+	}
+	return verdict{ok: true}
 }
 
 // take takes r, and its With slots, which must all be free, on ks, r's

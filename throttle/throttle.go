@@ -16,15 +16,8 @@
 //     "you are blocked for the rest of the window" answer.
 //
 // Acquire waits, bounded by its context, and TryAcquire refuses at once with a
-// [*LimitError] that says why and, where known, for how long.
-//
-// # Precision of rate windows
-//
-// A window's history is kept in [BucketsPerWindow] buckets of Period/BucketsPerWindow
-// each, and the oldest, partly expired bucket is still counted in full. The limit is
-// therefore never exceeded in any sliding window, a caller that saturates a window
-// still gets BucketsPerWindow/(BucketsPerWindow+1), 99%, of Limit/Period, and the
-// memory per key is bounded by the number of buckets, not by the number of calls.
+// [*LimitError] that says why and, where known, for how long. A window is
+// kept in [BucketsPerWindow] buckets, which bounds its precision.
 //
 // [Memory] is the in-process backend and the default of the wecom client;
 // [Redis] shares the limits among every process using one Redis, made on a
@@ -41,8 +34,12 @@ import (
 	"time"
 )
 
-// BucketsPerWindow is how many buckets a rate window's history is divided into.
-// See the package documentation for what it means for precision.
+// BucketsPerWindow is how many buckets a rate window's history is divided
+// into, of Period/BucketsPerWindow each. The oldest, partly expired bucket
+// is still counted in full: the limit is never exceeded in any sliding
+// window, a caller that saturates a window still gets
+// BucketsPerWindow/(BucketsPerWindow+1), 99%, of Limit/Period, and the
+// memory per key is bounded by the number of buckets, not of calls.
 const BucketsPerWindow = 100
 
 // DefaultTTL is the lease TTL used when a Request asks for a concurrency slot and
@@ -157,20 +154,17 @@ func (r Request) Validate() error {
 // merged returns r with its windows of one period made one, with the
 // smallest limit (see Request.Windows).
 func (r Request) merged() Request {
-	dup := false
-	for i, w := range r.Windows {
-		dup = dup || slices.ContainsFunc(r.Windows[:i], func(v Window) bool { return v.Period == w.Period })
-	}
-	if !dup {
-		return r
-	}
-	ws := make([]Window, 0, len(r.Windows))
-	for _, w := range r.Windows {
-		if i := slices.IndexFunc(ws, func(v Window) bool { return v.Period == w.Period }); i >= 0 {
-			ws[i].Limit = min(ws[i].Limit, w.Limit)
-		} else {
-			ws = append(ws, w)
+	ws := r.Windows
+	for i := len(ws) - 1; i > 0; i-- {
+		j := slices.IndexFunc(ws[:i], func(v Window) bool { return v.Period == ws[i].Period })
+		if j < 0 {
+			continue
 		}
+		if len(ws) == len(r.Windows) { // not copied yet: the caller's slice stays as it was
+			ws = slices.Clone(ws)
+		}
+		ws[j].Limit = min(ws[j].Limit, ws[i].Limit)
+		ws = slices.Delete(ws, i, i+1)
 	}
 	r.Windows = ws
 	return r

@@ -106,24 +106,23 @@ func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
 // error.
 func extendAll(ctx context.Context, l Lease, ttl time.Duration, one func(context.Context, Lease, time.Duration) (Lease, error)) (Lease, error) {
 	var first error
+	extend := func(s Lease) Lease {
+		n, err := one(ctx, s, ttl)
+		if err != nil {
+			first = cmp.Or(first, err)
+			return s
+		}
+		return n
+	}
 	with := l.With
 	l.With = nil
 	if l.ownSlot() || len(with) == 0 {
-		if n, err := one(ctx, l, ttl); err != nil {
-			first = err
-		} else {
-			l = n
-		}
+		l = extend(l)
 	}
 	if len(with) > 0 {
 		l.With = make([]Lease, len(with))
 		for i, s := range with {
-			n, err := one(ctx, s, ttl)
-			if err != nil {
-				first = cmp.Or(first, err)
-				n = s
-			}
-			l.With[i] = n
+			l.With[i] = extend(s)
 		}
 	}
 	return l, first
