@@ -219,18 +219,13 @@ func (m *Memory) giveUp(ks *keyState, w *waiter) {
 		if w.err != nil {
 			return
 		}
-		// A key forgotten since held nothing of the lease's own, but its
-		// With slots are held still.
-		own := m.keys[key] == ks
-		if own {
-			ks.untake(w.lease, w.req, m.epoch)
-		}
+		// On a key forgotten since, the lease held nothing of its own, but
+		// its With slots are held still.
+		ks.untake(w.lease, w.req, m.epoch)
 		for _, s := range w.lease.With {
 			_ = m.release(s, now)
 		}
-		if own {
-			m.dispatch(key, ks, now)
-		}
+		m.dispatch(key, ks, now)
 	default:
 		if ks.waiters.leave(w) {
 			m.dispatch(key, ks, now)
@@ -240,8 +235,11 @@ func (m *Memory) giveUp(ks *keyState, w *waiter) {
 
 // dispatch grants the queue's head as long as it fits, fails heads that cannot
 // be served in time, and arms the key's timer for the next change. Called with
-// m.mu held.
+// m.mu held; it does nothing on a key forgotten since ks was its state.
 func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
+	if m.keys[key] != ks {
+		return
+	}
 	for w, ok := ks.waiters.head(); ok; w, ok = ks.waiters.head() {
 		v := m.check(ks, w.req, now)
 		if v.ok {
@@ -265,9 +263,7 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 			ks.timer = time.AfterFunc(v.at.Sub(now), func() {
 				m.mu.Lock()
 				defer m.mu.Unlock()
-				if m.keys[key] == ks {
-					m.dispatch(key, ks, time.Now())
-				}
+				m.dispatch(key, ks, time.Now())
 			})
 		} else {
 			ks.timer.Reset(v.at.Sub(now))
