@@ -1,7 +1,8 @@
 // The line of waiters on one key, kept the same way by both backends:
 // arrival order, and a key with a line refused to TryAcquire and queued
 // behind by Acquire. Memory grants the head under its mutex (dispatch); on
-// Redis the head asks Redis (REDIS.md, Waiting).
+// Redis the head asks Redis (REDIS.md, Waiting). And a backend's verdict
+// on a request, and what a refusal means for those in line (fails).
 
 package throttle
 
@@ -104,6 +105,24 @@ func (l *line[W]) failBehind(v verdict, at time.Time, err error) {
 		}
 		e = next
 	}
+}
+
+// verdict is a backend's answer to a request: granted (ok), or refused.
+type verdict struct {
+	ok     bool
+	reason Reason
+	at     time.Time // when the refusing limit frees up; zero if unknown
+	// members: for a request with Members, those without room
+	members []string
+}
+
+// err returns the refusal v of a request on key as a LimitError at now.
+func (v verdict) err(key string, now time.Time) *LimitError {
+	e := &LimitError{Key: key, Reason: v.reason, Members: v.members}
+	if v.reason != ReasonConcurrency && v.at.After(now) {
+		e.RetryAfter = v.at.Sub(now)
+	}
+	return e
 }
 
 // fails reports whether a waiter for r whose deadline is deadline (zero:
