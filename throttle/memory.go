@@ -370,9 +370,7 @@ func (m *Memory) Cooldown(ctx context.Context, key string, d time.Duration) erro
 	defer m.mu.Unlock()
 	now := time.Now()
 	ks := m.state(key)
-	if until := now.Add(d); until.After(ks.cooldown) {
-		ks.cooldown = until
-	}
+	ks.cooldown = latest(ks.cooldown, now.Add(d)) // a later end in force is kept
 	m.dispatch(key, ks, now)
 	return nil
 }
