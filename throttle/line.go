@@ -1,14 +1,8 @@
-// The line of waiters on one key, which both backends keep the same way:
-// waiters in arrival order, the head, leaving, and what a refusal means
-// for those in line (fails).
-//
-// What differs is who serves the line. The in-process backend grants its
-// head under its mutex as soon as the key admits it (Memory.dispatch). On
-// Redis, the head of this process's line asks Redis for it (Redis.lead),
-// and a Release of this process hands its slot to the first free waiter
-// (claimNext), so that a slot never travels to Redis and back.
-// Either way a waiter that arrives finds the line's waiters came first:
-// a key with a line is refused to TryAcquire and queued behind by Acquire.
+// The line of waiters on one key, kept the same way by both backends:
+// arrival order, and a key with a line refused to TryAcquire and queued
+// behind by Acquire. Memory grants the head under its mutex (dispatch); on
+// Redis the head asks Redis (REDIS.md, Waiting). And a backend's verdict
+// on a request, and what a refusal means for those in line (fails).
 
 package throttle
 
@@ -104,17 +98,31 @@ func (l *line[W]) fail(w W, err error) {
 // on the refusal v (see fails), whose limit frees up at at on the local
 // clock; the head decides for itself.
 func (l *line[W]) failBehind(v verdict, at time.Time, err error) {
-	e := l.q.Front()
-	if e == nil {
-		return
-	}
-	for e = e.Next(); e != nil; {
-		next := e.Next()
-		if w := e.Value.(W).entry(); v.fails(w.req, w.deadline, at) {
-			l.fail(e.Value.(W), err)
+	for e := l.q.Front(); e != nil; {
+		w, next := e.Value.(W), e.Next()
+		if e != l.q.Front() && v.fails(w.entry().req, w.entry().deadline, at) {
+			l.fail(w, err)
 		}
 		e = next
 	}
+}
+
+// verdict is a backend's answer to a request: granted (ok), or refused.
+type verdict struct {
+	ok     bool
+	reason Reason
+	at     time.Time // when the refusing limit frees up; zero if unknown
+	// members: for a request with Members, those without room
+	members []string
+}
+
+// err returns the refusal v of a request on key as a LimitError at now.
+func (v verdict) err(key string, now time.Time) *LimitError {
+	e := &LimitError{Key: key, Reason: v.reason, Members: v.members}
+	if v.reason != ReasonConcurrency && v.at.After(now) {
+		e.RetryAfter = v.at.Sub(now)
+	}
+	return e
 }
 
 // fails reports whether a waiter for r whose deadline is deadline (zero:

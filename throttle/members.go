@@ -1,7 +1,3 @@
-// Requests with Members, as both backends wait for them: in a line per
-// member rather than in their key's line, so that a send waiting for one
-// member's window holds up only the sends to that member.
-
 package throttle
 
 import (
@@ -32,24 +28,15 @@ type memberWaiter struct {
 	turn  chan struct{} // closed once ahead is 0
 }
 
-// memberKeys returns the keys of r's members.
-func memberKeys(r Request) []string {
-	keys := make([]string, len(r.Members))
-	for i, m := range r.Members {
-		keys[i] = MemberKey(r.Key, m)
-	}
-	return keys
-}
-
 // busy returns the members of r for whom a waiter of this process is in
 // line: a TryAcquire of r would overtake it.
 func (ml *memberLines) busy(r Request) []string {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	var out []string
-	for i, k := range memberKeys(r) {
-		if len(ml.lines[k]) > 0 {
-			out = append(out, r.Members[i])
+	for _, m := range r.Members {
+		if len(ml.lines[MemberKey(r.Key, m)]) > 0 {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -57,7 +44,10 @@ func (ml *memberLines) busy(r Request) []string {
 
 // join puts a waiter for r at the back of its members' lines.
 func (ml *memberLines) join(r Request) *memberWaiter {
-	w := &memberWaiter{keys: memberKeys(r), turn: make(chan struct{})}
+	w := &memberWaiter{keys: make([]string, len(r.Members)), turn: make(chan struct{})}
+	for i, m := range r.Members {
+		w.keys[i] = MemberKey(r.Key, m)
+	}
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	if ml.lines == nil {
@@ -131,20 +121,12 @@ func (ml *memberLines) acquire(ctx context.Context, r Request, try memberTry) (L
 		if t.news(v, at) {
 			stalled(ctx, r.Key, v, at)
 		}
-		if err := sleepUntil(ctx, at); err != nil {
-			return Lease{}, err
+		sleep := time.NewTimer(time.Until(at))
+		select {
+		case <-sleep.C:
+		case <-ctx.Done():
+			sleep.Stop()
+			return Lease{}, ctx.Err()
 		}
-	}
-}
-
-// sleepUntil waits until at, or fails with ctx's error.
-func sleepUntil(ctx context.Context, at time.Time) error {
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

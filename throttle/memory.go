@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"sync"
@@ -30,6 +31,16 @@ func NewMemory() *Memory {
 	return &Memory{keys: make(map[string]*keyState), learned: make(map[string]Learned), epoch: time.Now()}
 }
 
+// keyState is one key of the in-process backend.
+type keyState struct {
+	holders  map[string]time.Time // lease id -> expiry
+	windows  map[time.Duration]*history
+	cooldown time.Time
+	waiters  line[*waiter]
+	timer    *time.Timer
+}
+
+// state returns key's state, made if it has none.
 func (m *Memory) state(key string) *keyState {
 	ks := m.keys[key]
 	if ks == nil {
@@ -39,51 +50,92 @@ func (m *Memory) state(key string) *keyState {
 	return ks
 }
 
-// check decides r on ks, its key's state, at now: on a request with
-// Members, the key's cooldown and each member's windows.
+// check decides whether r can be granted on ks, its key's state, at now,
+// without taking anything: the cooldown, then the windows (on a request
+// with Members, each member's) and the concurrency.
 func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
-	r = m.capped(r)
-	if len(r.Members) == 0 {
-		return ks.check(r, now, m.epoch)
+	if now.Before(ks.cooldown) {
+		return verdict{reason: ReasonCooldown, at: ks.cooldown}
 	}
-	if v := ks.check(Request{Key: r.Key}, now, m.epoch); !v.ok {
-		return v
-	}
-	v, ns := verdict{ok: true}, int64(now.Sub(m.epoch))
-	for _, mem := range r.Members {
-		mk := m.keys[MemberKey(r.Key, mem)]
-		if mk == nil {
-			continue
-		}
-		if mv := mk.admit(r, ns, m.epoch); !mv.ok {
-			v.ok, v.reason, v.members = false, ReasonRate, append(v.members, mem)
-			if mv.at.After(v.at) {
-				v.at = mv.at
+	ns := int64(now.Sub(m.epoch))
+	if len(r.Members) > 0 {
+		v := verdict{ok: true}
+		for _, mem := range r.Members {
+			if mk := m.keys[MemberKey(r.Key, mem)]; mk != nil {
+				if mv := mk.admit(r, ns, m.epoch); !mv.ok {
+					v.ok, v.reason, v.members = false, ReasonRate, append(v.members, mem)
+					v.at = latest(v.at, mv.at)
+				}
 			}
 		}
+		return v
 	}
-	return v
+	if v := ks.admit(r, ns, m.epoch); !v.ok {
+		return v
+	}
+	if r = m.capped(r); r.Concurrency > 0 {
+		if next := ks.purge(now); len(ks.holders) >= r.Concurrency {
+			return verdict{reason: ReasonConcurrency, at: next}
+		}
+	}
+	return verdict{ok: true}
 }
 
-func (m *Memory) take(key string, ks *keyState, r Request, now time.Time) Lease {
+// take takes r, and its With slots, which must all be free, on ks, r's
+// key's state.
+func (m *Memory) take(ks *keyState, r Request, now time.Time) Lease {
 	m.seq++
-	l := Lease{Key: key, ID: strconv.FormatUint(m.seq, 36), Granted: now}
+	l := Lease{Key: r.Key, ID: strconv.FormatUint(m.seq, 36), Granted: now}
 	ns := int64(now.Sub(m.epoch))
 	if len(r.Members) == 0 {
 		ks.count(r.Windows, ns, r.units())
 	}
 	for _, mem := range r.Members {
-		m.state(MemberKey(key, mem)).count(r.Windows, ns, r.units())
+		m.state(MemberKey(r.Key, mem)).count(r.Windows, ns, r.units())
 	}
 	if r.Concurrency > 0 {
 		l.Expires, l.Concurrency = now.Add(r.LeaseTTL()), m.capped(r).Concurrency
 		ks.holders[l.ID] = l.Expires
 	}
+	for _, s := range r.With {
+		l.With = append(l.With, m.take(m.state(s.Key), s, now))
+	}
 	return l
+}
+
+// checkFirst is check, but a key with waiters in line refuses: what frees
+// up is theirs.
+func (m *Memory) checkFirst(ks *keyState, r Request, now time.Time) verdict {
+	v := m.check(ks, r, now)
+	if v.ok && ks.waiters.len() > 0 {
+		return verdict{reason: ReasonConcurrency}
+	}
+	return v
+}
+
+// withVerdict returns the refusal of the first of r's With slots that
+// cannot be taken now, or ok.
+func (m *Memory) withVerdict(r Request, now time.Time) (string, verdict) {
+	for _, s := range r.With {
+		if v := m.checkFirst(m.state(s.Key), s, now); !v.ok {
+			return s.Key, v
+		}
+	}
+	return "", verdict{ok: true}
 }
 
 // TryAcquire implements Backend.
 func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
+	return m.acquire(ctx, r, false)
+}
+
+// Acquire implements Backend.
+func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
+	return m.acquire(ctx, r, true)
+}
+
+// acquire is Acquire, or with !wait TryAcquire.
+func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, error) {
 	if err := r.Validate(); err != nil {
 		return Lease{}, err
 	}
@@ -92,6 +144,9 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 	}
 	r = r.merged()
 	if len(r.Members) > 0 {
+		if wait {
+			return m.members.acquire(ctx, r, m.tryMembers)
+		}
 		if busy := m.members.busy(r); len(busy) > 0 { // waiters came first
 			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
 		}
@@ -102,94 +157,25 @@ func (m *Memory) TryAcquire(ctx context.Context, r Request) (Lease, error) {
 		return l, err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	now := time.Now()
 	m.sweep(now)
 	ks := m.state(r.Key)
-	v := m.check(ks, r, now)
-	if v.ok && ks.waiters.len() > 0 {
-		// Waiters came first: what frees up is theirs.
-		v = verdict{reason: ReasonConcurrency}
-	}
-	if !v.ok {
-		m.forget(r.Key, ks, now)
-		return Lease{}, v.err(r.Key, now)
-	}
-	if key, v := m.withVerdict(r, now); !v.ok {
-		return Lease{}, v.err(key, now)
-	}
-	return m.takeAll(ks, r, now), nil
-}
-
-// withVerdict returns the refusal of the first of r's With slots that
-// cannot be taken now (held, or waiters on its key came first), or ok.
-func (m *Memory) withVerdict(r Request, now time.Time) (string, verdict) {
-	for _, s := range r.With {
-		ks := m.state(s.Key)
-		v := m.check(ks, s, now)
-		if v.ok && ks.waiters.len() > 0 {
-			v = verdict{reason: ReasonConcurrency}
+	v := m.checkFirst(ks, r, now)
+	if v.ok {
+		key, wv := m.withVerdict(r, now)
+		if wv.ok {
+			defer m.mu.Unlock()
+			return m.take(ks, r, now), nil
 		}
-		if !v.ok {
-			return s.Key, v
-		}
-	}
-	return "", verdict{ok: true}
-}
-
-// takeAll takes r and its With slots, which must all be free.
-func (m *Memory) takeAll(ks *keyState, r Request, now time.Time) Lease {
-	l := m.take(r.Key, ks, r, now)
-	for _, s := range r.With {
-		l.With = append(l.With, m.take(s.Key, m.state(s.Key), s, now))
-	}
-	return l
-}
-
-// untakeAll gives back all a lease of r took: its With slots, and, with
-// own, what it took on ks.
-func (m *Memory) untakeAll(ks *keyState, l Lease, r Request, now time.Time, own bool) {
-	if own {
-		ks.untake(l, r, m.epoch)
-	}
-
-	for _, s := range l.With {
-		if sk := m.keys[s.Key]; sk != nil {
-			delete(sk.holders, s.ID)
-			m.dispatch(s.Key, sk, now)
-		}
-	}
-}
-
-// Acquire implements Backend.
-func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
-	if err := r.Validate(); err != nil {
-		return Lease{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Lease{}, err
-	}
-	r = r.merged()
-	if len(r.Members) > 0 {
-		return m.members.acquire(ctx, r, m.tryMembers)
-	}
-	m.mu.Lock()
-	now := time.Now()
-	m.sweep(now)
-	ks := m.state(r.Key)
-	v := m.check(ks, r, now)
-	if v.ok && ks.waiters.len() == 0 {
-		if _, wv := m.withVerdict(r, now); !wv.ok {
-			m.mu.Unlock()
+		m.mu.Unlock()
+		if wait {
 			return acquireApart(ctx, m, r)
 		}
-		l := m.takeAll(ks, r, now)
-		m.mu.Unlock()
-		return l, nil
+		return Lease{}, wv.err(key, now)
 	}
 	// v is a lower bound on the wait even when others queue ahead.
 	w := newWaiter(ctx, r)
-	if v.fails(r, w.deadline, v.at) {
+	if !wait || v.fails(r, w.deadline, v.at) {
 		m.forget(r.Key, ks, now)
 		m.mu.Unlock()
 		return Lease{}, v.err(r.Key, now)
@@ -228,7 +214,7 @@ func (m *Memory) tryMembers(ctx context.Context, r Request) (Lease, verdict, tim
 	if err := ctx.Err(); err != nil {
 		return Lease{}, v, now, err
 	}
-	return m.take(r.Key, ks, r, now), v, now, nil
+	return m.take(ks, r, now), v, now, nil
 }
 
 // giveUp takes w, whose caller gave up, out of ks's line; a lease it was
@@ -236,46 +222,62 @@ func (m *Memory) tryMembers(ctx context.Context, r Request) (Lease, verdict, tim
 func (m *Memory) giveUp(ks *keyState, w *waiter) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	key := w.req.Key
+	key, now := w.req.Key, time.Now()
 	select {
 	case <-w.turn:
-		if w.err == nil {
-			// A key forgotten since held nothing of the lease's own, but
-			// its With slots are held still.
-			now := time.Now()
-			m.untakeAll(ks, w.lease, w.req, now, m.keys[key] == ks)
-			if m.keys[key] == ks {
-				m.dispatch(key, ks, now)
-			}
+		if w.err != nil {
+			return
 		}
+		// On a key forgotten since, the lease held nothing of its own, but
+		// its With slots are held still.
+		ks.untake(w.lease, w.req, m.epoch)
+		for _, s := range w.lease.With {
+			_ = m.release(s, now)
+		}
+		m.dispatch(key, ks, now)
 	default:
 		if ks.waiters.leave(w) {
-			m.dispatch(key, ks, time.Now())
+			m.dispatch(key, ks, now)
 		}
 	}
 }
 
 // dispatch grants the queue's head as long as it fits, fails heads that cannot
 // be served in time, and arms the key's timer for the next change. Called with
-// m.mu held.
+// m.mu held; it does nothing on a key forgotten since ks was its state.
 func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
+	if m.keys[key] != ks {
+		return
+	}
 	for w, ok := ks.waiters.head(); ok; w, ok = ks.waiters.head() {
 		v := m.check(ks, w.req, now)
-		switch {
-		case v.ok:
+		if v.ok {
 			if _, wv := m.withVerdict(w.req, now); !wv.ok {
 				w.err = errWithBusy // it takes its slots apart, holding nothing here
 			} else {
-				w.lease = m.takeAll(ks, w.req, now)
+				w.lease = m.take(ks, w.req, now)
 			}
 			ks.waiters.done(w)
-		case v.fails(w.req, w.deadline, v.at):
-			ks.waiters.fail(w, v.err(key, now))
-		default:
-			ks.waiters.failBehind(v, v.at, v.err(key, now))
-			m.arm(key, ks, v.at, now)
-			return
+			continue
 		}
+		if v.fails(w.req, w.deadline, v.at) {
+			ks.waiters.fail(w, v.err(key, now))
+			continue
+		}
+		ks.waiters.failBehind(v, v.at, v.err(key, now))
+		if v.at.IsZero() { // no known time: a release dispatches
+			break
+		}
+		if ks.timer == nil {
+			ks.timer = time.AfterFunc(v.at.Sub(now), func() {
+				m.mu.Lock()
+				defer m.mu.Unlock()
+				m.dispatch(key, ks, time.Now())
+			})
+		} else {
+			ks.timer.Reset(v.at.Sub(now))
+		}
+		return
 	}
 	if ks.timer != nil {
 		ks.timer.Stop()
@@ -283,35 +285,9 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	m.forget(key, ks, now)
 }
 
-// arm sets the key's timer to run dispatch at `at` (zero: no known time).
-func (m *Memory) arm(key string, ks *keyState, at, now time.Time) {
-	if at.IsZero() {
-		if ks.timer != nil {
-			ks.timer.Stop()
-		}
-		return
-	}
-	d := at.Sub(now)
-	if ks.timer == nil {
-		ks.timer = time.AfterFunc(d, func() { m.wake(key, ks) })
-		return
-	}
-	ks.timer.Reset(d)
-}
-
-func (m *Memory) wake(key string, ks *keyState) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.keys[key] == ks {
-		m.dispatch(key, ks, time.Now())
-	}
-}
-
+// forget drops ks, key's state, if it is idle.
 func (m *Memory) forget(key string, ks *keyState, now time.Time) {
-	if ks.idle(now, m.epoch) {
-		if ks.timer != nil {
-			ks.timer.Stop()
-		}
+	if ks.idle(now, m.epoch) { // without waiters, its timer is stopped (dispatch)
 		delete(m.keys, key)
 	}
 }
@@ -337,14 +313,10 @@ func (m *Memory) Release(ctx context.Context, l Lease) error {
 	now := time.Now()
 	var first error
 	for _, s := range l.With {
-		if err := m.release(s, now); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, m.release(s, now))
 	}
 	if l.ownSlot() {
-		if err := m.release(l, now); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, m.release(l, now))
 	}
 	return first
 }
@@ -355,14 +327,12 @@ func (m *Memory) release(l Lease, now time.Time) error {
 	if ks == nil {
 		return ErrLeaseNotHeld
 	}
-	exp, ok := ks.holders[l.ID]
-	if !ok || !now.Before(exp) {
-		delete(ks.holders, l.ID)
-		m.dispatch(l.Key, ks, now)
-		return ErrLeaseNotHeld
-	}
+	held := now.Before(ks.holders[l.ID])
 	delete(ks.holders, l.ID)
 	m.dispatch(l.Key, ks, now)
+	if !held {
+		return ErrLeaseNotHeld
+	}
 	return nil
 }
 
@@ -374,26 +344,18 @@ func (m *Memory) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
-	return extendAll(ctx, l, ttl, func(_ context.Context, s Lease, ttl time.Duration) (Lease, error) {
-		return m.extend(s, ttl, now)
+	return extendAll(ctx, l, ttl, func(_ context.Context, l Lease, ttl time.Duration) (Lease, error) {
+		ks := m.keys[l.Key]
+		if ks == nil || !now.Before(ks.holders[l.ID]) {
+			return l, ErrLeaseNotHeld
+		}
+		l.Expires = now.Add(ttl)
+		ks.holders[l.ID] = l.Expires
+		if ks.waiters.len() > 0 {
+			m.dispatch(l.Key, ks, now) // a shortened lease moves the waiters' next wake-up
+		}
+		return l, nil
 	})
-}
-
-// extend extends one lease's own slot. Called with m.mu held.
-func (m *Memory) extend(l Lease, ttl time.Duration, now time.Time) (Lease, error) {
-	ks := m.keys[l.Key]
-	if ks == nil {
-		return l, ErrLeaseNotHeld
-	}
-	if exp, ok := ks.holders[l.ID]; !ok || !now.Before(exp) {
-		return l, ErrLeaseNotHeld
-	}
-	l.Expires = now.Add(ttl)
-	ks.holders[l.ID] = l.Expires
-	if ks.waiters.len() > 0 {
-		m.dispatch(l.Key, ks, now) // a shortened lease moves the waiters' next wake-up
-	}
-	return l, nil
 }
 
 // Cooldown implements Backend.
@@ -408,11 +370,85 @@ func (m *Memory) Cooldown(ctx context.Context, key string, d time.Duration) erro
 	defer m.mu.Unlock()
 	now := time.Now()
 	ks := m.state(key)
-	if until := now.Add(d); until.After(ks.cooldown) {
-		ks.cooldown = until
-	}
+	ks.cooldown = latest(ks.cooldown, now.Add(d)) // a later end in force is kept
 	m.dispatch(key, ks, now)
 	return nil
+}
+
+// admit decides r's windows on ks at ns (nanoseconds since epoch): ok, or
+// refused until the last of them opens.
+func (ks *keyState) admit(r Request, ns int64, epoch time.Time) verdict {
+	v := verdict{ok: true}
+	for _, w := range r.Windows {
+		h := ks.windows[w.Period]
+		if h == nil {
+			continue
+		}
+		h.prune(ns)
+		if ok, at := h.admit(w.Limit, r.units()); !ok {
+			v = verdict{reason: ReasonRate, at: latest(v.at, epoch.Add(time.Duration(at)))}
+		}
+	}
+	return v
+}
+
+// count counts units at ns in each of ws.
+func (ks *keyState) count(ws []Window, ns int64, units int) {
+	for _, w := range ws {
+		h := ks.windows[w.Period]
+		if h == nil {
+			h = &history{period: int64(w.Period), width: int64(w.Period) / BucketsPerWindow}
+			ks.windows[w.Period] = h
+		}
+		h.add(ns, units)
+	}
+}
+
+// purge drops the holders whose leases have expired at now, and returns
+// the first expiry of the others (zero: none).
+func (ks *keyState) purge(now time.Time) (next time.Time) {
+	for id, exp := range ks.holders {
+		if !now.Before(exp) {
+			delete(ks.holders, id)
+		} else if next.IsZero() || exp.Before(next) {
+			next = exp
+		}
+	}
+	return next
+}
+
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// untake gives back everything a lease took: its slot and its window counts. Used
+// when a grant raced with its waiter's cancellation, so the grant never started.
+func (ks *keyState) untake(l Lease, r Request, epoch time.Time) {
+	delete(ks.holders, l.ID)
+	for _, w := range r.Windows {
+		if h := ks.windows[w.Period]; h != nil {
+			h.remove(int64(l.Granted.Sub(epoch)), r.units())
+		}
+	}
+}
+
+// idle reports whether the key's state is all in its default, so it can go.
+func (ks *keyState) idle(now, epoch time.Time) bool {
+	if ks.waiters.len() > 0 || now.Before(ks.cooldown) || !ks.purge(now).IsZero() {
+		return false
+	}
+	ns := int64(now.Sub(epoch))
+	for _, h := range ks.windows {
+		h.prune(ns)
+		if len(h.buckets) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 var _ Backend = (*Memory)(nil)

@@ -2,37 +2,27 @@
 // start per time window, per key, across goroutines and (with a shared backend)
 // across processes.
 //
-// It knows three kinds of limit, all checked and taken together, all-or-nothing,
-// by one [Backend.Acquire], with the concurrency slots of other keys a
-// request names in [Request.With] (a customer's lock beside an API's slot):
+// One [Backend.Acquire] checks and takes, all or nothing, three kinds of limit
+// on a key, with the concurrency slots of other keys named in [Request.With]
+// (a customer's lock beside an API's slot):
 //
 //   - concurrency: at most [Request.Concurrency] leases on a key at once. A lease
-//     is released explicitly with [Backend.Release]; a lease that is never released
-//     (its holder crashed) frees its slot when its TTL ends. A long operation can
-//     push the end out with [Backend.Extend].
+//     is released with [Backend.Release], or frees its slot when its TTL ends
+//     (its holder crashed); [Backend.Extend] pushes the end out.
 //   - rate windows: for every [Window] in [Request.Windows], never more than
 //     Window.Limit acquisitions in any sliding interval of length Window.Period.
 //     Several windows (10,000 a minute and 150,000 an hour, say) apply together.
 //   - cooldown: [Backend.Cooldown] blocks a key until a time, for an upstream
 //     "you are blocked for the rest of the window" answer.
 //
-// Acquire waits (bounded by its context) and TryAcquire refuses at once with a
-// [*LimitError] that says why and, where known, for how long. A wait that cannot
-// end before the context's deadline fails at once instead of sleeping in vain.
-//
-// # Precision of rate windows
-//
-// A window's history is kept in [BucketsPerWindow] buckets of Period/BucketsPerWindow
-// each, and the oldest, partly expired bucket is still counted in full. The limit is
-// therefore never exceeded in any sliding window, and a caller that saturates a
-// window still gets BucketsPerWindow/(BucketsPerWindow+1), 99%, of Limit/Period.
-// Memory per key is bounded by the number of buckets, not by the number of calls.
+// Acquire waits, bounded by its context, and TryAcquire refuses at once with a
+// [*LimitError] that says why and, where known, for how long. A window is
+// kept in [BucketsPerWindow] buckets, which bounds its precision.
 //
 // [Memory] is the in-process backend and the default of the wecom client;
 // [Redis] shares the limits among every process using one Redis, made on a
 // go-redis client by package throttle/redis, which alone links go-redis. Both
-// prove they keep these promises by running the conformance suite in package
-// throttletest.
+// pass the conformance suite in package throttletest.
 package throttle
 
 import (
@@ -44,8 +34,12 @@ import (
 	"time"
 )
 
-// BucketsPerWindow is how many buckets a rate window's history is divided into.
-// See the package documentation for what it means for precision.
+// BucketsPerWindow is how many buckets a rate window's history is divided
+// into, of Period/BucketsPerWindow each. The oldest, partly expired bucket
+// is still counted in full: the limit is never exceeded in any sliding
+// window, a caller that saturates a window still gets
+// BucketsPerWindow/(BucketsPerWindow+1), 99%, of Limit/Period, and the
+// memory per key is bounded by the number of buckets, not of calls.
 const BucketsPerWindow = 100
 
 // DefaultTTL is the lease TTL used when a Request asks for a concurrency slot and
@@ -88,21 +82,17 @@ type Request struct {
 	// With are concurrency slots on other keys taken together with this
 	// request, all or nothing: a per-customer lock beside an API's slot,
 	// say. Each is a slot alone (Concurrency > 0; no Windows, Weight,
-	// WaitCooldown or With of its own) on a key of its own. The request
-	// waits in its own key's line; when it could be granted but a With
-	// slot is held, it leaves that line holding nothing, takes the busy
-	// slots first (waiting for them as an Acquire of each would), then
-	// queues again for the rest: a lock that is contended never keeps
-	// this key's capacity idle.
+	// WaitCooldown or With of its own) on a key of its own. A held With
+	// slot never keeps Key's capacity idle: Acquire then waits for the
+	// With slots one at a time, holding nothing on Key, and queues for
+	// Key after.
 	With []Request
-	// Members, when set, count Windows on each member's key instead of on
-	// Key: the key MemberKey(Key, member), Weight units each, all of them
-	// or none in one step (one round trip on Redis, where every member's
-	// key takes Key's hash tag). The request waits in Key's line, for the
-	// time when every member has room, and a refusal names the members
-	// without room (LimitError.Members). A message to N members counts on
-	// each member's windows so. Requests with Members hold no slot: no
-	// Concurrency and no With; Cooldown on Key applies to them.
+	// Members, when set, count Windows on each member's key,
+	// MemberKey(Key, member), instead of on Key: Weight units each, all
+	// members or none in one step (one round trip on Redis). Acquire waits
+	// until every member has room; a refusal names the members without
+	// room (LimitError.Members). Requests with Members hold no slot (no
+	// Concurrency, no With); a Cooldown on Key applies to them.
 	Members []string
 }
 
@@ -125,11 +115,30 @@ func (r Request) Validate() error {
 	case r.Weight < 0:
 		return invalidf("key %q: negative weight %d", r.Key, r.Weight)
 	}
-	if err := r.validateWith(); err != nil {
-		return err
+	for i, s := range r.With {
+		switch {
+		case s.Key == "" || s.Key == r.Key:
+			return invalidf("key %q: with slot %d: key %q must be another key", r.Key, i, s.Key)
+		case s.Concurrency <= 0 || s.TTL < 0:
+			return invalidf("key %q: with slot %q: concurrency %d and TTL %s: a with slot is a concurrency slot", r.Key, s.Key, s.Concurrency, s.TTL)
+		case len(s.Windows) > 0 || s.Weight < 0 || s.Weight > 1 || s.WaitCooldown || len(s.With) > 0:
+			return invalidf("key %q: with slot %q: only a concurrency slot, without windows, weight, WaitCooldown or with slots", r.Key, s.Key)
+		case slices.ContainsFunc(r.With[:i], func(t Request) bool { return t.Key == s.Key }):
+			return invalidf("key %q: with slot %q named twice", r.Key, s.Key)
+		}
 	}
-	if err := r.validateMembers(); err != nil {
-		return err
+	if len(r.Members) > 0 && (r.Concurrency > 0 || len(r.With) > 0 || len(r.Windows) == 0) {
+		return invalidf("key %q: members: rate windows only, without concurrency or with slots", r.Key)
+	}
+	seen := make(map[string]bool, len(r.Members))
+	for _, m := range r.Members {
+		switch {
+		case m == "" || strings.ContainsAny(m, "\r\n"):
+			return invalidf("key %q: member %q: empty or holding a line break", r.Key, m)
+		case seen[m]:
+			return invalidf("key %q: member %q named twice", r.Key, m)
+		}
+		seen[m] = true
 	}
 	for _, w := range r.Windows {
 		if w.Limit <= 0 || w.Period < BucketsPerWindow {
@@ -142,64 +151,20 @@ func (r Request) Validate() error {
 	return nil
 }
 
-// validateWith checks r's With slots.
-func (r Request) validateWith() error {
-	for i, s := range r.With {
-		switch {
-		case s.Key == "" || s.Key == r.Key:
-			return invalidf("key %q: with slot %d: key %q must be another key", r.Key, i, s.Key)
-		case s.Concurrency <= 0 || s.TTL < 0:
-			return invalidf("key %q: with slot %q: concurrency %d and TTL %s: a with slot is a concurrency slot", r.Key, s.Key, s.Concurrency, s.TTL)
-		case len(s.Windows) > 0 || s.Weight < 0 || s.Weight > 1 || s.WaitCooldown || len(s.With) > 0:
-			return invalidf("key %q: with slot %q: only a concurrency slot, without windows, weight, WaitCooldown or with slots", r.Key, s.Key)
-		}
-		for _, t := range r.With[:i] {
-			if t.Key == s.Key {
-				return invalidf("key %q: with slot %q named twice", r.Key, s.Key)
-			}
-		}
-	}
-	return nil
-}
-
-// validateMembers checks r's Members.
-func (r Request) validateMembers() error {
-	if len(r.Members) == 0 {
-		return nil
-	}
-	if r.Concurrency > 0 || len(r.With) > 0 || len(r.Windows) == 0 {
-		return invalidf("key %q: members: rate windows only, without concurrency or with slots", r.Key)
-	}
-	seen := make(map[string]struct{}, len(r.Members))
-	for _, m := range r.Members {
-		if m == "" || strings.ContainsAny(m, "\r\n") {
-			return invalidf("key %q: member %q: empty or holding a line break", r.Key, m)
-		}
-		if _, dup := seen[m]; dup {
-			return invalidf("key %q: member %q named twice", r.Key, m)
-		}
-		seen[m] = struct{}{}
-	}
-	return nil
-}
-
 // merged returns r with its windows of one period made one, with the
 // smallest limit (see Request.Windows).
 func (r Request) merged() Request {
-	dup := false
-	for i, w := range r.Windows {
-		dup = dup || slices.ContainsFunc(r.Windows[:i], func(v Window) bool { return v.Period == w.Period })
-	}
-	if !dup {
-		return r
-	}
-	ws := make([]Window, 0, len(r.Windows))
-	for _, w := range r.Windows {
-		if i := slices.IndexFunc(ws, func(v Window) bool { return v.Period == w.Period }); i >= 0 {
-			ws[i].Limit = min(ws[i].Limit, w.Limit)
-		} else {
-			ws = append(ws, w)
+	ws := r.Windows
+	for i := len(ws) - 1; i > 0; i-- {
+		j := slices.IndexFunc(ws[:i], func(v Window) bool { return v.Period == ws[i].Period })
+		if j < 0 {
+			continue
 		}
+		if len(ws) == len(r.Windows) { // not copied yet: the caller's slice stays as it was
+			ws = slices.Clone(ws)
+		}
+		ws[j].Limit = min(ws[j].Limit, ws[i].Limit)
+		ws = slices.Delete(ws, i, i+1)
 	}
 	r.Windows = ws
 	return r
@@ -364,11 +329,7 @@ func (e *LimitError) Error() string {
 // Is makes errors.Is(err, ErrLimited) true.
 func (e *LimitError) Is(target error) bool { return target == ErrLimited }
 
-type invalidError struct{ msg string }
-
-func (e *invalidError) Error() string        { return "throttle: invalid request: " + e.msg }
-func (e *invalidError) Is(target error) bool { return target == ErrInvalidRequest }
-
+// invalidf returns an error matching ErrInvalidRequest.
 func invalidf(format string, args ...any) error {
-	return &invalidError{msg: fmt.Sprintf(format, args...)}
+	return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
 }

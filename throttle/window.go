@@ -3,7 +3,6 @@ package throttle
 import (
 	"cmp"
 	"slices"
-	"time"
 )
 
 // history is the bucketed record of acquisitions for one window period.
@@ -22,30 +21,20 @@ type bucket struct {
 	n   int
 }
 
-func newHistory(period time.Duration) *history {
-	return &history{period: int64(period), width: int64(period) / BucketsPerWindow}
-}
+// byIdx orders buckets by index, for a binary search.
+func byIdx(b bucket, idx int64) int { return cmp.Compare(b.idx, idx) }
 
-// oldest is the first bucket index that still counts at now: the bucket holding
-// now-period, counted whole, so that every acquisition in (now-period, now] is.
-func (h *history) oldest(now int64) int64 {
-	if now < h.period {
-		return -1 // every bucket counts
-	}
-	return (now - h.period) / h.width
-}
-
+// prune drops the buckets that no longer count at now: those before the
+// one holding now-period, which counts whole so that every acquisition in
+// (now-period, now] does.
 func (h *history) prune(now int64) {
-	lo := h.oldest(now)
-	i := 0
-	for i < len(h.buckets) && h.buckets[i].idx < lo {
-		i++
-	}
-	if i > 0 {
-		h.buckets = append(h.buckets[:0], h.buckets[i:]...)
+	if now >= h.period {
+		i, _ := slices.BinarySearchFunc(h.buckets, (now-h.period)/h.width, byIdx)
+		h.buckets = slices.Delete(h.buckets, 0, i)
 	}
 }
 
+// count returns the units counted in the history.
 func (h *history) count() int {
 	n := 0
 	for _, b := range h.buckets {
@@ -65,7 +54,7 @@ func (h *history) admit(limit, units int) (ok bool, at int64) {
 	for _, b := range h.buckets {
 		n -= b.n
 		if n+units <= limit {
-			// Once bucket b no longer counts: oldest(t) > b.idx.
+			// Once bucket b no longer counts: now-period lies past it.
 			return false, (b.idx+1)*h.width + h.period
 		}
 	}
@@ -75,27 +64,17 @@ func (h *history) admit(limit, units int) (ok bool, at int64) {
 // add counts an acquisition of units at t, which is now or, for a history
 // fed by another clock (the Redis backend's ledger), any time.
 func (h *history) add(t int64, units int) {
-	idx := t / h.width
-	if k := len(h.buckets); k == 0 || h.buckets[k-1].idx < idx {
-		h.buckets = append(h.buckets, bucket{idx: idx, n: units})
-		return
-	}
-	i, found := slices.BinarySearchFunc(h.buckets, idx, func(b bucket, t int64) int { return cmp.Compare(b.idx, t) })
-	if found {
+	if i, found := slices.BinarySearchFunc(h.buckets, t/h.width, byIdx); found {
 		h.buckets[i].n += units
 	} else {
-		h.buckets = slices.Insert(h.buckets, i, bucket{idx: idx, n: units})
+		h.buckets = slices.Insert(h.buckets, i, bucket{idx: t / h.width, n: units})
 	}
 }
 
 // remove takes back an acquisition of units made at the given time, as far
 // as it is still recorded.
 func (h *history) remove(at int64, units int) {
-	idx := at / h.width
-	for i := range h.buckets {
-		if h.buckets[i].idx == idx && h.buckets[i].n > 0 {
-			h.buckets[i].n -= min(units, h.buckets[i].n)
-			return
-		}
+	if i, found := slices.BinarySearchFunc(h.buckets, at/h.width, byIdx); found {
+		h.buckets[i].n -= min(units, h.buckets[i].n)
 	}
 }

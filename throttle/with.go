@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -25,13 +26,19 @@ var errWithBusy = errors.New("throttle: a with slot is busy")
 // hold its slot now) makes it start over. On a failure it releases what it
 // took.
 func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
+	// In the order of their keys, so that two requests naming the same
+	// slots in another order never wait on each other.
+	order := make([]int, len(r.With))
+	shortest := time.Duration(math.MaxInt64) // the shortest TTL of the slots
+	for i, s := range r.With {
+		order[i] = i
+		shortest = min(shortest, s.LeaseTTL())
+	}
+	slices.SortFunc(order, func(i, j int) int { return strings.Compare(r.With[i].Key, r.With[j].Key) })
 	for {
-		// In the order of their keys, so that two requests naming the
-		// same slots in another order never wait on each other. The first
-		// one's TTL runs from its grant.
-		start := time.Now()
+		start := time.Now() // the first slot's TTL runs from its grant
 		with := make([]Lease, len(r.With))
-		for _, i := range byKey(r.With) {
+		for _, i := range order {
 			l, err := b.Acquire(ctx, r.With[i])
 			if err != nil {
 				_ = releaseEach(ctx, b, with)
@@ -45,10 +52,15 @@ func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 			return Lease{}, err
 		}
 		l.With = with
-		if time.Since(start) < shortestTTL(r.With)/4 {
+		if time.Since(start) < shortest/4 {
 			return l, nil
 		}
-		err = renew(ctx, b, with, r.With)
+		for i, s := range with { // renewed, up to the first failure
+			if s, err = b.Extend(ctx, s, r.With[i].LeaseTTL()); err != nil {
+				break
+			}
+			with[i] = s
+		}
 		if err == nil {
 			return l, nil
 		}
@@ -59,68 +71,21 @@ func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 	}
 }
 
-// byKey returns the indexes of rs in the order of their keys.
-func byKey(rs []Request) []int {
-	idx := make([]int, len(rs))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(rs[a].Key, rs[b].Key) })
-	return idx
-}
-
-// shortestTTL returns the shortest lease TTL of rs.
-func shortestTTL(rs []Request) time.Duration {
-	d := time.Duration(0)
-	for _, r := range rs {
-		if t := r.LeaseTTL(); d == 0 || t < d {
-			d = t
-		}
-	}
-	return d
-}
-
-// renew extends each of leases, granted for rs, by its request's TTL, and
-// stops at the first failure.
-func renew(ctx context.Context, b Backend, leases []Lease, rs []Request) error {
-	for i, l := range leases {
-		n, err := b.Extend(ctx, l, rs[i].LeaseTTL())
-		if err != nil {
-			return err
-		}
-		leases[i] = n
-	}
-	return nil
-}
-
-// tryApart is acquireApart without waiting: each slot is tried once.
+// tryApart is acquireApart without waiting: each slot is tried once, in
+// order, then r; on a refusal it gives back what it took.
 func tryApart(ctx context.Context, b Backend, r Request) (Lease, error) {
-	with, err := tryEach(ctx, b, r.With)
-	if err != nil {
-		return Lease{}, err
-	}
-	l, err := b.TryAcquire(ctx, r.withless())
-	if err != nil {
-		_ = releaseEach(ctx, b, with)
-		return Lease{}, err
-	}
-	l.With = with
-	return l, nil
-}
-
-// tryEach tries each of rs once, in order, and on a refusal gives back
-// what it took.
-func tryEach(ctx context.Context, b Backend, rs []Request) ([]Lease, error) {
-	got := make([]Lease, 0, len(rs))
-	for _, r := range rs {
-		l, err := b.TryAcquire(ctx, r)
+	var got []Lease
+	for _, s := range append(slices.Clip(r.With), r.withless()) {
+		l, err := b.TryAcquire(ctx, s)
 		if err != nil {
 			_ = releaseEach(ctx, b, got)
-			return nil, err
+			return Lease{}, err
 		}
 		got = append(got, l)
 	}
-	return got, nil
+	l := got[len(got)-1]
+	l.With = slices.Clip(got[:len(got)-1])
+	return l, nil
 }
 
 // releaseEach releases leases one at a time, even when ctx has ended, and
@@ -129,9 +94,7 @@ func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
 	ctx = context.WithoutCancel(ctx)
 	var first error
 	for _, l := range leases {
-		if err := b.Release(ctx, l); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, b.Release(ctx, l))
 	}
 	return first
 }
@@ -143,24 +106,23 @@ func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
 // error.
 func extendAll(ctx context.Context, l Lease, ttl time.Duration, one func(context.Context, Lease, time.Duration) (Lease, error)) (Lease, error) {
 	var first error
+	extend := func(s Lease) Lease {
+		n, err := one(ctx, s, ttl)
+		if err != nil {
+			first = cmp.Or(first, err)
+			return s
+		}
+		return n
+	}
 	with := l.With
 	l.With = nil
 	if l.ownSlot() || len(with) == 0 {
-		if n, err := one(ctx, l, ttl); err != nil {
-			first = err
-		} else {
-			l = n
-		}
+		l = extend(l)
 	}
 	if len(with) > 0 {
 		l.With = make([]Lease, len(with))
 		for i, s := range with {
-			n, err := one(ctx, s, ttl)
-			if err != nil {
-				first = cmp.Or(first, err)
-				n = s
-			}
-			l.With[i] = n
+			l.With[i] = extend(s)
 		}
 	}
 	return l, first
