@@ -516,7 +516,8 @@ func handoff(t *testing.T, name string, windows, busy bool) {
 			t.Fatal(err)
 		}
 		expect("W")
-		time.Sleep(2 * time.Millisecond) // the child's acquire is refused and waits
+		waitQueued(t, rdb, prefix, 1) // the child's acquire is refused and waits
+		time.Sleep(2 * time.Millisecond) // and its notice that it waits reaches this process
 		var own chan acquired
 		if busy {
 			own = make(chan acquired, 1)
@@ -524,7 +525,7 @@ func handoff(t *testing.T, name string, windows, busy bool) {
 				l, err := lim.Acquire(ctx, req)
 				own <- acquired{l, err}
 			}()
-			time.Sleep(2 * time.Millisecond) // refused too, and queued behind the child
+			waitQueued(t, rdb, prefix, 2) // refused too, and queued behind the child
 		}
 		released := time.Now().UnixNano()
 		if err := lim.Release(ctx, held); err != nil {
@@ -583,6 +584,26 @@ func handoff(t *testing.T, name string, windows, busy bool) {
 		t.Logf("    TARGET MISSED: p99 %v is %v over 2ms", r(p99), r(p99-2*time.Millisecond))
 	} else {
 		t.Logf("    target met: p99 %v < 2ms", r(p99))
+	}
+}
+
+// waitQueued waits until n processes queue for the hand-off key's slot
+// in Redis: a fixed sleep let this process's own waiter queue first on a
+// loaded machine, and keep the slot the child waited for.
+func waitQueued(t *testing.T, rdb redis.UniversalClient, prefix string, n int64) {
+	t.Helper()
+	key := prefix + "{" + handoffKey[1:strings.IndexByte(handoffKey, '}')] + "}" + handoffKey + ":q"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		got, err := rdb.ZCard(context.Background(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes queue on %s, want %d", got, key, n)
+		}
 	}
 }
 
