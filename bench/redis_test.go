@@ -516,7 +516,7 @@ func handoff(t *testing.T, name string, windows, busy bool) {
 			t.Fatal(err)
 		}
 		expect("W")
-		waitQueued(t, rdb, prefix, 1) // the child's acquire is refused and waits
+		waitQueued(t, rdb, prefix, 1)    // the child's acquire is refused and waits
 		time.Sleep(2 * time.Millisecond) // and its notice that it waits reaches this process
 		var own chan acquired
 		if busy {
