@@ -1,12 +1,6 @@
 // The Redis backend: its options, the Redis type and its lifecycle (NewRedis,
-// Close), the Lua scripts it runs, and how throttle keys name Redis keys.
-// The other concerns live in files of their own: redis_conn.go (what it asks
-// of a Redis client), redis_acquire.go (TryAcquire, Acquire),
-// redis_release.go (Release, Extend, Cooldown), redis_queue.go (the local
-// line of waiters, line.go's), redis_grant.go (hand-overs and the
-// cross-process grant protocol), redis_fallback.go (Redis errors and the
-// local fallback), redis_health.go (the probe and the subscription) and
-// redis_epoch.go (what a process writes back after Redis lost its state).
+// Close), the Lua scripts it runs, and how throttle keys name Redis keys. The
+// design is in REDIS.md; each redis_*.go file says what it holds.
 
 package throttle
 
@@ -114,47 +108,28 @@ type RedisOptions struct {
 
 // Redis is a Backend on Redis, shared by every process that uses the same
 // Redis and prefix: a fleet of processes stays under one set of limits.
+// Each acquisition is one Lua script timed by the Redis server's clock, so
+// that processes with skewed clocks agree. Within a process the waiters of a
+// key queue locally and only the head asks Redis; a Release hands its slot to
+// the next waiter, without a round trip while no other process waits. Leases
+// expire on the server, so a process that dies frees its slots when their TTL
+// ends. Keys take the hash tag of the throttle key ("{corp}"), so one corp's
+// keys share a Cluster slot.
 //
-// Each acquisition is one Lua script that checks and takes the concurrency
-// slot, every rate window and the cooldown together, timed by the Redis
-// server's clock, so that processes with skewed clocks agree; a request's
-// With slots are taken first, each as an acquisition of its own, and held
-// while it waits for its slot. Within a process the waiters of a key queue
-// locally and only the head asks Redis. A Release hands its slot to the
-// next waiter: without Redis while no other process waits for the key
-// (window units then come from a block taken ahead), else in one round
-// trip, to this process's waiter or, when another has waited longer,
-// another's. A release no waiter wants goes a moment later, with others.
-// Leases expire on the server, so a process that dies frees its slots when
-// their TTL ends. Keys take the hash tag of the throttle key ("{corp}"), so
-// one corp's keys share a Cluster slot.
-//
-// Faults: no call waits on a Redis known to be down (see Fallback; releases
-// made meanwhile are kept and made when it answers), and a wait of more
-// than StallAfter on one that does not answer is told (WithStallFunc). After
-// Redis restarted empty, each process writes back what it knows (its
-// grants, the cooldowns, the fill of each window it last saw) and a window
-// holds a reserve until it has slid past the loss (ReasonReserve): what
-// the fleet last saw in it, plus what it could have taken since at the
-// window's average rate. A fleet that had used a window up stays refused,
-// one far below its limits goes on at once, and the fleet does not go over
-// a window because of the restart unless a process took faster than that
-// average rate just before it (see REDIS.md). Requests that waited in a hung Redis's sockets take nothing when
-// they run after their senders gave up. Concurrency slots held across a
-// restart are forgotten. How and why, and what is not covered, is in
-// REDIS.md beside this file.
+// Faults: no call waits on a Redis known to be down (see Fallback), and a
+// wait of more than StallAfter on one that does not answer is told
+// (WithStallFunc). After Redis restarted empty, each window holds a reserve
+// until it has slid past the loss (ReasonReserve), and concurrency slots held
+// across the restart are forgotten. How and why, and what is not covered, is
+// in REDIS.md beside this file.
 //
 // Persistence recommended: appendonly yes with appendfsync everysec, and a
 // maxmemory-policy that never evicts these keys (noeviction, or volatile-*
-// with nothing else volatile). RDB snapshots alone are worse than none: the
-// minutes of grants since the snapshot are lost unseen.
-//
-// The backend prints nothing (go-redis's own logging: see throttle/redis).
+// with nothing else volatile). RDB snapshots alone are worse than none.
 //
 // A program makes one with throttle/redis's New, on a go-redis client, so
-// that a program without Redis does not link go-redis; NewRedis, on a
-// RedisConn, is what New calls. NewRedis starts the probe and the subscription in goroutines that Close
-// stops.
+// that a program without Redis does not link go-redis; New calls NewRedis.
+// The backend prints nothing (go-redis's own logging: see throttle/redis).
 type Redis struct {
 	rdb        RedisConn
 	opt        RedisOptions
@@ -179,8 +154,7 @@ type Redis struct {
 	memberLines memberLines
 	swapLimit   *script
 	loadLimit   *script
-	// learned are the learned limits this process last read or wrote
-	// (LoadLimit, SwapLimit), by key: they cap every acquisition on the key.
+	// learned: the learned limits last read or written, by key (learn_store.go)
 	learnedMu sync.Mutex
 	learned   map[string]int
 	ref       serverRef  // the server's clock, as last seen
@@ -189,31 +163,25 @@ type Redis struct {
 	ledger    ledger     // what Redis would lose in a restart, as far as this process knows
 	restoreMu sync.Mutex // one restore at a time
 
-	mu   sync.Mutex
-	keys map[string]*rkey
-	// hot, held: the hot path without Redis (redis_local.go).
-	hot       map[string]*hot
+	mu        sync.Mutex
+	keys      map[string]*rkey
+	hot       map[string]*hot // the hot path without Redis (redis_local.go)
 	held      map[string]held // by Redis lease id
 	heldSweep int             // held's size at which expired entries go
 	gen       atomic.Uint64   // names the leases handed on locally
-	// era changes when Redis may have lost its state (it went down, the
-	// subscription broke, a key's epoch changed): a lease granted in an
-	// earlier era is never handed on locally, as Redis may not count it.
-	era  uint64
-	cold bool // tests of the Redis protocol: no hot path
+	era       uint64          // bumped when Redis may have lost its state (newEra)
+	cold      bool            // tests of the Redis protocol: no hot path
 	// pending, sending: releases to send later and being sent, by Redis
 	// lease id; sent is closed when a send ends (redis_later.go).
 	pending, sending map[string]Lease
 	sent             chan struct{}
-	quietFor         time.Duration // localSpan, longer in tests that must not race it
-	// health is Redis as this process knows it: healthUnknown until the
-	// first probe answers, then healthUp or healthDown. Written under mu.
-	health  atomic.Int32
-	probing bool              // the probe (see probe) runs
-	changed chan struct{}     // closed and replaced when health or probing changes
-	orphans []Lease           // releases that failed for want of Redis, retried when it answers
-	pubsub  RedisSubscription // the subscription listen holds, nil between connections
-	done    chan struct{}
+	quietFor         time.Duration     // localSpan, longer in tests that must not race it
+	health           atomic.Int32      // healthUnknown until the first probe answers; written under mu
+	probing          bool              // the probe (see probe) runs
+	changed          chan struct{}     // closed and replaced when health or probing changes
+	orphans          []Lease           // releases that failed for want of Redis, retried when it answers
+	pubsub           RedisSubscription // the subscription listen holds, nil between connections
+	done             chan struct{}
 }
 
 // maxOrphans bounds the releases kept for retry while Redis is down; a lease
@@ -274,10 +242,8 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		quietFor:   localSpan,
 		done:       make(chan struct{}),
 		changed:    make(chan struct{}),
+		probing:    true, // calls wait for the first probe's verdict
 	}
-	// Nothing waits on Redis here: the first probe and the subscription
-	// run in the background, and calls wait for the probe's verdict.
-	b.probing = true
 	go b.probe(0)
 	go b.listen()
 	return b, nil
