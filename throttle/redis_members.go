@@ -10,21 +10,6 @@ import (
 	"time"
 )
 
-// membersArgv is the members script's ARGV before the windows' limits and
-// periods, in this order (see lua/members.lua, where each is described).
-type membersArgv struct {
-	id, knownEpoch string
-	weight         int
-	refund         int64
-	ref, maxAge    int64
-	nw             int
-}
-
-// list returns a's fields in ARGV order.
-func (a membersArgv) list() []any {
-	return []any{a.id, a.knownEpoch, a.weight, a.refund, a.ref, a.maxAge, a.nw}
-}
-
 // membersAnswer is the members script's answer, field for field in this
 // order (see lua/members.lua, Returns).
 type membersAnswer struct {
@@ -35,28 +20,20 @@ type membersAnswer struct {
 	refused []int64 // places in the request, from 1
 }
 
-// membersScript returns the members script's KEYS and ARGV for r, giving
-// back the count granted at refund (unix ms) when it is not 0.
-func (b *Redis) membersScript(r Request, refund int64) (keys []string, args []any) {
+// runMembers runs the members script once for r, giving back the count
+// granted at refund (unix ms) when it is not 0.
+func (b *Redis) runMembers(ctx context.Context, r Request, refund int64) (membersAnswer, error) {
 	g := b.names(r.Key, nil)
-	keys = make([]string, 0, 2+len(r.Members)*len(r.Windows))
-	keys = append(keys, g.epoch, g.cooldown)
+	keys := append(make([]string, 0, 2+len(r.Members)*len(r.Windows)), g.epoch, g.cooldown)
 	tag := hashTag(r.Key)
 	for _, m := range r.Members {
 		keys = append(keys, b.namesIn(tag, MemberKey(r.Key, m), r.Windows).windows...)
 	}
 	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
-	args = membersArgv{id: newLeaseID(), knownEpoch: b.ledger.groupEpoch(r.Key), weight: r.units(),
-		refund: refund, ref: ref, maxAge: maxAge, nw: len(r.Windows)}.list()
+	args := []any{newLeaseID(), b.ledger.groupEpoch(r.Key), r.units(), refund, ref, maxAge, len(r.Windows)} // see lua/members.lua
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
 	}
-	return keys, args
-}
-
-// runMembers runs the members script once.
-func (b *Redis) runMembers(ctx context.Context, r Request, refund int64) (membersAnswer, error) {
-	keys, args := b.membersScript(r, refund)
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
 	defer b.quiet.begin()()
@@ -115,25 +92,22 @@ func (b *Redis) attemptMembers(ctx context.Context, r Request) (acquireResult, e
 
 // tryMembers is one attempt at r, a request with Members, for
 // memberLines: on Redis, or on the fallback while Redis is down (whose
-// answer ends the acquisition). A grant to a caller that has left is
+// answer, ok, ends the acquisition). A grant to a caller that has left is
 // given back.
 func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time.Time, error) {
 	down, err := b.ready(ctx)
 	if err != nil {
 		return Lease{}, verdict{}, time.Time{}, err
 	}
+	var l Lease
 	if down {
-		l, err := b.instead(ctx, r, false, nil)
+		l, err = b.instead(ctx, r, false, nil)
 		return l, verdict{ok: true}, time.Time{}, err
 	}
 	res, err := b.attemptMembers(ctx, r)
 	if err != nil {
-		outage, err := b.failed("acquire", err)
-		if outage {
-			l, err := b.instead(ctx, r, false, err)
-			return l, verdict{ok: true}, time.Time{}, err
-		}
-		return Lease{}, verdict{}, time.Time{}, err
+		l, err = b.acquireFailed(ctx, r, false, err)
+		return l, verdict{ok: true}, time.Time{}, err
 	}
 	if res.v.ok && ctx.Err() != nil {
 		b.refundMembers(res.lease, r)
@@ -150,11 +124,7 @@ func (b *Redis) tryMembersOnce(ctx context.Context, r Request) (Lease, error) {
 	}
 	res, err := b.attemptMembers(ctx, r)
 	if err != nil {
-		outage, err := b.failed("acquire", err)
-		if outage {
-			return b.instead(ctx, r, true, err)
-		}
-		return Lease{}, err
+		return b.acquireFailed(ctx, r, true, err)
 	}
 	if !res.v.ok {
 		return Lease{}, res.v.err(r.Key, res.now)

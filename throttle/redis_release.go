@@ -8,11 +8,9 @@ import (
 	"time"
 )
 
-// Release implements Backend. When a waiter of this process waits for the
-// key, the slot is handed straight over to it: without a round trip while
-// no other process waits for the key (and its window units come from a
-// block taken ahead), else in one that gives it to the process that has
-// waited longest.
+// Release implements Backend. A waiter of this process for the key gets the
+// slot straight away: without Redis while no other process waits for the key
+// (handLocal), else in one round trip (handOver).
 func (b *Redis) Release(ctx context.Context, l Lease) error {
 	if !l.HoldsSlot() {
 		return nil
@@ -124,7 +122,10 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 	if strings.HasPrefix(l.ID, localLease) {
 		return fromLocal(b.local.Extend(ctx, toLocal(l), ttl))
 	}
-	if !b.stillHeld(l) {
+	b.mu.Lock()
+	_, _, ok := b.ownsLocked(l)
+	b.mu.Unlock()
+	if !ok {
 		return l, ErrLeaseNotHeld
 	}
 	if down, err := b.ready(ctx); err != nil {
@@ -143,7 +144,12 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 		return l, ErrLeaseNotHeld
 	}
 	l.Expires = time.UnixMilli(exp)
-	b.extended(l)
+	b.mu.Lock()
+	if h, ok := b.held[redisID(l.ID)]; ok && h.id == l.ID {
+		h.until = l.Expires
+		b.held[redisID(l.ID)] = h
+	}
+	b.mu.Unlock()
 	return l, nil
 }
 
@@ -155,28 +161,27 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 	if d <= 0 {
 		return nil
 	}
-	if down, err := b.ready(ctx); err != nil {
+	down, err := b.ready(ctx)
+	if err != nil {
 		return err
-	} else if down {
-		// Keep this process off the API at least, and Redis once it answers.
-		_ = b.local.Cooldown(ctx, key, d)
-		b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
+	}
+	if !down {
+		octx, cancel := b.opCtx(ctx)
+		defer cancel()
+		var end int64
+		if end, err = replyInt64(b.cooldown.run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key)); err == nil {
+			b.ledger.cooldown(key, end)
+			return nil
+		}
+	}
+	// Keep this process off the API at least, and Redis once it answers.
+	_ = b.local.Cooldown(ctx, key, d)
+	b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
+	if down {
 		return b.errDown()
 	}
-	octx, cancel := b.opCtx(ctx)
-	defer cancel()
-	end, err := replyInt64(b.cooldown.run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key))
-	if err == nil {
-		b.ledger.cooldown(key, end)
-	}
-	if err != nil {
-		// Keep this process off the API at least, and Redis once it answers.
-		_ = b.local.Cooldown(ctx, key, d)
-		b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
-		_, err = b.failed("cooldown", err)
-		return err
-	}
-	return nil
+	_, err = b.failed("cooldown", err)
+	return err
 }
 
 // releaseScript runs the release script for l (whose own slot it releases
