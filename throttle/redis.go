@@ -5,6 +5,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -52,21 +53,16 @@ func clockSource(body string) string {
 	return preludeLua + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" + body
 }
 
-// acquireSource returns the acquire script's source: the prelude, the
-// reasons it answers as a table R of the Go constants, window.lua and
-// acquire.lua.
-func acquireSource() string {
+// reasonSource returns the source of a script that answers reasons: the
+// prelude, the reasons as a table R of the Go constants, window.lua and body.
+func reasonSource(body string) string {
 	reasons := fmt.Sprintf("local R = {concurrency = %d, rate = %d, cooldown = %d, reserve = %d, yielded = %d, lost = %d, stale = %d}\n",
 		ReasonConcurrency, ReasonRate, ReasonCooldown, ReasonReserve, reasonYielded, reasonLost, reasonStale)
-	return clockSource(reasons + windowLua + acquireLua)
+	return clockSource(reasons + windowLua + body)
 }
 
-// membersSource returns the members script's source, as acquireSource.
-func membersSource() string {
-	reasons := fmt.Sprintf("local R = {rate = %d, cooldown = %d, reserve = %d, lost = %d, stale = %d}\n",
-		ReasonRate, ReasonCooldown, ReasonReserve, reasonLost, reasonStale)
-	return clockSource(reasons + windowLua + membersLua)
-}
+// acquireSource returns the acquire script's source.
+func acquireSource() string { return reasonSource(acquireLua) }
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
 // Redis and has no fallback: nothing was acquired, and no call should start.
@@ -107,29 +103,25 @@ type RedisOptions struct {
 }
 
 // Redis is a Backend on Redis, shared by every process that uses the same
-// Redis and prefix: a fleet of processes stays under one set of limits.
-// Each acquisition is one Lua script timed by the Redis server's clock, so
-// that processes with skewed clocks agree. Within a process the waiters of a
-// key queue locally and only the head asks Redis; a Release hands its slot to
-// the next waiter, without a round trip while no other process waits. Leases
-// expire on the server, so a process that dies frees its slots when their TTL
-// ends. Keys take the hash tag of the throttle key ("{corp}"), so one corp's
-// keys share a Cluster slot.
+// Redis and prefix: a fleet of processes stays under one set of limits, timed
+// by the Redis server's clock. Leases expire on the server, so a process that
+// dies frees its slots when their TTL ends. One corp's keys share a Cluster
+// slot (the throttle key's hash tag, "{corp}").
 //
-// Faults: no call waits on a Redis known to be down (see Fallback), and a
-// wait of more than StallAfter on one that does not answer is told
-// (WithStallFunc). After Redis restarted empty, each window holds a reserve
-// until it has slid past the loss (ReasonReserve), and concurrency slots held
-// across the restart are forgotten. How and why, and what is not covered, is
-// in REDIS.md beside this file.
+// No call waits on a Redis known to be down (see Fallback), and a wait of
+// more than StallAfter on one that does not answer is told (WithStallFunc).
+// After Redis restarted empty, each window holds a reserve until it has slid
+// past the loss (ReasonReserve), and concurrency slots held across the
+// restart are forgotten. REDIS.md beside this file says how and why, and
+// what is not covered.
 //
 // Persistence recommended: appendonly yes with appendfsync everysec, and a
 // maxmemory-policy that never evicts these keys (noeviction, or volatile-*
 // with nothing else volatile). RDB snapshots alone are worse than none.
 //
-// A program makes one with throttle/redis's New, on a go-redis client, so
-// that a program without Redis does not link go-redis; New calls NewRedis.
-// The backend prints nothing (go-redis's own logging: see throttle/redis).
+// Programs make one with throttle/redis's New on a go-redis client, which
+// calls NewRedis. The backend prints nothing (go-redis's own logging: see
+// throttle/redis).
 type Redis struct {
 	rdb        RedisConn
 	opt        RedisOptions
@@ -163,18 +155,16 @@ type Redis struct {
 	ledger    ledger     // what Redis would lose in a restart, as far as this process knows
 	restoreMu sync.Mutex // one restore at a time
 
-	mu        sync.Mutex
-	keys      map[string]*rkey
-	hot       map[string]*hot // the hot path without Redis (redis_local.go)
-	held      map[string]held // by Redis lease id
-	heldSweep int             // held's size at which expired entries go
-	gen       atomic.Uint64   // names the leases handed on locally
-	era       uint64          // bumped when Redis may have lost its state (newEra)
-	cold      bool            // tests of the Redis protocol: no hot path
-	// pending, sending: releases to send later and being sent, by Redis
-	// lease id; sent is closed when a send ends (redis_later.go).
-	pending, sending map[string]Lease
-	sent             chan struct{}
+	mu               sync.Mutex
+	keys             map[string]*rkey
+	hot              map[string]*hot   // the hot path without Redis (redis_local.go)
+	held             map[string]held   // by Redis lease id
+	heldSweep        int               // held's size at which expired entries go
+	gen              atomic.Uint64     // names the leases handed on locally
+	era              uint64            // bumped when Redis may have lost its state (newEra)
+	cold             bool              // tests of the Redis protocol: no hot path
+	pending, sending map[string]Lease  // releases to send later and being sent (redis_later.go)
+	sent             chan struct{}     // closed when a send ends
 	quietFor         time.Duration     // localSpan, longer in tests that must not race it
 	health           atomic.Int32      // healthUnknown until the first probe answers; written under mu
 	probing          bool              // the probe (see probe) runs
@@ -189,24 +179,15 @@ type Redis struct {
 const maxOrphans = 10000
 
 // NewRedis returns a Redis backend on rdb (a single node, Sentinel or Cluster
-// client). Programs on go-redis call throttle/redis's New, which adapts the
-// client and calls this.
+// client). It starts goroutines that Close stops.
 func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 	if rdb == nil {
 		return nil, invalidf("nil Redis client")
 	}
-	if opt.Prefix == "" {
-		opt.Prefix = "wecom:throttle:"
-	}
-	if opt.LocalShare == 0 {
-		opt.LocalShare = 1
-	}
-	if opt.RetryRedisAfter == 0 {
-		opt.RetryRedisAfter = time.Second
-	}
-	if opt.OpTimeout == 0 {
-		opt.OpTimeout = 2 * time.Second
-	}
+	opt.Prefix = cmp.Or(opt.Prefix, "wecom:throttle:")
+	opt.LocalShare = cmp.Or(opt.LocalShare, 1)
+	opt.RetryRedisAfter = cmp.Or(opt.RetryRedisAfter, time.Second)
+	opt.OpTimeout = cmp.Or(opt.OpTimeout, 2*time.Second)
 	switch {
 	case strings.ContainsAny(opt.Prefix, "{}"):
 		return nil, invalidf("prefix %q holds a brace: the keys' hash tags come after it", opt.Prefix)
@@ -230,7 +211,7 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		cooldown:   newScript(clockSource(cooldownLua)),
 		pass:       newScript(passLua),
 		restoreSc:  newScript(clockSource(restoreLua)),
-		members:    newScript(membersSource()),
+		members:    newScript(reasonSource(membersLua)),
 		swapLimit:  newScript(clockSource(swapLimitLua)),
 		loadLimit:  newScript(clockSource(loadLimitLua)),
 		learned:    make(map[string]int),
@@ -308,26 +289,6 @@ func newLeaseID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return hex.EncodeToString(b[:])
-}
-
-func (b *Redis) validate(r Request) error {
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	if strings.ContainsAny(r.Key, "\r\n") {
-		return invalidf("key %q holds a line break", r.Key)
-	}
-	for _, s := range r.With { // a key is a wake-up's message, which a line break makes a grant
-		if strings.ContainsAny(s.Key, "\r\n") {
-			return invalidf("key %q: with slot %q holds a line break", r.Key, s.Key)
-		}
-	}
-	for _, w := range r.Windows {
-		if w.Period < BucketsPerWindow*time.Millisecond {
-			return invalidf("key %q: window %s: the Redis backend counts in milliseconds, so periods start at %s", r.Key, w, BucketsPerWindow*time.Millisecond)
-		}
-	}
-	return nil
 }
 
 // opCtx bounds one round trip; it is not cancelled with the caller, so that a

@@ -10,29 +10,83 @@ import (
 	"time"
 )
 
-// precheck refuses a malformed r or an ended ctx and, while Redis is down,
-// serves r as the fallback says (try: without waiting); done reports that
-// it answered.
-func (b *Redis) precheck(ctx context.Context, r Request, try bool) (l Lease, done bool, err error) {
-	if err := b.validate(r); err != nil {
-		return Lease{}, true, err
+// TryAcquire implements Backend.
+func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
+	return b.obtain(ctx, r, true)
+}
+
+// Acquire implements Backend.
+func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
+	return b.obtain(ctx, r, false)
+}
+
+// obtain is Acquire, or TryAcquire with try: it refuses a malformed r or an
+// ended ctx, serves r from the fallback while Redis is down, takes the With
+// slots first (held while r waits for its slot), and asks Redis, queued
+// behind this process's waiters (Acquire: see wait) or refused by them.
+func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) {
+	r = r.merged()
+	if err := r.Validate(); err != nil {
+		return Lease{}, err
+	}
+	if strings.ContainsAny(r.Key, "\r\n") {
+		return Lease{}, invalidf("key %q holds a line break", r.Key)
+	}
+	for _, s := range r.With { // a key is a wake-up's message, which a line break makes a grant
+		if strings.ContainsAny(s.Key, "\r\n") {
+			return Lease{}, invalidf("key %q: with slot %q holds a line break", r.Key, s.Key)
+		}
+	}
+	for _, w := range r.Windows {
+		if w.Period < BucketsPerWindow*time.Millisecond {
+			return Lease{}, invalidf("key %q: window %s: the Redis backend counts in milliseconds, so periods start at %s", r.Key, w, BucketsPerWindow*time.Millisecond)
+		}
 	}
 	if err := ctx.Err(); err != nil {
-		return Lease{}, true, err
+		return Lease{}, err
 	}
 	if err := b.sendFor(ctx, r.Key); err != nil {
-		return Lease{}, true, err
+		return Lease{}, err
 	}
 	stop := stallAfter(ctx, r.Key)
 	down, err := b.ready(ctx)
 	stop()
-	if err != nil {
-		return Lease{}, true, err
-	} else if down {
-		l, err := b.instead(ctx, r, try, nil)
-		return l, true, err
+	switch {
+	case err != nil:
+		return Lease{}, err
+	case down:
+		return b.instead(ctx, r, try, nil)
+	case len(r.With) > 0 && try:
+		return tryApart(ctx, b, r)
+	case len(r.With) > 0:
+		return acquireApart(ctx, b, r)
+	case len(r.Members) > 0 && !try:
+		return b.memberLines.acquire(ctx, r, b.tryMembers)
+	case !try:
+		return b.wait(ctx, r)
 	}
-	return Lease{}, false, nil
+	var res acquireResult
+	if len(r.Members) > 0 {
+		if busy := b.memberLines.busy(r); len(busy) > 0 {
+			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
+		}
+		res, err = b.attemptMembers(ctx, r)
+	} else {
+		b.mu.Lock()
+		queued := b.keys[r.Key].waiting()
+		b.mu.Unlock()
+		res, err = b.attempt(ctx, acquireArgs{r: r, take: !queued})
+		if err == nil && res.v.ok && queued {
+			res.v = verdict{reason: ReasonConcurrency}
+		}
+	}
+	switch {
+	case err != nil:
+		return b.acquireFailed(ctx, r, true, err)
+	case !res.v.ok:
+		return Lease{}, res.v.err(r.Key, res.now)
+	}
+	return res.lease, nil
 }
 
 // acquireFailed answers an acquisition of r whose round trip failed with
@@ -43,49 +97,6 @@ func (b *Redis) acquireFailed(ctx context.Context, r Request, try bool, err erro
 		return b.instead(ctx, r, try, err)
 	}
 	return Lease{}, err
-}
-
-// TryAcquire implements Backend.
-func (b *Redis) TryAcquire(ctx context.Context, r Request) (Lease, error) {
-	r = r.merged()
-	if l, done, err := b.precheck(ctx, r, true); done {
-		return l, err
-	}
-	if len(r.With) > 0 {
-		return tryApart(ctx, b, r)
-	}
-	if len(r.Members) > 0 {
-		return b.tryMembersOnce(ctx, r)
-	}
-	b.mu.Lock()
-	queued := b.keys[r.Key].waiting()
-	b.mu.Unlock()
-	res, err := b.attempt(ctx, acquireArgs{r: r, take: !queued})
-	if err != nil {
-		return b.acquireFailed(ctx, r, true, err)
-	}
-	if res.v.ok && queued {
-		res.v = verdict{reason: ReasonConcurrency} // local waiters came first
-	}
-	if !res.v.ok {
-		return Lease{}, res.v.err(r.Key, res.now)
-	}
-	return res.lease, nil
-}
-
-// Acquire implements Backend.
-func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
-	r = r.merged()
-	if l, done, err := b.precheck(ctx, r, false); done {
-		return l, err
-	}
-	if len(r.With) > 0 { // the With slots first, held while r waits for its slot
-		return acquireApart(ctx, b, r)
-	}
-	if len(r.Members) > 0 {
-		return b.memberLines.acquire(ctx, r, b.tryMembers)
-	}
-	return b.wait(ctx, r)
 }
 
 // wait is Acquire once the request is known to go to Redis: it queues

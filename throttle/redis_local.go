@@ -112,8 +112,7 @@ func (b *Redis) noteContended(key string, yes bool, sent time.Time) {
 }
 
 // addBlock keeps units taken ahead for r's windows, counted at at (unix
-// ms), usable until until; what is left of the key's previous block goes
-// back, and so does what is left of this one at until.
+// ms), usable until until; what is left of a block goes back (refund).
 func (b *Redis) addBlock(r Request, units int, at int64, until time.Time) {
 	b.ledger.add(r.Key, r.Windows, at, units, nil)
 	b.mu.Lock()
@@ -152,12 +151,10 @@ func (b *Redis) refund(key string, blk block) {
 	}
 }
 
-// handLocal hands the slot of l, granted in era, just released, to next, a
-// waiter of this process claimed for it, without Redis, when it may: Redis
-// may not have lost its state since (era is the current one), no other
-// process waits for the key, the lease has half its TTL left, the learned
-// limit did not fall under it, and the key's block covers next's window
-// units. It reports whether it did.
+// handLocal hands the slot of l, granted in era and just released, to next,
+// the waiter claimed for it, without Redis if it may: still in era, no other
+// process waits, half the TTL left, the learned limit not under it, and the
+// key's block covers next's window units. It reports whether it did.
 func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 	r := b.capped(next.req)
 	if len(r.With) > 0 || r.Concurrency < l.Concurrency || b.ref.now().Add(r.LeaseTTL()/2).After(l.Expires) {
@@ -238,8 +235,7 @@ func (b *Redis) sweepHeld(key string) (first time.Time) {
 	return first
 }
 
-// hold records leases granted to this process by a request sent in era (a
-// loss noticed while the request ran makes them older than the new era).
+// hold records leases granted to this process by a request sent in era.
 func (b *Redis) hold(era uint64, ls ...Lease) {
 	b.mu.Lock()
 	for _, l := range ls {
@@ -255,14 +251,13 @@ func (b *Redis) eraNow() uint64 {
 	return b.era
 }
 
-// newEra records that Redis may have lost its state (REDIS.md, Eras): a
-// lease granted before is never handed on locally. The caller holds
-// Redis.mu.
+// newEra records that Redis may have lost its state (REDIS.md, Eras). The
+// caller holds Redis.mu.
 func (b *Redis) newEra() { b.era++ }
 
-// ownsLocked reports whether this process may release or extend l: it was
-// neither handed on locally nor released here. h is l's entry in held, if
-// known. The caller holds Redis.mu.
+// ownsLocked reports whether l may be released or extended: it was neither
+// handed on nor released here; h is its entry in held, if known. The caller
+// holds Redis.mu.
 func (b *Redis) ownsLocked(l Lease) (h held, known, ok bool) {
 	if b.releasedLater(l.ID) {
 		return held{}, false, false // released already, the script not yet sent
@@ -273,11 +268,9 @@ func (b *Redis) ownsLocked(l Lease) (h held, known, ok bool) {
 	return h, false, redisID(l.ID) == l.ID
 }
 
-// unhold forgets l as held, as it is released: known reports that this
-// process held it, and era the era it was granted in (handLocal hands its
-// slot on only within it); the caller then counts it off its key with
-// letGo, once it knows whether it handed the slot on locally. A lease this
-// process handed on locally or released already: ErrLeaseNotHeld.
+// unhold forgets l as held, as it is released (ErrLeaseNotHeld, see
+// ownsLocked): known reports that this process held it, granted in era; the
+// caller then counts it off its key with letGo.
 func (b *Redis) unhold(l Lease) (known bool, era uint64, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -336,11 +329,10 @@ func (b *Redis) dropHolding(key string) {
 	}
 }
 
-// holdsAll reports whether this process holds every slot of r's key and
-// releases none of them yet (a release under way found no waiter to hand its
-// slot to: the new head must ask), so that a new head waits for its own
-// release rather than ask Redis while no other process waits; until is how
-// long until the first of those leases expires by the server's clock, when
+// holdsAll reports whether this process, while no other waits, holds every
+// slot of r's key and releases none of them yet (a release under way found
+// no waiter), so that a new head waits for its own release rather than ask
+// Redis; until is when the first of them expires (the server's clock), when
 // the head asks at the latest. The caller holds Redis.mu.
 func (b *Redis) holdsAll(r Request) (yes bool, until time.Duration) {
 	h := b.hot[r.Key]

@@ -116,22 +116,6 @@ func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time
 	return res.lease, res.v, res.now, nil
 }
 
-// tryMembersOnce is TryAcquire of r, a request with Members: refused while
-// waiters of this process are in line for one of its members.
-func (b *Redis) tryMembersOnce(ctx context.Context, r Request) (Lease, error) {
-	if busy := b.memberLines.busy(r); len(busy) > 0 {
-		return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
-	}
-	res, err := b.attemptMembers(ctx, r)
-	if err != nil {
-		return b.acquireFailed(ctx, r, true, err)
-	}
-	if !res.v.ok {
-		return Lease{}, res.v.err(r.Key, res.now)
-	}
-	return res.lease, nil
-}
-
 // refundMembers gives back the count of a lease of r that no call used (its
 // caller gave up as it was granted).
 func (b *Redis) refundMembers(l Lease, r Request) {

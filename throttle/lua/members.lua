@@ -26,7 +26,7 @@
 --            (buckets and reserve) and took, once read; else empty
 --   refused  the members without room, by their place in the request (1..)
 --
--- now and buckets come from prelude.lua, R from acquireSource, slide,
+-- now and buckets come from prelude.lua, R from reasonSource, slide,
 -- reserve_of and opening from window.lua.
 local id, known_epoch = ARGV[1], ARGV[2]
 local weight, refund = tonumber(ARGV[3]), tonumber(ARGV[4])
