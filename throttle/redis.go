@@ -46,9 +46,8 @@ var (
 )
 
 // clockSource returns the source of a script that reads the server's clock:
-// the prelude, which defines now (the server's time, unix ms), then buckets
-// (BucketsPerWindow, the buckets of a rate window), then body. The scripts
-// that release leases start their body with free.lua.
+// the prelude, which defines now (unix ms), then buckets (BucketsPerWindow),
+// then body.
 func clockSource(body string) string {
 	return preludeLua + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" + body
 }
@@ -75,9 +74,8 @@ const (
 	// FailClosed refuses at once with an error matching ErrUnavailable. The
 	// default: no call leaves without the fleet-wide limits.
 	FailClosed Fallback = iota
-	// FallBackLocal limits with an in-process backend instead, each limit cut
-	// to the process's share (RedisOptions.LocalShare), until Redis answers
-	// again.
+	// FallBackLocal limits with an in-process backend instead, each limit
+	// cut to the process's share (RedisOptions.LocalShare), until Redis answers.
 	FallBackLocal
 )
 
@@ -92,11 +90,10 @@ type RedisOptions struct {
 	// FallBackLocal, such as 1/3 for three processes (default 1). Concurrency
 	// and window limits are rounded down, but never below 1.
 	LocalShare float64
-	// RetryRedisAfter is how often Redis is probed once a round trip failed
-	// for want of it (default 1s). Until a probe (one PING at a time, in the
-	// background) sees Redis answer, no call waits on Redis: acquisitions
-	// fail at once (FailClosed) or use the fallback, Extend and Cooldown fail
-	// at once, and releases are kept and made when Redis answers again.
+	// RetryRedisAfter is how often Redis is probed, one PING at a time, once
+	// a round trip failed for want of it (default 1s). Until a probe sees it
+	// answer, no call waits on Redis: acquisitions fail at once or use the
+	// fallback, Extend and Cooldown fail, and releases wait to be made.
 	RetryRedisAfter time.Duration
 	// OpTimeout bounds each Redis round trip (default 2s).
 	OpTimeout time.Duration
@@ -271,9 +268,8 @@ func (b *Redis) namesIn(tag, key string, ws []Window) redisKeys {
 }
 
 // hashTag returns the Redis Cluster hash tag of key's Redis keys: the key's
-// own tag if it has one ("corp" in "{corp}/cgi-bin/tag/list"), so that one
-// corp's keys share a slot, else a hash of the whole key. The full key follows
-// the tag, so that different keys never share Redis keys.
+// own tag if it has one ("corp" in "{corp}/cgi-bin/tag/list"), else a hash
+// of the whole key (which follows the tag in every Redis key).
 func hashTag(key string) string {
 	if i := strings.IndexByte(key, '{'); i >= 0 {
 		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {

@@ -20,10 +20,9 @@ func (b *Redis) Acquire(ctx context.Context, r Request) (Lease, error) {
 	return b.obtain(ctx, r, false)
 }
 
-// obtain is Acquire, or TryAcquire with try: it refuses a malformed r or an
-// ended ctx, serves r from the fallback while Redis is down, takes the With
-// slots first (held while r waits for its slot), and asks Redis, queued
-// behind this process's waiters (Acquire: see wait) or refused by them.
+// obtain is Acquire, or TryAcquire with try: r's With slots are taken first
+// (held while r waits for its slot), and a waiter of this process comes
+// before r.
 func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) {
 	r = r.merged()
 	if err := r.Validate(); err != nil {
@@ -99,10 +98,8 @@ func (b *Redis) acquireFailed(ctx context.Context, r Request, try bool, err erro
 	return Lease{}, err
 }
 
-// wait is Acquire once the request is known to go to Redis: it queues
-// locally (only the head of a key's line talks to Redis, and a Release of
-// this process may hand its slot to any waiter), waits for its turn and
-// then leads.
+// wait is Acquire once the request is known to go to Redis: it queues in
+// its key's line, waits for its turn (or a hand-over) and then leads.
 func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 	b.mu.Lock()
 	k := b.keys[r.Key]
@@ -203,9 +200,8 @@ func (b *Redis) lead(ctx context.Context, k *rkey, w *rwaiter) (Lease, error) {
 }
 
 // ask is one round trip of the head w of k (woken: the last wake-up was
-// this process's turn; more: other waiters queue). It returns a lease or an
-// error that ends the acquisition, or else how long to wait at most before
-// asking again.
+// this process's turn; more: others queue). It returns a lease or an error,
+// or else how long to wait at most before asking again.
 func (b *Redis) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool) (Lease, time.Duration, error) {
 	r := w.req
 	batch, more := b.claimBatch(r.Key, w, r, more)
@@ -213,9 +209,8 @@ func (b *Redis) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool) 
 	b.deliver(r.Key, batch, res.extra)
 	v, now := res.v, res.now
 	at := time.Now().Add(v.at.Sub(now)) // when the refusing limit frees up, on the local clock
-	// w is no longer busy unless it leaves the line granted, so that no
-	// Release hands it a slot on its way out; waiters arriving behind it
-	// fail at once for its refusal (failsAtOnce), for none after a grant.
+	// Granted, w stays busy, so that no Release hands it a slot on its way
+	// out; refused, waiters arriving behind it fail at once as it would.
 	b.mu.Lock()
 	w.busy = err == nil && v.ok
 	if err == nil && v.ok {
@@ -282,9 +277,8 @@ const reasonYielded Reason = 4
 // errClosed is what a waiter gets when the backend is closed under it.
 func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 
-// accept returns l, which a Release of this process handed w, if it serves
-// w: a zero Lease if none came (the hand-over got none) or w's caller has
-// left, in which case l goes back.
+// accept returns l, which a Release handed w, or a zero Lease if the
+// hand-over got none or w's caller has left (l then goes back).
 func (b *Redis) accept(ctx context.Context, l Lease, w *rwaiter) Lease {
 	if l.ID != "" && ctx.Err() != nil {
 		b.giveBack(l, w.req)

@@ -1,8 +1,6 @@
-// The Redis backend's hot path without Redis (REDIS.md, The hot path): a
-// process that holds a slot hands it to its own next waiter without a round
-// trip while no other process waits for the key, drawing the call's window
-// units from a block taken ahead. The leases this process holds are known
-// here (held), so that a lease handed on locally is never released twice.
+// The Redis backend's hot path without Redis (REDIS.md, The hot path), and
+// the leases this process holds (held), so that a lease handed on locally is
+// never released twice.
 
 package throttle
 
@@ -13,15 +11,11 @@ import (
 	"time"
 )
 
-// hot is what this process knows of a key beyond its line. It lives while
-// this process holds a lease on the key or has units of its block left: a
-// process that holds nothing asks Redis anyway, and learns anew from the
-// answer whether another waits. Guarded by Redis.mu.
+// hot is what this process knows of a key beyond its line, while it holds a
+// lease on the key or has units of its block left. Guarded by Redis.mu.
 type hot struct {
-	// contended: another process queued for a slot of the key, as the
-	// subscription or a reply told, at noticed; an answer to a request sent
-	// later that no other process waits clears it, and keeps the key quiet
-	// until quiet (see localSpan).
+	// contended: another process queued for a slot (noticed: when told). A
+	// later answer that none waits clears it; slots go on locally until quiet.
 	contended bool
 	noticed   time.Time
 	quiet     time.Time
@@ -43,10 +37,9 @@ func (b *Redis) mayHandOn(h *hot) bool {
 	return !b.cold && h != nil && !h.contended && time.Now().Before(h.quiet)
 }
 
-// block is window units taken ahead in one acquire script, counted in Redis
-// in the bucket of at (the server's unix ms, the block's end), so that a call
-// started from it before until (the local clock) counts in every sliding
-// window that could see it (REDIS.md says why).
+// block is window units taken ahead in one acquire script, counted in the
+// bucket of at (unix ms, the server's clock), which start calls until until
+// (the local clock).
 type block struct {
 	units   int
 	at      int64
@@ -70,8 +63,7 @@ func blockSpan(ws []Window) time.Duration {
 
 // blockWant returns how many units the ask of r, with waiting waiters
 // queued, takes ahead: enough for a few rounds of them, at most a hundredth
-// of each window; none for a request without a slot, which no hand-over
-// serves.
+// of each window; none for a request without a slot.
 func blockWant(r Request, waiting int) int {
 	if r.Concurrency == 0 || len(r.Windows) == 0 || blockSpan(r.Windows) <= 0 {
 		return 0
@@ -94,10 +86,9 @@ func (b *Redis) hotOf(key string) *hot {
 	return h
 }
 
-// noteContended records, for a key this process holds or has a block of,
-// whether another process waits for its slots, as told by a notice or by
-// the answer to a request sent at sent: an answer sent before the last
-// notice that one waits does not undo it.
+// noteContended records, for a key with hot state, whether another process
+// waits for its slots, as told by a notice or by the answer to a request
+// sent at sent (one sent before the last notice does not undo it).
 func (b *Redis) noteContended(key string, yes bool, sent time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -194,9 +185,8 @@ func redisID(id string) string {
 	return id
 }
 
-// held is a lease of this process's: its id (with the local hand-over's
-// suffix), when its slot expires by the server's clock, and Redis.era at
-// the grant.
+// held is a lease of this process's: its id, when its slot expires by the
+// server's clock, and Redis.era at the grant.
 type held struct {
 	key   string
 	id    string
@@ -218,9 +208,9 @@ func (b *Redis) holdLocked(l Lease, era uint64) {
 	b.hotOf(l.Key).holding++
 }
 
-// sweepHeld forgets the held leases that expired unreleased (a caller that
-// died), by the server's clock as last seen, and returns when the first of
-// key's others expires (zero: none). The caller holds Redis.mu.
+// sweepHeld forgets the held leases that expired unreleased, and returns
+// when the first of key's others expires (zero: none). The caller holds
+// Redis.mu.
 func (b *Redis) sweepHeld(key string) (first time.Time) {
 	now := b.ref.now()
 	for id, h := range b.held {

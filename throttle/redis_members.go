@@ -44,9 +44,8 @@ func (b *Redis) runMembers(ctx context.Context, r Request, refund int64) (member
 	return parseMembersAnswer(raw, len(r.Members), len(r.Windows))
 }
 
-// attemptMembers is attempt for a request with Members: it counts r on
-// every member or none, and after Redis lost the key's state writes back
-// what this process knows of every member before it asks again.
+// attemptMembers is attempt for a request with Members: after Redis lost the
+// key's state it writes back every member before it asks again.
 func (b *Redis) attemptMembers(ctx context.Context, r Request) (acquireResult, error) {
 	defer stallAfter(ctx, r.Key)()
 	for try := 0; ; try++ {
@@ -90,10 +89,9 @@ func (b *Redis) attemptMembers(ctx context.Context, r Request) (acquireResult, e
 	}
 }
 
-// tryMembers is one attempt at r, a request with Members, for
-// memberLines: on Redis, or on the fallback while Redis is down (whose
-// answer, ok, ends the acquisition). A grant to a caller that has left is
-// given back.
+// tryMembers is one attempt at r, a request with Members, for memberLines:
+// on Redis, or on the fallback (whose answer, ok, ends the acquisition). A
+// grant to a caller that has left is given back.
 func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time.Time, error) {
 	down, err := b.ready(ctx)
 	if err != nil {

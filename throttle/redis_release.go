@@ -83,9 +83,8 @@ func (b *Redis) released(l Lease, held bool, err error) error {
 	return nil
 }
 
-// claimNext claims, for the slot a Release of this process frees, the first
-// waiter of key in arrival order that is available (nil if none), and
-// reports whether more than one waiter queues on the key.
+// claimNext claims the first available waiter of key (nil if none) for a
+// slot a Release frees, and reports whether more than one waiter queues.
 func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil {
@@ -184,10 +183,9 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 	return err
 }
 
-// releaseScript runs the release script for l (whose own slot it releases
-// if it holds one) and its With leases, which share its hash tag (the
-// releases sent later, see redis_later.go), refunding units in windows
-// (nil: no refund). held: every lease still held its slot.
+// releaseScript runs the release script for l's own slot, if any, and its
+// With leases, which share its hash tag (redis_later.go), refunding units
+// in windows (nil: none). held: every lease still held its slot.
 func (b *Redis) releaseScript(ctx context.Context, l Lease, windows []Window, units int) (held bool, err error) {
 	k := b.names(l.Key, windows)
 	keys := append(make([]string, 0, 2+len(windows)+2*len(l.With)), k.holders, k.waiting)
