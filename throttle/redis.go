@@ -8,7 +8,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -20,36 +20,22 @@ import (
 	"time"
 )
 
-// The atomic steps of the Redis backend, one Lua script each. The scripts
-// that read the server's clock start with the prelude (see clockSource).
-var (
-	//go:embed lua/prelude.lua
-	preludeLua string
-	//go:embed lua/free.lua
-	freeLua string
-	//go:embed lua/window.lua
-	windowLua string
-	//go:embed lua/acquire.lua
-	acquireLua string
-	//go:embed lua/release.lua
-	releaseLua string
-	//go:embed lua/extend.lua
-	extendLua string
-	//go:embed lua/cooldown.lua
-	cooldownLua string
-	//go:embed lua/pass.lua
-	passLua string
-	//go:embed lua/members.lua
-	membersLua string
-	//go:embed lua/restore.lua
-	restoreLua string
-)
+// luaFiles are the atomic steps of the Redis backend, one Lua script each.
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// lua returns the script lua/name.lua.
+func lua(name string) string {
+	s, _ := luaFiles.ReadFile("lua/" + name + ".lua") // embedded, so there
+	return string(s)
+}
 
 // clockSource returns the source of a script that reads the server's clock:
 // the prelude, which defines now (unix ms), then buckets (BucketsPerWindow),
 // then body.
 func clockSource(body string) string {
-	return preludeLua + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" + body
+	return lua("prelude") + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" + body
 }
 
 // reasonSource returns the source of a script that answers reasons: the
@@ -57,11 +43,11 @@ func clockSource(body string) string {
 func reasonSource(body string) string {
 	reasons := fmt.Sprintf("local R = {concurrency = %d, rate = %d, cooldown = %d, reserve = %d, yielded = %d, lost = %d, stale = %d}\n",
 		ReasonConcurrency, ReasonRate, ReasonCooldown, ReasonReserve, reasonYielded, reasonLost, reasonStale)
-	return clockSource(reasons + windowLua + body)
+	return clockSource(reasons + lua("window") + body)
 }
 
 // acquireSource returns the acquire script's source.
-func acquireSource() string { return reasonSource(acquireLua) }
+func acquireSource() string { return reasonSource(lua("acquire")) }
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
 // Redis and has no fallback: nothing was acquired, and no call should start.
@@ -203,12 +189,12 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		channel:    opt.Prefix + "notify",
 		wakePrefix: opt.Prefix + "wake:",
 		acquire:    newScript(acquireSource()),
-		release:    newScript(clockSource(freeLua + releaseLua)),
-		extend:     newScript(clockSource(extendLua)),
-		cooldown:   newScript(clockSource(cooldownLua)),
-		pass:       newScript(passLua),
-		restoreSc:  newScript(clockSource(restoreLua)),
-		members:    newScript(reasonSource(membersLua)),
+		release:    newScript(clockSource(lua("free") + lua("release"))),
+		extend:     newScript(clockSource(lua("extend"))),
+		cooldown:   newScript(clockSource(lua("cooldown"))),
+		pass:       newScript(lua("pass")),
+		restoreSc:  newScript(clockSource(lua("restore"))),
+		members:    newScript(reasonSource(lua("members"))),
 		swapLimit:  newScript(clockSource(swapLimitLua)),
 		loadLimit:  newScript(clockSource(loadLimitLua)),
 		learned:    make(map[string]int),

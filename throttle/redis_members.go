@@ -133,36 +133,23 @@ func parseMembersAnswer(raw []any, members, windows int) (membersAnswer, error) 
 	bad := func() (membersAnswer, error) {
 		return membersAnswer{}, fmt.Errorf("throttle: members script answered %v", raw)
 	}
-	if len(raw) != 6 {
-		return bad()
-	}
-	var v [3]int64
-	for i := range v {
-		x, ok := raw[i].(int64)
-		if !ok || x < 0 {
-			return bad()
-		}
-		v[i] = x
-	}
-	a := membersAnswer{reason: Reason(v[0]), now: v[1], at: v[2]}
-	var ok bool
-	if a.epoch, ok = raw[3].(string); !ok || a.now == 0 {
-		return bad()
-	}
-	for i, list := range []*[]int64{&a.fills, &a.refused} {
-		xs, ok := raw[4+i].([]any)
-		if !ok {
-			return bad()
-		}
+	ints := func(x any, into *[]int64) bool { // a list of counts
+		xs, ok := x.([]any)
 		for _, x := range xs {
-			n, ok := x.(int64)
-			if !ok || n < 0 {
-				return bad()
-			}
-			*list = append(*list, n)
+			n, isInt := x.(int64)
+			ok = ok && isInt && n >= 0
+			*into = append(*into, n)
 		}
+		return ok
 	}
-	if len(a.fills) != 0 && len(a.fills) != members*windows {
+	var head []int64
+	a := membersAnswer{}
+	if len(raw) != 6 || !ints(raw[:3], &head) || !ints(raw[4], &a.fills) || !ints(raw[5], &a.refused) {
+		return bad()
+	}
+	a.reason, a.now, a.at = Reason(head[0]), head[1], head[2]
+	var ok bool
+	if a.epoch, ok = raw[3].(string); !ok || a.now == 0 || len(a.fills) != 0 && len(a.fills) != members*windows {
 		return bad()
 	}
 	for _, i := range a.refused {

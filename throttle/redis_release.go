@@ -23,43 +23,39 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 	return first
 }
 
-// releaseOwn releases l's own slot.
+// releaseOwn releases l's own slot (not its With leases).
 func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	if strings.HasPrefix(l.ID, localLease) {
 		return b.local.Release(ctx, toLocal(l))
 	}
-	if !l.HoldsSlot() {
+	if !l.ownSlot() {
 		return nil
 	}
 	known, era, err := b.unhold(l)
 	if err != nil {
 		return err
 	}
-	deferred := false
-	if known {
-		defer func() { // after a local hand-over counted its lease in
-			if !deferred {
-				b.letGo(l.Key)
-			}
-		}()
-	}
+	letGo := known // on return: after a local hand-over counted its lease in
+	defer func() {
+		if letGo {
+			b.letGo(l.Key)
+		}
+	}()
 	if down, err := b.ready(ctx); err != nil {
 		return err
 	} else if down {
 		b.orphan(l)
 		return b.errDown()
 	}
-	if l.ownSlot() {
-		if next, more := b.claimNext(l.Key); next != nil {
-			if known && b.handLocal(l, era, next) {
-				return nil
-			}
-			return b.handOver(ctx, l, next, more)
-		}
-		if known && b.later(l) {
-			deferred = true
+	if next, more := b.claimNext(l.Key); next != nil {
+		if known && b.handLocal(l, era, next) {
 			return nil
 		}
+		return b.handOver(ctx, l, next, more)
+	}
+	if known && b.later(l) {
+		letGo = false // when the release is sent
+		return nil
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
