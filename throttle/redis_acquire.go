@@ -99,7 +99,8 @@ func (b *Redis) acquireFailed(ctx context.Context, r Request, try bool, err erro
 }
 
 // wait is Acquire once the request is known to go to Redis: it queues in
-// its key's line, waits for its turn (or a hand-over) and then leads.
+// its key's line, waits for its turn (or a hand-over from a Release) and
+// then leads.
 func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 	b.mu.Lock()
 	k := b.keys[r.Key]
@@ -127,23 +128,18 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 		served := err == nil && !strings.HasPrefix(l.ID, localLease) // a lease of Redis
 		b.leave(r.Key, k, w, &served)
 	}()
-	if l, err = b.awaitTurn(ctx, w); err != nil || l.ID != "" {
-		return l, err
-	}
-	return b.lead(ctx, k, w)
-}
-
-// awaitTurn waits until w reaches the head of its key's line, or fails. A
-// lease a Release of this process hands over meanwhile serves it.
-func (b *Redis) awaitTurn(ctx context.Context, w *rwaiter) (Lease, error) {
 	tick := time.NewTicker(StallAfter)
 	defer tick.Stop()
 	for {
 		select {
 		case <-tick.C:
-			b.tellSilence(ctx, w.req.Key, w)
+			b.tellSilence(ctx, r.Key, w)
 		case <-w.turn:
-			return Lease{}, w.err
+			if w.err != nil {
+				return Lease{}, w.err
+			}
+			tick.Stop()
+			return b.lead(ctx, k, w)
 		case l := <-w.slot:
 			if l = b.accept(ctx, l, w); l.ID != "" {
 				return l, nil

@@ -34,7 +34,6 @@ local ref, max_age = tonumber(ARGV[5]), tonumber(ARGV[6])
 local nw = tonumber(ARGV[7])
 local function limit_of(i) return tonumber(ARGV[6 + 2 * i]) end
 local function period_of(i) return tonumber(ARGV[7 + 2 * i]) end
-local nm = (#KEYS - 2) / nw
 
 local tell, fills, refused = '', {}, {}
 local function answer(reason, at)
@@ -80,19 +79,17 @@ if cd > now then
 end
 
 local wins, worst, by_reserve = {}, 0, true
-for m = 1, nm do
-  for i = 1, nw do
-    local j = (m - 1) * nw + i
-    local key, limit, period = KEYS[2 + j], limit_of(i), period_of(i)
-    local width, lo, total, fresh, curn, rend, restored, unknown = slide(key, period, KEYS[1], etl)
-    wins[j] = {width, lo, fresh, total, curn}
-    local reserve = reserve_of(limit, rend, restored, unknown)
-    fills[j] = total + reserve
-    if total + reserve + weight > limit then
-      if refused[#refused] ~= m then refused[#refused + 1] = m end
-      by_reserve = by_reserve and total + weight <= limit
-      worst = math.max(worst, opening(key, period, width, lo, total, limit, reserve, rend, weight))
-    end
+for j = 1, #KEYS - 2 do
+  local m, i = math.ceil(j / nw), (j - 1) % nw + 1 -- member, window
+  local key, limit, period = KEYS[2 + j], limit_of(i), period_of(i)
+  local width, lo, total, fresh, curn, rend, restored, unknown = slide(key, period, KEYS[1], etl)
+  wins[j] = {width, lo, fresh, total, curn}
+  local reserve = reserve_of(limit, rend, restored, unknown)
+  fills[j] = total + reserve
+  if total + reserve + weight > limit then
+    if refused[#refused] ~= m then refused[#refused + 1] = m end
+    by_reserve = by_reserve and total + weight <= limit
+    worst = math.max(worst, opening(key, period, width, lo, total, limit, reserve, rend, weight))
   end
 end
 if #refused > 0 then
