@@ -5,7 +5,6 @@
 package throttle
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -129,16 +128,11 @@ func (b *Redis) addBlock(r Request, units int, at int64, until time.Time) {
 	})
 }
 
-// refund gives back the units of blk that started no call.
+// refund gives back the units of blk that started no call: a lease without
+// a slot whose window counts go back.
 func (b *Redis) refund(key string, blk block) {
-	if blk.units <= 0 || b.isDown() {
-		return // counted until the window slides past them: never over a limit
-	}
-	ctx, cancel := b.opCtx(context.Background())
-	defer cancel()
-	l := Lease{Key: key, Granted: time.UnixMilli(blk.at)}
-	if _, err := b.releaseScript(ctx, l, blk.windows, blk.units); err == nil {
-		b.ledger.remove(blk.windows, blk.at, blk.units, key)
+	if blk.units > 0 {
+		b.giveBack(Lease{Key: key, Granted: time.UnixMilli(blk.at)}, Request{Key: key, Windows: blk.windows, Weight: blk.units})
 	}
 }
 
@@ -225,7 +219,8 @@ func (b *Redis) sweepHeld(key string) (first time.Time) {
 	return first
 }
 
-// hold records leases granted to this process by a request sent in era.
+// hold records leases granted to this process by a request sent in era (a
+// loss noticed while it ran makes them older than the new era).
 func (b *Redis) hold(era uint64, ls ...Lease) {
 	b.mu.Lock()
 	for _, l := range ls {

@@ -12,9 +12,6 @@ import (
 // slot straight away: without Redis while no other process waits for the key
 // (handLocal), else in one round trip (handOver).
 func (b *Redis) Release(ctx context.Context, l Lease) error {
-	if !l.HoldsSlot() {
-		return nil
-	}
 	first := releaseEach(ctx, b, l.With)
 	l.With = nil
 	if err := b.releaseOwn(ctx, l); err != nil {
