@@ -173,10 +173,8 @@ func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 // redisID returns the id under which Redis holds the slot of lease id: a
 // lease handed on locally ("id~n") is named after the lease Redis granted.
 func redisID(id string) string {
-	if i := strings.IndexByte(id, '~'); i >= 0 {
-		return id[:i]
-	}
-	return id
+	base, _, _ := strings.Cut(id, "~")
+	return base
 }
 
 // held is a lease of this process's: its id, when its slot expires by the
