@@ -1,39 +1,27 @@
-// The Redis backend's hot path without Redis: a process that holds a slot
-// hands it to its own next waiter without a round trip while no other
-// process waits for the key (hot.contended), drawing the window units of
-// the call from a block taken ahead (block).
-// The leases this process holds are known here (held), so that a lease
-// handed on locally is never released twice.
+// The Redis backend's hot path without Redis (REDIS.md, The hot path), and
+// the leases this process holds (held), so that a lease handed on locally is
+// never released twice.
 
 package throttle
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// hot is what this process knows of a key beyond its line: whether
-// another process waits for its slots, and the block of window units it
-// took ahead. Guarded by Redis.mu.
+// hot is what this process knows of a key beyond its line, while it holds a
+// lease on the key or has units of its block left. Guarded by Redis.mu.
 type hot struct {
-	// contended: another process queued for a slot of the key, as the
-	// subscription or a reply told; a Redis answer that no other process
-	// waits clears it.
+	// contended: another process queued for a slot (noticed: when told). A
+	// later answer that none waits clears it; slots go on locally until quiet.
 	contended bool
-	noticed   time.Time // when contended was last set
-	// quiet: until then, no other process waited as far as Redis last
-	// said (see localSpan).
-	quiet   time.Time
-	block   block
-	holding int // the leases this process holds on the key
-	leaving int // of them, those being released (unhold, not yet letGo)
+	noticed   time.Time
+	quiet     time.Time
+	block     block
+	holding   int // the leases this process holds on the key
+	leaving   int // of them, those being released (unhold, not yet letGo)
 }
-
-// A key's hot state lives while this process holds a lease on it or has
-// units of its block left: a process that holds nothing asks Redis
-// anyway, and learns anew from the answer whether another waits.
 
 // localSpan is how long after a Redis answer that no other process waits
 // this process may hand a key's slots on without asking again: a notice
@@ -48,23 +36,22 @@ func (b *Redis) mayHandOn(h *hot) bool {
 	return !b.cold && h != nil && !h.contended && time.Now().Before(h.quiet)
 }
 
-// block is window units taken ahead in one acquire script: counted in
-// Redis in the bucket of at (the server's unix ms, the block's end), so
-// that a call started from it before until (the local clock) counts in
-// every sliding window that could see it. See REDIS.md.
+// block is window units taken ahead in one acquire script, counted in the
+// bucket of at (unix ms, the server's clock), which start calls until until
+// (the local clock).
 type block struct {
 	units   int
-	at      int64     // where Redis counted the units (unix ms, server clock)
-	until   time.Time // the block may start calls until then
+	at      int64
+	until   time.Time
 	windows []Window
 }
 
 // maxBlock bounds the window units one block takes.
 const maxBlock = 256
 
-// blockSpan returns how long a block for ws may start calls: one bucket
-// of the shortest window, at most a second (0: ws takes no block, its
-// windows being too small to spare a bucket's worth).
+// blockSpan returns how long a block for ws may start calls: one bucket of
+// the shortest window, at most a second (0: ws's windows are too small to
+// spare a bucket's worth).
 func blockSpan(ws []Window) time.Duration {
 	span := time.Second
 	for _, w := range ws {
@@ -74,9 +61,8 @@ func blockSpan(ws []Window) time.Duration {
 }
 
 // blockWant returns how many units the ask of r, with waiting waiters
-// queued, takes ahead: enough for a few rounds of them, at most a
-// hundredth of each window; none for a request without a slot, which no
-// hand-over serves.
+// queued, takes ahead: enough for a few rounds of them, at most a hundredth
+// of each window; none for a request without a slot.
 func blockWant(r Request, waiting int) int {
 	if r.Concurrency == 0 || len(r.Windows) == 0 || blockSpan(r.Windows) <= 0 {
 		return 0
@@ -99,10 +85,9 @@ func (b *Redis) hotOf(key string) *hot {
 	return h
 }
 
-// noteContended records, for a key this process holds or has a block of,
-// whether another process waits for its slots, as told by a notice or by
-// the answer to a request sent at sent: an answer sent before the last
-// notice that one waits does not undo it.
+// noteContended records, for a key with hot state, whether another process
+// waits for its slots, as told by a notice or by the answer to a request
+// sent at sent (one sent before the last notice does not undo it).
 func (b *Redis) noteContended(key string, yes bool, sent time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -117,8 +102,7 @@ func (b *Redis) noteContended(key string, yes bool, sent time.Time) {
 }
 
 // addBlock keeps units taken ahead for r's windows, counted at at (unix
-// ms), usable until until; what is left of the key's previous block goes
-// back.
+// ms), usable until until; what is left of a block goes back (refund).
 func (b *Redis) addBlock(r Request, units int, at int64, until time.Time) {
 	b.ledger.add(r.Key, r.Windows, at, units, nil)
 	b.mu.Lock()
@@ -144,25 +128,18 @@ func (b *Redis) addBlock(r Request, units int, at int64, until time.Time) {
 	})
 }
 
-// refund gives back the units of blk that started no call.
+// refund gives back the units of blk that started no call: a lease without
+// a slot whose window counts go back.
 func (b *Redis) refund(key string, blk block) {
-	if blk.units <= 0 || b.isDown() {
-		return // counted until the window slides past them: never over a limit
-	}
-	ctx, cancel := b.opCtx(context.Background())
-	defer cancel()
-	l := Lease{Key: key, Granted: time.UnixMilli(blk.at)}
-	if _, err := b.releaseScript(ctx, l, blk.windows, blk.units); err == nil {
-		b.ledger.remove(blk.windows, blk.at, blk.units, key)
+	if blk.units > 0 {
+		b.giveBack(Lease{Key: key, Granted: time.UnixMilli(blk.at)}, Request{Key: key, Windows: blk.windows, Weight: blk.units})
 	}
 }
 
-// handLocal hands the slot of l, granted in era, just released, to next,
-// a waiter of this process claimed for it, without Redis, when it may:
-// Redis may not have lost its state since (era is the current one), no
-// other process waits for the key, the lease has half its TTL left, the
-// learned limit did not fall under it, and the key's block covers next's
-// window units. It reports whether it did.
+// handLocal hands the slot of l, granted in era and just released, to next,
+// the waiter claimed for it, without Redis if it may: still in era, no other
+// process waits, half the TTL left, the learned limit not under it, and the
+// key's block covers next's window units. It reports whether it did.
 func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 	r := b.capped(next.req)
 	if len(r.With) > 0 || r.Concurrency < l.Concurrency || b.ref.now().Add(r.LeaseTTL()/2).After(l.Expires) {
@@ -176,12 +153,13 @@ func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 		return false
 	}
 	if len(r.Windows) > 0 {
-		if h.block.units < r.units() || !time.Now().Before(h.block.until) || !sameWindows(h.block.windows, r.Windows) {
+		blk := &h.block
+		if blk.units < r.units() || !time.Now().Before(blk.until) || !sameLimits(Request{Windows: blk.windows}, Request{Windows: r.Windows}) {
 			b.mu.Unlock()
 			return false
 		}
-		h.block.units -= r.units()
-		granted = time.UnixMilli(h.block.at)
+		blk.units -= r.units()
+		granted = time.UnixMilli(blk.at)
 	}
 	n := l
 	n.ID = redisID(l.ID) + "~" + strconv.FormatUint(b.gen.Add(1), 36)
@@ -192,28 +170,20 @@ func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 	return true
 }
 
-// sameWindows reports whether a and b are the same windows, as the
-// scripts count them.
-func sameWindows(a, b []Window) bool {
-	return sameLimits(Request{Windows: a}, Request{Windows: b})
-}
-
 // redisID returns the id under which Redis holds the slot of lease id: a
-// lease handed on locally is named after the lease Redis granted.
+// lease handed on locally ("id~n") is named after the lease Redis granted.
 func redisID(id string) string {
-	if i := strings.IndexByte(id, '~'); i >= 0 {
-		return id[:i]
-	}
-	return id
+	base, _, _ := strings.Cut(id, "~")
+	return base
 }
 
-// held is a lease of this process's: its id (with the local hand-over's
-// suffix), and when its slot expires by the server's clock.
+// held is a lease of this process's: its id, when its slot expires by the
+// server's clock, and Redis.era at the grant.
 type held struct {
 	key   string
 	id    string
 	until time.Time
-	era   uint64 // Redis.era at the grant
+	era   uint64
 }
 
 // holdLocked records l, granted in era, as held by this process. The
@@ -230,9 +200,9 @@ func (b *Redis) holdLocked(l Lease, era uint64) {
 	b.hotOf(l.Key).holding++
 }
 
-// sweepHeld forgets the held leases that expired unreleased (a caller that
-// died), by the server's clock as last seen, and returns when the first of
-// key's others expires (zero: none). The caller holds Redis.mu.
+// sweepHeld forgets the held leases that expired unreleased, and returns
+// when the first of key's others expires (zero: none). The caller holds
+// Redis.mu.
 func (b *Redis) sweepHeld(key string) (first time.Time) {
 	now := b.ref.now()
 	for id, h := range b.held {
@@ -247,9 +217,8 @@ func (b *Redis) sweepHeld(key string) (first time.Time) {
 	return first
 }
 
-// hold records leases granted to this process by a request sent in era
-// (a loss noticed while the request ran makes them older than the new
-// era).
+// hold records leases granted to this process by a request sent in era (a
+// loss noticed while it ran makes them older than the new era).
 func (b *Redis) hold(era uint64, ls ...Lease) {
 	b.mu.Lock()
 	for _, l := range ls {
@@ -265,36 +234,39 @@ func (b *Redis) eraNow() uint64 {
 	return b.era
 }
 
-// unhold forgets l as held, as it is released: known reports that this
-// process held it, under this very id, and era the era it was granted in
-// (handLocal hands its slot on only within it); the caller then counts it
-// off its key with letGo, once it knows whether it handed the slot on
-// locally. A lease this process handed on locally is not held:
-// ErrLeaseNotHeld.
-func (b *Redis) unhold(l Lease) (known bool, era uint64, err error) {
-	base := redisID(l.ID)
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// newEra records that Redis may have lost its state (REDIS.md, Eras). The
+// caller holds Redis.mu.
+func (b *Redis) newEra() { b.era++ }
+
+// ownsLocked reports whether l may be released or extended: it was neither
+// handed on nor released here; h is its entry in held, if known. The caller
+// holds Redis.mu.
+func (b *Redis) ownsLocked(l Lease) (h held, known, ok bool) {
 	if b.releasedLater(l.ID) {
-		return false, 0, ErrLeaseNotHeld // released already, the script not yet sent
+		return held{}, false, false // released already, the script not yet sent
 	}
-	if h, ok := b.held[base]; ok {
-		if h.id != l.ID {
-			return false, 0, ErrLeaseNotHeld
-		}
-		delete(b.held, base)
-		b.hotOf(h.key).leaving++
-		return true, h.era, nil
+	if h, known = b.held[redisID(l.ID)]; known {
+		return h, true, h.id == l.ID
 	}
-	if base != l.ID {
-		return false, 0, ErrLeaseNotHeld
-	}
-	return false, 0, nil
+	return h, false, redisID(l.ID) == l.ID
 }
 
-// newEra records that Redis may have lost its state. The caller holds
-// Redis.mu.
-func (b *Redis) newEra() { b.era++ }
+// unhold forgets l as held, as it is released (ErrLeaseNotHeld, see
+// ownsLocked): known reports that this process held it, granted in era; the
+// caller then counts it off its key with letGo.
+func (b *Redis) unhold(l Lease) (known bool, era uint64, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, known, ok := b.ownsLocked(l)
+	if !ok {
+		return false, 0, ErrLeaseNotHeld
+	}
+	if known {
+		delete(b.held, redisID(l.ID))
+		b.hotOf(h.key).leaving++
+	}
+	return known, h.era, nil
+}
 
 // letGo counts a lease unhold forgot off key.
 func (b *Redis) letGo(key string) {
@@ -309,31 +281,6 @@ func (b *Redis) letGoLocked(key string) {
 		h.leaving--
 	}
 	b.dropHolding(key)
-}
-
-// stillHeld reports whether l may be extended: not handed on locally nor
-// released by this process.
-func (b *Redis) stillHeld(l Lease) bool {
-	base := redisID(l.ID)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.releasedLater(l.ID) {
-		return false
-	}
-	if h, ok := b.held[base]; ok {
-		return h.id == l.ID
-	}
-	return base == l.ID
-}
-
-// extended records that l, held by this process, was extended.
-func (b *Redis) extended(l Lease) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if h, ok := b.held[redisID(l.ID)]; ok && h.id == l.ID {
-		h.until = l.Expires
-		b.held[redisID(l.ID)] = h
-	}
 }
 
 // blockFor returns the window units an ask for r takes ahead: none while
@@ -365,12 +312,11 @@ func (b *Redis) dropHolding(key string) {
 	}
 }
 
-// holdsAll reports whether this process holds every slot of r's key, and
-// releases none of them yet, so that a new head waits for its own release
-// rather than ask Redis, while no other process waits. (A release under
-// way found no waiter to hand its slot to: the new head must ask.) The
-// caller holds Redis.mu. until is how long until the first of those
-// leases expires by the server's clock: the head asks then at the latest.
+// holdsAll reports whether this process, while no other waits, holds every
+// slot of r's key and releases none of them yet (a release under way found
+// no waiter), so that a new head waits for its own release rather than ask
+// Redis; until is when the first of them expires (the server's clock), when
+// the head asks at the latest. The caller holds Redis.mu.
 func (b *Redis) holdsAll(r Request) (yes bool, until time.Duration) {
 	h := b.hot[r.Key]
 	c := b.capped(r).Concurrency

@@ -10,21 +10,6 @@ import (
 	"time"
 )
 
-// membersArgv is the members script's ARGV before the windows' limits and
-// periods, in this order (see lua/members.lua, where each is described).
-type membersArgv struct {
-	id, knownEpoch string
-	weight         int
-	refund         int64
-	ref, maxAge    int64
-	nw             int
-}
-
-// list returns a's fields in ARGV order.
-func (a membersArgv) list() []any {
-	return []any{a.id, a.knownEpoch, a.weight, a.refund, a.ref, a.maxAge, a.nw}
-}
-
 // membersAnswer is the members script's answer, field for field in this
 // order (see lua/members.lua, Returns).
 type membersAnswer struct {
@@ -35,28 +20,20 @@ type membersAnswer struct {
 	refused []int64 // places in the request, from 1
 }
 
-// membersScript returns the members script's KEYS and ARGV for r, giving
-// back the count granted at refund (unix ms) when it is not 0.
-func (b *Redis) membersScript(r Request, refund int64) (keys []string, args []any) {
+// runMembers runs the members script once for r, giving back the count
+// granted at refund (unix ms) when it is not 0.
+func (b *Redis) runMembers(ctx context.Context, r Request, refund int64) (membersAnswer, error) {
 	g := b.names(r.Key, nil)
-	keys = make([]string, 0, 2+len(r.Members)*len(r.Windows))
-	keys = append(keys, g.epoch, g.cooldown)
+	keys := append(make([]string, 0, 2+len(r.Members)*len(r.Windows)), g.epoch, g.cooldown)
 	tag := hashTag(r.Key)
 	for _, m := range r.Members {
 		keys = append(keys, b.namesIn(tag, MemberKey(r.Key, m), r.Windows).windows...)
 	}
 	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
-	args = membersArgv{id: newLeaseID(), knownEpoch: b.ledger.groupEpoch(r.Key), weight: r.units(),
-		refund: refund, ref: ref, maxAge: maxAge, nw: len(r.Windows)}.list()
+	args := []any{newLeaseID(), b.ledger.groupEpoch(r.Key), r.units(), refund, ref, maxAge, len(r.Windows)} // see lua/members.lua
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
 	}
-	return keys, args
-}
-
-// runMembers runs the members script once.
-func (b *Redis) runMembers(ctx context.Context, r Request, refund int64) (membersAnswer, error) {
-	keys, args := b.membersScript(r, refund)
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
 	defer b.quiet.begin()()
@@ -67,9 +44,8 @@ func (b *Redis) runMembers(ctx context.Context, r Request, refund int64) (member
 	return parseMembersAnswer(raw, len(r.Members), len(r.Windows))
 }
 
-// attemptMembers is attempt for a request with Members: it counts r on
-// every member or none, and after Redis lost the key's state writes back
-// what this process knows of every member before it asks again.
+// attemptMembers is attempt for a request with Members: after Redis lost the
+// key's state it writes back every member before it asks again.
 func (b *Redis) attemptMembers(ctx context.Context, r Request) (acquireResult, error) {
 	defer stallAfter(ctx, r.Key)()
 	for try := 0; ; try++ {
@@ -113,53 +89,29 @@ func (b *Redis) attemptMembers(ctx context.Context, r Request) (acquireResult, e
 	}
 }
 
-// tryMembers is one attempt at r, a request with Members, for
-// memberLines: on Redis, or on the fallback while Redis is down (whose
-// answer ends the acquisition). A grant to a caller that has left is
-// given back.
+// tryMembers is one attempt at r, a request with Members, for memberLines:
+// on Redis, or on the fallback (whose answer, ok, ends the acquisition). A
+// grant to a caller that has left is given back.
 func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time.Time, error) {
 	down, err := b.ready(ctx)
 	if err != nil {
 		return Lease{}, verdict{}, time.Time{}, err
 	}
+	var l Lease
 	if down {
-		l, err := b.instead(ctx, r, false, nil)
+		l, err = b.instead(ctx, r, false, nil)
 		return l, verdict{ok: true}, time.Time{}, err
 	}
 	res, err := b.attemptMembers(ctx, r)
 	if err != nil {
-		outage, err := b.failed("acquire", err)
-		if outage {
-			l, err := b.instead(ctx, r, false, err)
-			return l, verdict{ok: true}, time.Time{}, err
-		}
-		return Lease{}, verdict{}, time.Time{}, err
+		l, err = b.acquireFailed(ctx, r, false, err)
+		return l, verdict{ok: true}, time.Time{}, err
 	}
 	if res.v.ok && ctx.Err() != nil {
 		b.refundMembers(res.lease, r)
 		return Lease{}, res.v, res.now, ctx.Err()
 	}
 	return res.lease, res.v, res.now, nil
-}
-
-// tryMembersOnce is TryAcquire of r, a request with Members: refused while
-// waiters of this process are in line for one of its members.
-func (b *Redis) tryMembersOnce(ctx context.Context, r Request) (Lease, error) {
-	if busy := b.memberLines.busy(r); len(busy) > 0 {
-		return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
-	}
-	res, err := b.attemptMembers(ctx, r)
-	if err != nil {
-		outage, err := b.failed("acquire", err)
-		if outage {
-			return b.instead(ctx, r, true, err)
-		}
-		return Lease{}, err
-	}
-	if !res.v.ok {
-		return Lease{}, res.v.err(r.Key, res.now)
-	}
-	return res.lease, nil
 }
 
 // refundMembers gives back the count of a lease of r that no call used (its
@@ -181,36 +133,23 @@ func parseMembersAnswer(raw []any, members, windows int) (membersAnswer, error) 
 	bad := func() (membersAnswer, error) {
 		return membersAnswer{}, fmt.Errorf("throttle: members script answered %v", raw)
 	}
-	if len(raw) != 6 {
-		return bad()
-	}
-	var v [3]int64
-	for i := range v {
-		x, ok := raw[i].(int64)
-		if !ok || x < 0 {
-			return bad()
-		}
-		v[i] = x
-	}
-	a := membersAnswer{reason: Reason(v[0]), now: v[1], at: v[2]}
-	var ok bool
-	if a.epoch, ok = raw[3].(string); !ok || a.now == 0 {
-		return bad()
-	}
-	for i, list := range []*[]int64{&a.fills, &a.refused} {
-		xs, ok := raw[4+i].([]any)
-		if !ok {
-			return bad()
-		}
+	ints := func(x any, into *[]int64) bool { // a list of counts
+		xs, ok := x.([]any)
 		for _, x := range xs {
-			n, ok := x.(int64)
-			if !ok || n < 0 {
-				return bad()
-			}
-			*list = append(*list, n)
+			n, isInt := x.(int64)
+			ok = ok && isInt && n >= 0
+			*into = append(*into, n)
 		}
+		return ok
 	}
-	if len(a.fills) != 0 && len(a.fills) != members*windows {
+	var head []int64
+	a := membersAnswer{}
+	if len(raw) != 6 || !ints(raw[:3], &head) || !ints(raw[4], &a.fills) || !ints(raw[5], &a.refused) {
+		return bad()
+	}
+	a.reason, a.now, a.at = Reason(head[0]), head[1], head[2]
+	var ok bool
+	if a.epoch, ok = raw[3].(string); !ok || a.now == 0 || len(a.fills) != 0 && len(a.fills) != members*windows {
 		return bad()
 	}
 	for _, i := range a.refused {

@@ -8,15 +8,10 @@ import (
 	"time"
 )
 
-// Release implements Backend. When a waiter of this process waits for the
-// key, the slot is handed straight over to it: without a round trip while
-// no other process waits for the key (and its window units come from a
-// block taken ahead), else in one that gives it to the process that has
-// waited longest.
+// Release implements Backend. A waiter of this process for the key gets the
+// slot straight away: without Redis while no other process waits for the key
+// (handLocal), else in one round trip (handOver).
 func (b *Redis) Release(ctx context.Context, l Lease) error {
-	if !l.HoldsSlot() {
-		return nil
-	}
 	first := releaseEach(ctx, b, l.With)
 	l.With = nil
 	if err := b.releaseOwn(ctx, l); err != nil {
@@ -25,43 +20,39 @@ func (b *Redis) Release(ctx context.Context, l Lease) error {
 	return first
 }
 
-// releaseOwn releases l's own slot.
+// releaseOwn releases l's own slot (not its With leases).
 func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
 	if strings.HasPrefix(l.ID, localLease) {
 		return b.local.Release(ctx, toLocal(l))
 	}
-	if !l.HoldsSlot() {
+	if !l.ownSlot() {
 		return nil
 	}
 	known, era, err := b.unhold(l)
 	if err != nil {
 		return err
 	}
-	deferred := false
-	if known {
-		defer func() { // after a local hand-over counted its lease in
-			if !deferred {
-				b.letGo(l.Key)
-			}
-		}()
-	}
+	letGo := known // on return: after a local hand-over counted its lease in
+	defer func() {
+		if letGo {
+			b.letGo(l.Key)
+		}
+	}()
 	if down, err := b.ready(ctx); err != nil {
 		return err
 	} else if down {
 		b.orphan(l)
 		return b.errDown()
 	}
-	if l.ownSlot() {
-		if next, more := b.claimNext(l.Key); next != nil {
-			if known && b.handLocal(l, era, next) {
-				return nil
-			}
-			return b.handOver(ctx, l, next, more)
-		}
-		if known && b.later(l) {
-			deferred = true
+	if next, more := b.claimNext(l.Key); next != nil {
+		if known && b.handLocal(l, era, next) {
 			return nil
 		}
+		return b.handOver(ctx, l, next, more)
+	}
+	if known && b.later(l) {
+		letGo = false // when the release is sent
+		return nil
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
@@ -85,9 +76,8 @@ func (b *Redis) released(l Lease, held bool, err error) error {
 	return nil
 }
 
-// claimNext claims, for the slot a Release of this process frees, the first
-// waiter of key in arrival order that is available (nil if none), and
-// reports whether more than one waiter queues on the key.
+// claimNext claims the first available waiter of key (nil if none) for a
+// slot a Release frees, and reports whether more than one waiter queues.
 func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil {
@@ -124,7 +114,10 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 	if strings.HasPrefix(l.ID, localLease) {
 		return fromLocal(b.local.Extend(ctx, toLocal(l), ttl))
 	}
-	if !b.stillHeld(l) {
+	b.mu.Lock()
+	_, _, ok := b.ownsLocked(l)
+	b.mu.Unlock()
+	if !ok {
 		return l, ErrLeaseNotHeld
 	}
 	if down, err := b.ready(ctx); err != nil {
@@ -143,7 +136,12 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 		return l, ErrLeaseNotHeld
 	}
 	l.Expires = time.UnixMilli(exp)
-	b.extended(l)
+	b.mu.Lock()
+	if h, ok := b.held[redisID(l.ID)]; ok && h.id == l.ID {
+		h.until = l.Expires
+		b.held[redisID(l.ID)] = h
+	}
+	b.mu.Unlock()
 	return l, nil
 }
 
@@ -155,34 +153,32 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 	if d <= 0 {
 		return nil
 	}
-	if down, err := b.ready(ctx); err != nil {
+	down, err := b.ready(ctx)
+	if err != nil {
 		return err
-	} else if down {
-		// Keep this process off the API at least, and Redis once it answers.
-		_ = b.local.Cooldown(ctx, key, d)
-		b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
+	}
+	if !down {
+		octx, cancel := b.opCtx(ctx)
+		defer cancel()
+		var end int64
+		if end, err = replyInt64(b.cooldown.run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key)); err == nil {
+			b.ledger.cooldown(key, end)
+			return nil
+		}
+	}
+	// Keep this process off the API at least, and Redis once it answers.
+	_ = b.local.Cooldown(ctx, key, d)
+	b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
+	if down {
 		return b.errDown()
 	}
-	octx, cancel := b.opCtx(ctx)
-	defer cancel()
-	end, err := replyInt64(b.cooldown.run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key))
-	if err == nil {
-		b.ledger.cooldown(key, end)
-	}
-	if err != nil {
-		// Keep this process off the API at least, and Redis once it answers.
-		_ = b.local.Cooldown(ctx, key, d)
-		b.ledger.cooldown(key, time.Now().Add(d).UnixMilli())
-		_, err = b.failed("cooldown", err)
-		return err
-	}
-	return nil
+	_, err = b.failed("cooldown", err)
+	return err
 }
 
-// releaseScript runs the release script for l (whose own slot it releases
-// if it holds one) and its With leases, which share its hash tag (the
-// releases sent later, see redis_later.go), refunding units in windows
-// (nil: no refund). held: every lease still held its slot.
+// releaseScript runs the release script for l's own slot, if any, and its
+// With leases, which share its hash tag (redis_later.go), refunding units
+// in windows (nil: none). held: every lease still held its slot.
 func (b *Redis) releaseScript(ctx context.Context, l Lease, windows []Window, units int) (held bool, err error) {
 	k := b.names(l.Key, windows)
 	keys := append(make([]string, 0, 2+len(windows)+2*len(l.With)), k.holders, k.waiting)

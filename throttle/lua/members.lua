@@ -2,43 +2,38 @@
 -- all of them or none (see Request.Members), on the server's clock; or give
 -- back such a count, granted to a caller that had given up.
 --
--- KEYS[1]   epoch of the request's key: STRING "<birth unix ms>:<id>" (see
---           acquire.lua), one for all its members, made by the first script
---           to find it missing and expiring with the longest window
+-- KEYS[1]   epoch of the request's key, one for all its members (see
+--           acquire.lua), expiring with the longest window
 -- KEYS[2]   cooldown of the request's key: STRING, its end (unix ms)
 -- KEYS[3..] per member in the request's order, nw HASHes: its rate windows
 --           in ARGV's order (see window.lua)
 --
--- ARGV, in the order of membersArgv's fields (redis_members.go):
+-- ARGV (see runMembers, redis_members.go):
 -- [1] id: an id for the epoch, if this script makes it
 -- [2] known_epoch: the epoch the process knows ('' : none)
 -- [3] weight: the units each member's windows count
 -- [4] refund: 0 takes; else the grant time (unix ms) of a count to give back
--- [5] ref, [6] max_age: as acquire.lua's: a request run after its sender
---     gave up takes nothing and answers R.stale
+-- [5] ref, [6] max_age: as acquire.lua's (a stale request answers R.stale)
 -- [7] nw: the number of windows
 -- [8..] per window: limit, period (ms)
 --
 -- Returns {reason, now, at, epoch, fills, refused}:
---   reason   0: taken (or given back); else R.rate, R.reserve (as in
---            acquire.lua), R.cooldown, R.stale or R.lost (the epoch is not
---            the one the process knew: Redis lost the key's state)
+--   reason   0: taken (or given back); else R.rate, R.reserve, R.cooldown,
+--            R.stale or R.lost (not the epoch the process knew)
 --   at       refused: when every member without room has it (0: unknown)
 --   epoch    the key's epoch when it is not known_epoch, else ''
 --   fills    per member, per window (member-major): what the window counted
---            (its buckets and reserve) and took, once the script read the
---            windows; else empty
+--            (buckets and reserve) and took, once read; else empty
 --   refused  the members without room, by their place in the request (1..)
 --
--- now and buckets come from the prelude (prelude.lua), R from
--- acquireSource, slide and opening from window.lua.
+-- now and buckets come from prelude.lua, R from reasonSource, slide and
+-- opening from window.lua.
 local id, known_epoch = ARGV[1], ARGV[2]
 local weight, refund = tonumber(ARGV[3]), tonumber(ARGV[4])
 local ref, max_age = tonumber(ARGV[5]), tonumber(ARGV[6])
 local nw = tonumber(ARGV[7])
 local function limit_of(i) return tonumber(ARGV[6 + 2 * i]) end
 local function period_of(i) return tonumber(ARGV[7 + 2 * i]) end
-local nm = (#KEYS - 2) / nw
 
 local tell, fills, refused = '', {}, {}
 local function answer(reason, at)
@@ -84,18 +79,16 @@ if cd > now then
 end
 
 local wins, worst, by_reserve = {}, 0, true
-for m = 1, nm do
-  for i = 1, nw do
-    local j = (m - 1) * nw + i
-    local key, limit, period = KEYS[2 + j], limit_of(i), period_of(i)
-    local width, lo, total, fresh, curn, rend, reserve = slide(key, period, limit, KEYS[1], etl)
-    wins[j] = {width, lo, fresh, total, curn}
-    fills[j] = total + reserve
-    if total + reserve + weight > limit then
-      if refused[#refused] ~= m then refused[#refused + 1] = m end
-      by_reserve = by_reserve and total + weight <= limit
-      worst = math.max(worst, opening(key, period, width, lo, total, limit, reserve, rend, weight))
-    end
+for j = 1, #KEYS - 2 do
+  local m, i = math.ceil(j / nw), (j - 1) % nw + 1 -- member, window
+  local key, limit, period = KEYS[2 + j], limit_of(i), period_of(i)
+  local width, lo, total, fresh, curn, rend, reserve = slide(key, period, limit, KEYS[1], etl)
+  wins[j] = {width, lo, fresh, total, curn}
+  fills[j] = total + reserve
+  if total + reserve + weight > limit then
+    if refused[#refused] ~= m then refused[#refused + 1] = m end
+    by_reserve = by_reserve and total + weight <= limit
+    worst = math.max(worst, opening(key, period, width, lo, total, limit, reserve, rend, weight))
   end
 end
 if #refused > 0 then
