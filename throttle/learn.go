@@ -117,7 +117,6 @@ type learnedKey struct {
 	read    time.Time
 	done    chan struct{} // of the read under way (nil: none), closed when it ends
 	told    int           // the limit last reported
-	version uint64        // bumped by every change of cur, so a slower read cannot undo one
 	changed time.Time     // when cur last changed, by this process's clock
 	// refusing: Refused calls under way; a read of the store made
 	// meanwhile is not applied, so that their change is theirs to tell.
@@ -155,7 +154,7 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 		return l.told(k, key, configured)
 	}
 	k.done = make(chan struct{})
-	version := k.version
+	before := k.cur // a change meanwhile is newer than this read
 	l.mu.Unlock()
 	// The store's limit, raised if a quiet period has passed since its last
 	// change by the store's clock.
@@ -178,10 +177,10 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 	switch {
 	case err != nil: // raised by this process's clock, so that a limit lowered during an outage comes back
 		if next, raise := l.aimd.raise(Learned{Limit: k.cur.Limit, Since: k.changed}, configured, now); raise {
-			l.change(k, Learned{Limit: next, Since: k.cur.Since}, now)
+			k.set(Learned{Limit: next, Since: k.cur.Since}, now)
 		}
-	case k.version == version && k.refusing == 0: // nothing changed it meanwhile
-		l.change(k, cur, now)
+	case k.cur == before && k.refusing == 0: // nothing changed it meanwhile
+		k.set(cur, now)
 	}
 	return l.told(k, key, configured)
 }
@@ -228,12 +227,12 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 	switch {
 	case err != nil:
 		if next, lower := l.aimd.lower(k.cur, configured, under); lower {
-			l.change(k, Learned{Limit: next}, now)
+			k.set(Learned{Limit: next}, now)
 		}
 	case cur.Since.After(k.cur.Since) || cur.in(configured) <= k.cur.in(configured):
 		// (not an older swap's result over a lower limit applied since)
 		k.read = now
-		l.change(k, cur, now)
+		k.set(cur, now)
 	}
 	_, ch := l.told(k, key, configured)
 	if ch != nil {
@@ -242,19 +241,16 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 	return ch, err
 }
 
-// change makes cur (none if its Limit is 0) key k's limit at now, by this
-// process's clock. l.mu is held.
-func (l *Learner) change(k *learnedKey, cur Learned, now time.Time) {
+// set makes cur (none if its Limit is 0) the key's limit at now, by this
+// process's clock. The Learner's mu is held.
+func (k *learnedKey) set(cur Learned, now time.Time) {
 	if cur.Limit == 0 {
 		cur = Learned{}
 	}
-	if cur != k.cur {
-		k.version++
-		if cur.Limit != k.cur.Limit {
-			k.changed = now
-		}
-		k.cur = cur
+	if cur.Limit != k.cur.Limit {
+		k.changed = now
 	}
+	k.cur = cur
 }
 
 // told returns the limit in force on key (state k) and its change since

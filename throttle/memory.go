@@ -113,15 +113,16 @@ func (m *Memory) checkFirst(ks *keyState, r Request, now time.Time) verdict {
 	return v
 }
 
-// withVerdict returns the refusal of the first of r's With slots that
-// cannot be taken now, or ok.
-func (m *Memory) withVerdict(r Request, now time.Time) (string, verdict) {
+// grant takes r on ks, its key's state, with its With slots; if one of
+// them cannot be taken now, it takes nothing and returns that slot's
+// refusal as a withBusy.
+func (m *Memory) grant(ks *keyState, r Request, now time.Time) (Lease, error) {
 	for _, s := range r.With {
 		if v := m.checkFirst(m.state(s.Key), s, now); !v.ok {
-			return s.Key, v
+			return Lease{}, withBusy{v.err(s.Key, now)}
 		}
 	}
-	return "", verdict{ok: true}
+	return m.take(ks, r, now), nil
 }
 
 // TryAcquire implements Backend.
@@ -160,42 +161,39 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	now := time.Now()
 	m.sweep(now)
 	ks := m.state(r.Key)
-	v := m.checkFirst(ks, r, now)
-	if v.ok {
-		key, wv := m.withVerdict(r, now)
-		if wv.ok {
-			defer m.mu.Unlock()
-			return m.take(ks, r, now), nil
-		}
-		m.mu.Unlock()
-		if wait {
-			return acquireApart(ctx, m, r)
-		}
-		return Lease{}, wv.err(key, now)
-	}
-	// v is a lower bound on the wait even when others queue ahead.
 	w := newWaiter(ctx, r)
-	if !wait || v.fails(r, w.deadline, v.at) {
+	// v is a lower bound on the wait even when others queue ahead.
+	v := m.checkFirst(ks, r, now)
+	if !v.ok && (!wait || v.fails(r, w.deadline, v.at)) {
 		m.forget(r.Key, ks, now)
 		m.mu.Unlock()
 		return Lease{}, v.err(r.Key, now)
 	}
 	ks.waiters.push(&w)
-	m.dispatch(r.Key, ks, now)
+	m.dispatch(r.Key, ks, now) // if v is ok, w is served now
 	m.mu.Unlock()
-	stalled(ctx, r.Key, v, v.at)
-
-	select {
-	case <-w.turn:
-		if w.err == errWithBusy {
+	if !v.ok {
+		stalled(ctx, r.Key, v, v.at)
+		select {
+		case <-w.turn:
+		case <-ctx.Done():
+			m.giveUp(ks, &w)
+			return Lease{}, ctx.Err()
+		}
+	}
+	if busy, ok := w.err.(withBusy); ok {
+		if wait {
 			return acquireApart(ctx, m, r)
 		}
-		return w.lease, w.err
-	case <-ctx.Done():
+		return Lease{}, busy.LimitError
 	}
-	m.giveUp(ks, &w)
-	return Lease{}, ctx.Err()
+	return w.lease, w.err
 }
+
+// withBusy is the refusal of a With slot that grant gives a waiter whose
+// request fits on its key: it leaves the line holding nothing, and an
+// Acquire takes its slots apart (acquireApart).
+type withBusy struct{ *LimitError }
 
 // tryMembers is one attempt at r, a request with Members (see
 // memberLines): taken whole if every member has room and ctx has not
@@ -252,11 +250,7 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	for w, ok := ks.waiters.head(); ok; w, ok = ks.waiters.head() {
 		v := m.check(ks, w.req, now)
 		if v.ok {
-			if _, wv := m.withVerdict(w.req, now); !wv.ok {
-				w.err = errWithBusy // it takes its slots apart, holding nothing here
-			} else {
-				w.lease = m.take(ks, w.req, now)
-			}
+			w.lease, w.err = m.grant(ks, w.req, now)
 			ks.waiters.done(w)
 			continue
 		}

@@ -14,11 +14,6 @@ import (
 	"time"
 )
 
-// errWithBusy is what a backend's grant path tells its Acquire when the
-// request could be granted but a With slot is held: the request leaves its
-// line holding nothing and is taken apart (acquireApart).
-var errWithBusy = errors.New("throttle: a with slot is busy")
-
 // acquireApart takes r's With slots one at a time, each waiting as an
 // Acquire of it alone, then r without them, and returns r's lease with the
 // With leases attached. A With lease's TTL runs while r waits: after a long
