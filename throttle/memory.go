@@ -183,7 +183,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	}
 	if busy, ok := w.err.(withBusy); ok {
 		if wait {
-			return acquireApart(ctx, m, r)
+			return acquireApart(ctx, m, r, true)
 		}
 		return Lease{}, busy.LimitError
 	}

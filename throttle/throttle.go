@@ -154,17 +154,13 @@ func (r Request) Validate() error {
 // merged returns r with its windows of one period made one, with the
 // smallest limit (see Request.Windows).
 func (r Request) merged() Request {
-	ws := r.Windows
-	for i := len(ws) - 1; i > 0; i-- {
-		j := slices.IndexFunc(ws[:i], func(v Window) bool { return v.Period == ws[i].Period })
-		if j < 0 {
-			continue
+	var ws []Window // a new slice: the caller's stays as it was
+	for _, w := range r.Windows {
+		if i := slices.IndexFunc(ws, func(v Window) bool { return v.Period == w.Period }); i >= 0 {
+			ws[i].Limit = min(ws[i].Limit, w.Limit)
+		} else {
+			ws = append(ws, w)
 		}
-		if len(ws) == len(r.Windows) { // not copied yet: the caller's slice stays as it was
-			ws = slices.Clone(ws)
-		}
-		ws[j].Limit = min(ws[j].Limit, ws[i].Limit)
-		ws = slices.Delete(ws, i, i+1)
 	}
 	r.Windows = ws
 	return r

@@ -14,13 +14,17 @@ import (
 	"time"
 )
 
-// acquireApart takes r's With slots one at a time, each waiting as an
-// Acquire of it alone, then r without them, and returns r's lease with the
-// With leases attached. A With lease's TTL runs while r waits: after a long
-// wait they are renewed, and one that expired meanwhile (another call may
-// hold its slot now) makes it start over. On a failure it releases what it
-// took.
-func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
+// acquireApart takes r's With slots one at a time, each as an Acquire of
+// it alone (!wait: a TryAcquire), then r without them, and returns r's
+// lease with the With leases attached. A With lease's TTL runs while r
+// waits: after a long wait they are renewed, and one that expired
+// meanwhile (another call may hold its slot now) makes it start over. On a
+// failure it releases what it took.
+func acquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, error) {
+	acquire := b.TryAcquire
+	if wait {
+		acquire = b.Acquire
+	}
 	// In the order of their keys, so that two requests naming the same
 	// slots in another order never wait on each other.
 	order := make([]int, len(r.With))
@@ -34,20 +38,20 @@ func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 		start := time.Now() // the first slot's TTL runs from its grant
 		with := make([]Lease, len(r.With))
 		for _, i := range order {
-			l, err := b.Acquire(ctx, r.With[i])
+			l, err := acquire(ctx, r.With[i])
 			if err != nil {
 				_ = releaseEach(ctx, b, with)
 				return Lease{}, err
 			}
 			with[i] = l
 		}
-		l, err := b.Acquire(ctx, r.withless())
+		l, err := acquire(ctx, r.withless())
 		if err != nil {
 			_ = releaseEach(ctx, b, with)
 			return Lease{}, err
 		}
 		l.With = with
-		if time.Since(start) < shortest/4 {
+		if !wait || time.Since(start) < shortest/4 {
 			return l, nil
 		}
 		for i, s := range with { // renewed, up to the first failure
@@ -64,23 +68,6 @@ func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 			return Lease{}, err
 		}
 	}
-}
-
-// tryApart is acquireApart without waiting: each slot is tried once, in
-// order, then r; on a refusal it gives back what it took.
-func tryApart(ctx context.Context, b Backend, r Request) (Lease, error) {
-	var got []Lease
-	for _, s := range append(slices.Clip(r.With), r.withless()) {
-		l, err := b.TryAcquire(ctx, s)
-		if err != nil {
-			_ = releaseEach(ctx, b, got)
-			return Lease{}, err
-		}
-		got = append(got, l)
-	}
-	l := got[len(got)-1]
-	l.With = slices.Clip(got[:len(got)-1])
-	return l, nil
 }
 
 // releaseEach releases leases one at a time, even when ctx has ended, and
@@ -109,16 +96,14 @@ func extendAll(ctx context.Context, l Lease, ttl time.Duration, one func(context
 		}
 		return n
 	}
-	with := l.With
+	with := append([]Lease(nil), l.With...) // the caller's stays as it was
 	l.With = nil
 	if l.ownSlot() || len(with) == 0 {
 		l = extend(l)
 	}
-	if len(with) > 0 {
-		l.With = make([]Lease, len(with))
-		for i, s := range with {
-			l.With[i] = extend(s)
-		}
+	for i, s := range with {
+		with[i] = extend(s)
 	}
+	l.With = with
 	return l, first
 }
