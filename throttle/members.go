@@ -95,14 +95,21 @@ type memberTry func(ctx context.Context, r Request) (l Lease, v verdict, now tim
 // acquire is Acquire of a request with Members: it waits for its turn in
 // its members' lines, then tries until granted, waiting between tries
 // for the time the refusal names; it fails at once when that time is past
-// ctx's deadline.
-func (ml *memberLines) acquire(ctx context.Context, r Request, try memberTry) (Lease, error) {
-	w := ml.join(r)
-	defer ml.leave(w)
-	select {
-	case <-w.turn:
-	case <-ctx.Done():
-		return Lease{}, ctx.Err()
+// ctx's deadline. With !wait it is TryAcquire: refused while a waiter of
+// this process is in line for one of its members, else tried once.
+func (ml *memberLines) acquire(ctx context.Context, r Request, wait bool, try memberTry) (Lease, error) {
+	if !wait {
+		if busy := ml.busy(r); len(busy) > 0 {
+			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
+		}
+	} else {
+		w := ml.join(r)
+		defer ml.leave(w)
+		select {
+		case <-w.turn:
+		case <-ctx.Done():
+			return Lease{}, ctx.Err()
+		}
 	}
 	deadline, _ := ctx.Deadline()
 	var t told
@@ -115,7 +122,7 @@ func (ml *memberLines) acquire(ctx context.Context, r Request, try memberTry) (L
 		if !v.at.IsZero() {
 			at = time.Now().Add(v.at.Sub(now))
 		}
-		if v.fails(r, deadline, at) {
+		if !wait || v.fails(r, deadline, at) {
 			return Lease{}, v.err(r.Key, now)
 		}
 		if t.news(v, at) {

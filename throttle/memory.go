@@ -145,17 +145,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	}
 	r = r.merged()
 	if len(r.Members) > 0 {
-		if wait {
-			return m.members.acquire(ctx, r, m.tryMembers)
-		}
-		if busy := m.members.busy(r); len(busy) > 0 { // waiters came first
-			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
-		}
-		l, v, now, err := m.tryMembers(ctx, r)
-		if err == nil && !v.ok {
-			err = v.err(r.Key, now)
-		}
-		return l, err
+		return m.members.acquire(ctx, r, wait, m.tryMembers)
 	}
 	m.mu.Lock()
 	now := time.Now()
@@ -299,20 +289,13 @@ func (m *Memory) sweep(now time.Time) {
 
 // Release implements Backend.
 func (m *Memory) Release(ctx context.Context, l Lease) error {
-	if !l.HoldsSlot() {
-		return nil
+	first := releaseEach(ctx, m, l.With)
+	if !l.ownSlot() {
+		return first
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now()
-	var first error
-	for _, s := range l.With {
-		first = cmp.Or(first, m.release(s, now))
-	}
-	if l.ownSlot() {
-		first = cmp.Or(first, m.release(l, now))
-	}
-	return first
+	return cmp.Or(first, m.release(l, time.Now()))
 }
 
 // release frees one lease's own slot. Called with m.mu held.
