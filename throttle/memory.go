@@ -216,13 +216,15 @@ func (m *Memory) giveUp(ks *keyState, w *waiter) {
 		if w.err != nil {
 			return
 		}
-		// On a key forgotten since, the lease held nothing of its own, but
-		// its With slots are held still.
-		ks.untake(w.lease, w.req, m.epoch)
+		for _, win := range w.req.Windows {
+			if h := ks.windows[win.Period]; h != nil {
+				h.remove(int64(w.lease.Granted.Sub(m.epoch)), w.req.units())
+			}
+		}
 		for _, s := range w.lease.With {
 			_ = m.release(s, now)
 		}
-		m.dispatch(key, ks, now)
+		_ = m.release(w.lease, now) // on a key forgotten since, it held nothing of its own
 	default:
 		if ks.waiters.leave(w) {
 			m.dispatch(key, ks, now)
@@ -400,17 +402,6 @@ func latest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// untake gives back everything a lease took: its slot and its window counts. Used
-// when a grant raced with its waiter's cancellation, so the grant never started.
-func (ks *keyState) untake(l Lease, r Request, epoch time.Time) {
-	delete(ks.holders, l.ID)
-	for _, w := range r.Windows {
-		if h := ks.windows[w.Period]; h != nil {
-			h.remove(int64(l.Granted.Sub(epoch)), r.units())
-		}
-	}
 }
 
 // idle reports whether the key's state is all in its default, so it can go.
