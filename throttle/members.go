@@ -87,17 +87,14 @@ func (ml *memberLines) leave(w *memberWaiter) {
 	}
 }
 
-// memberTry is one attempt at a request with Members: a lease, or the
-// refusal v at now by the backend's clock, or an error that ends the
-// acquisition.
-type memberTry func(ctx context.Context, r Request) (l Lease, v verdict, now time.Time, err error)
-
 // acquire is Acquire of a request with Members: it waits for its turn in
 // its members' lines, then tries until granted, waiting between tries
 // for the time the refusal names; it fails at once when that time is past
 // ctx's deadline. With !wait it is TryAcquire: refused while a waiter of
-// this process is in line for one of its members, else tried once.
-func (ml *memberLines) acquire(ctx context.Context, r Request, wait bool, try memberTry) (Lease, error) {
+// this process is in line for one of its members, else tried once. A try
+// returns a lease, or the refusal v at now by the backend's clock, or an
+// error that ends the acquisition.
+func (ml *memberLines) acquire(ctx context.Context, r Request, wait bool, try func(context.Context, Request) (l Lease, v verdict, now time.Time, err error)) (Lease, error) {
 	if !wait {
 		if busy := ml.busy(r); len(busy) > 0 {
 			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}

@@ -188,21 +188,18 @@ type withBusy struct{ *LimitError }
 // tryMembers is one attempt at r, a request with Members (see
 // memberLines): taken whole if every member has room and ctx has not
 // ended.
-func (m *Memory) tryMembers(ctx context.Context, r Request) (Lease, verdict, time.Time, error) {
+func (m *Memory) tryMembers(ctx context.Context, r Request) (l Lease, v verdict, now time.Time, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now()
+	now = time.Now()
 	m.sweep(now)
 	ks := m.state(r.Key)
 	defer m.forget(r.Key, ks, now)
-	v := m.check(ks, r, now)
-	if !v.ok {
-		return Lease{}, v, now, nil
+	v = m.check(ks, r, now)
+	if err = ctx.Err(); v.ok && err == nil {
+		l = m.take(ks, r, now)
 	}
-	if err := ctx.Err(); err != nil {
-		return Lease{}, v, now, err
-	}
-	return m.take(ks, r, now), v, now, nil
+	return l, v, now, err
 }
 
 // giveUp takes w, whose caller gave up, out of ks's line; a lease it was
