@@ -147,10 +147,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	if len(r.Members) > 0 {
 		return m.members.acquire(ctx, r, wait, m.tryMembers)
 	}
-	m.mu.Lock()
-	now := time.Now()
-	m.sweep(now)
-	ks := m.state(r.Key)
+	now, ks := m.lock(r.Key)
 	w := newWaiter(ctx, r)
 	// v is a lower bound on the wait even when others queue ahead.
 	v := m.checkFirst(ks, r, now)
@@ -189,11 +186,8 @@ type withBusy struct{ *LimitError }
 // memberLines): taken whole if every member has room and ctx has not
 // ended.
 func (m *Memory) tryMembers(ctx context.Context, r Request) (l Lease, v verdict, now time.Time, err error) {
-	m.mu.Lock()
+	now, ks := m.lock(r.Key)
 	defer m.mu.Unlock()
-	now = time.Now()
-	m.sweep(now)
-	ks := m.state(r.Key)
 	defer m.forget(r.Key, ks, now)
 	v = m.check(ks, r, now)
 	if err = ctx.Err(); v.ok && err == nil {
@@ -275,15 +269,19 @@ func (m *Memory) forget(key string, ks *keyState, now time.Time) {
 	}
 }
 
-// sweep drops idle keys now and then, so keys touched once do not stay forever.
-func (m *Memory) sweep(now time.Time) {
-	if now.Before(m.nextSweep) {
-		return
+// lock locks m.mu and returns the time and key's state (made if it has
+// none). Now and then it drops idle keys first, so that keys touched once
+// do not stay forever.
+func (m *Memory) lock(key string) (time.Time, *keyState) {
+	m.mu.Lock()
+	now := time.Now()
+	if !now.Before(m.nextSweep) {
+		m.nextSweep = now.Add(time.Minute)
+		for k, ks := range m.keys {
+			m.forget(k, ks, now)
+		}
 	}
-	m.nextSweep = now.Add(time.Minute)
-	for key, ks := range m.keys {
-		m.forget(key, ks, now)
-	}
+	return now, m.state(key)
 }
 
 // Release implements Backend.
@@ -342,10 +340,8 @@ func (m *Memory) Cooldown(ctx context.Context, key string, d time.Duration) erro
 	if d <= 0 {
 		return nil
 	}
-	m.mu.Lock()
+	now, ks := m.lock(key)
 	defer m.mu.Unlock()
-	now := time.Now()
-	ks := m.state(key)
 	ks.cooldown = latest(ks.cooldown, now.Add(d)) // a later end in force is kept
 	m.dispatch(key, ks, now)
 	return nil
