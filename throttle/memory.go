@@ -233,12 +233,13 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	for w, ok := ks.waiters.head(); ok; w, ok = ks.waiters.head() {
 		v := m.check(ks, w.req, now)
 		if v.ok {
-			w.lease, w.err = m.grant(ks, w.req, now)
-			ks.waiters.done(w)
+			var err error
+			w.lease, err = m.grant(ks, w.req, now)
+			ks.waiters.done(w, err)
 			continue
 		}
 		if v.fails(w.req, w.deadline, v.at) {
-			ks.waiters.fail(w, v.err(key, now))
+			ks.waiters.done(w, v.err(key, now))
 			continue
 		}
 		ks.waiters.failBehind(v, v.at, v.err(key, now))
