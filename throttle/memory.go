@@ -263,11 +263,20 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	m.forget(key, ks, now)
 }
 
-// forget drops ks, key's state, if it is idle.
+// forget drops ks, key's state, if it is all in its default: without
+// waiters (so its timer is stopped, see dispatch), a cooldown, holders or
+// counts in its windows.
 func (m *Memory) forget(key string, ks *keyState, now time.Time) {
-	if ks.idle(now, m.epoch) { // without waiters, its timer is stopped (dispatch)
-		delete(m.keys, key)
+	if ks.waiters.len() > 0 || now.Before(ks.cooldown) || !ks.purge(now).IsZero() {
+		return
 	}
+	ns := int64(now.Sub(m.epoch))
+	for _, h := range ks.windows {
+		if h.prune(ns); len(h.buckets) > 0 {
+			return
+		}
+	}
+	delete(m.keys, key)
 }
 
 // lock locks m.mu and returns the time and key's state (made if it has
@@ -396,21 +405,6 @@ func latest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// idle reports whether the key's state is all in its default, so it can go.
-func (ks *keyState) idle(now, epoch time.Time) bool {
-	if ks.waiters.len() > 0 || now.Before(ks.cooldown) || !ks.purge(now).IsZero() {
-		return false
-	}
-	ns := int64(now.Sub(epoch))
-	for _, h := range ks.windows {
-		h.prune(ns)
-		if len(h.buckets) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 var _ Backend = (*Memory)(nil)
