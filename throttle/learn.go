@@ -196,30 +196,7 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 	k := l.key(key, configured)
 	k.refusing++
 	l.mu.Unlock()
-	var (
-		cur  Learned
-		read bool // cur is the store's limit after this refusal
-		err  error
-	)
-	for range 3 { // another process may change it meanwhile
-		var ok bool
-		if cur, _, ok, err = l.store.LoadLimit(ctx, key); err != nil {
-			break
-		}
-		if !ok {
-			cur = Learned{}
-		}
-		next, lower := l.aimd.lower(cur, configured, under)
-		if read = !lower; lower { // else lowered already
-			cur, read, err = l.store.SwapLimit(ctx, key, cur, next)
-		}
-		if read || err != nil {
-			break
-		}
-	}
-	if !read && err == nil {
-		err = errors.New("throttle: the learned limit kept changing under this process")
-	}
+	cur, err := l.lowerStored(ctx, key, configured, under)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k.refusing--
@@ -239,6 +216,29 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 		ch.Refused = true
 	}
 	return ch, err
+}
+
+// lowerStored lowers key's limit in the store after a refusal of a call
+// granted under under, unless it is lower already, and returns the
+// store's limit after it.
+func (l *Learner) lowerStored(ctx context.Context, key string, configured, under int) (Learned, error) {
+	for range 3 { // another process may change it meanwhile
+		cur, _, ok, err := l.store.LoadLimit(ctx, key)
+		if err != nil {
+			return Learned{}, err
+		}
+		if !ok {
+			cur = Learned{}
+		}
+		next, lower := l.aimd.lower(cur, configured, under)
+		if !lower {
+			return cur, nil
+		}
+		if cur, ok, err = l.store.SwapLimit(ctx, key, cur, next); ok || err != nil {
+			return cur, err
+		}
+	}
+	return Learned{}, errors.New("throttle: the learned limit kept changing under this process")
 }
 
 // set makes cur (none if its Limit is 0) the key's limit at now, by this
