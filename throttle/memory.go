@@ -81,9 +81,15 @@ func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
 	return verdict{ok: true}
 }
 
-// take takes r, and its With slots, which must all be free, on ks, r's
-// key's state.
-func (m *Memory) take(ks *keyState, r Request, now time.Time) Lease {
+// take takes r, which fits, on ks, its key's state, with its With slots;
+// if one of them cannot be taken now, it takes nothing and returns that
+// slot's refusal as a withBusy.
+func (m *Memory) take(ks *keyState, r Request, now time.Time) (Lease, error) {
+	for _, s := range r.With {
+		if v := m.checkFirst(m.state(s.Key), s, now); !v.ok {
+			return Lease{}, withBusy{v.err(s.Key, now)}
+		}
+	}
 	m.seq++
 	l := Lease{Key: r.Key, ID: strconv.FormatUint(m.seq, 36), Granted: now}
 	ns := int64(now.Sub(m.epoch))
@@ -98,9 +104,10 @@ func (m *Memory) take(ks *keyState, r Request, now time.Time) Lease {
 		ks.holders[l.ID] = l.Expires
 	}
 	for _, s := range r.With {
-		l.With = append(l.With, m.take(m.state(s.Key), s, now))
+		sl, _ := m.take(m.state(s.Key), s, now)
+		l.With = append(l.With, sl)
 	}
-	return l
+	return l, nil
 }
 
 // checkFirst is check, but a key with waiters in line refuses: what frees
@@ -111,18 +118,6 @@ func (m *Memory) checkFirst(ks *keyState, r Request, now time.Time) verdict {
 		return verdict{reason: ReasonConcurrency}
 	}
 	return v
-}
-
-// grant takes r on ks, its key's state, with its With slots; if one of
-// them cannot be taken now, it takes nothing and returns that slot's
-// refusal as a withBusy.
-func (m *Memory) grant(ks *keyState, r Request, now time.Time) (Lease, error) {
-	for _, s := range r.With {
-		if v := m.checkFirst(m.state(s.Key), s, now); !v.ok {
-			return Lease{}, withBusy{v.err(s.Key, now)}
-		}
-	}
-	return m.take(ks, r, now), nil
 }
 
 // TryAcquire implements Backend.
@@ -177,7 +172,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	return w.lease, w.err
 }
 
-// withBusy is the refusal of a With slot that grant gives a waiter whose
+// withBusy is the refusal of a With slot that take gives a waiter whose
 // request fits on its key: it leaves the line holding nothing, and an
 // Acquire takes its slots apart (acquireApart).
 type withBusy struct{ *LimitError }
@@ -191,7 +186,7 @@ func (m *Memory) tryMembers(ctx context.Context, r Request) (l Lease, v verdict,
 	defer m.forget(r.Key, ks, now)
 	v = m.check(ks, r, now)
 	if err = ctx.Err(); v.ok && err == nil {
-		l = m.take(ks, r, now)
+		l, _ = m.take(ks, r, now) // no With slots
 	}
 	return l, v, now, err
 }
@@ -234,7 +229,7 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 		v := m.check(ks, w.req, now)
 		if v.ok {
 			var err error
-			w.lease, err = m.grant(ks, w.req, now)
+			w.lease, err = m.take(ks, w.req, now)
 			ks.waiters.done(w, err)
 			continue
 		}
