@@ -330,9 +330,7 @@ func (m *Memory) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 		}
 		l.Expires = now.Add(ttl)
 		ks.holders[l.ID] = l.Expires
-		if ks.waiters.len() > 0 {
-			m.dispatch(l.Key, ks, now) // a shortened lease moves the waiters' next wake-up
-		}
+		m.dispatch(l.Key, ks, now) // a shortened lease moves the waiters' next wake-up
 		return l, nil
 	})
 }

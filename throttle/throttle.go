@@ -166,12 +166,6 @@ func (r Request) merged() Request {
 	return r
 }
 
-// withless returns r without its With slots.
-func (r Request) withless() Request {
-	r.With = nil
-	return r
-}
-
 // LeaseTTL returns the TTL the lease of r gets: r.TTL, or DefaultTTL when zero.
 func (r Request) LeaseTTL() time.Duration {
 	if r.TTL == 0 {

@@ -34,6 +34,8 @@ func acquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, 
 		shortest = min(shortest, s.LeaseTTL())
 	}
 	slices.SortFunc(order, func(i, j int) int { return strings.Compare(r.With[i].Key, r.With[j].Key) })
+	own := r
+	own.With = nil
 	for {
 		start := time.Now() // the first slot's TTL runs from its grant
 		with := make([]Lease, len(r.With))
@@ -45,7 +47,7 @@ func acquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, 
 			}
 			with[i] = l
 		}
-		l, err := acquire(ctx, r.withless())
+		l, err := acquire(ctx, own)
 		if err != nil {
 			_ = releaseEach(ctx, b, with)
 			return Lease{}, err
