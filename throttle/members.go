@@ -125,11 +125,9 @@ func (ml *memberLines) acquire(ctx context.Context, r Request, wait bool, try fu
 		if t.news(v, at) {
 			stalled(ctx, r.Key, v, at)
 		}
-		sleep := time.NewTimer(time.Until(at))
 		select {
-		case <-sleep.C:
+		case <-time.After(time.Until(at)):
 		case <-ctx.Done():
-			sleep.Stop()
 			return Lease{}, ctx.Err()
 		}
 	}
