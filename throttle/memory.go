@@ -83,11 +83,11 @@ func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
 
 // take takes r, which fits, on ks, its key's state, with its With slots;
 // if one of them cannot be taken now, it takes nothing and returns that
-// slot's refusal as a withBusy.
+// slot's refusal, a LimitError on the slot's key.
 func (m *Memory) take(ks *keyState, r Request, now time.Time) (Lease, error) {
 	for _, s := range r.With {
 		if v := m.checkFirst(m.state(s.Key), s, now); !v.ok {
-			return Lease{}, withBusy{v.err(s.Key, now)}
+			return Lease{}, v.err(s.Key, now)
 		}
 	}
 	m.seq++
@@ -132,10 +132,7 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 
 // acquire is Acquire, or with !wait TryAcquire.
 func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, error) {
-	if err := r.Validate(); err != nil {
-		return Lease{}, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := cmp.Or(r.Validate(), ctx.Err()); err != nil {
 		return Lease{}, err
 	}
 	r = r.merged()
@@ -163,19 +160,11 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 			return Lease{}, ctx.Err()
 		}
 	}
-	if busy, ok := w.err.(withBusy); ok {
-		if wait {
-			return acquireApart(ctx, m, r, true)
-		}
-		return Lease{}, busy.LimitError
+	if e, ok := w.err.(*LimitError); ok && e.Key != r.Key && wait {
+		return acquireApart(ctx, m, r, true) // a With slot is busy: it holds nothing here
 	}
 	return w.lease, w.err
 }
-
-// withBusy is the refusal of a With slot that take gives a waiter whose
-// request fits on its key: it leaves the line holding nothing, and an
-// Acquire takes its slots apart (acquireApart).
-type withBusy struct{ *LimitError }
 
 // tryMembers is one attempt at r, a request with Members (see
 // memberLines): taken whole if every member has room and ctx has not
