@@ -85,26 +85,19 @@ func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
 
 // extendAll extends l's own slot (a lease without With leases is
 // extended even without one, to be told it is not held) and each of its
-// With leases with one, going on past a failure so that one lost lease
-// does not cost the others theirs. It returns l updated and the first
-// error.
+// With leases with one, which returns the lease it was given when it
+// fails, going on past a failure so that one lost lease does not cost the
+// others theirs. It returns l updated and the first error.
 func extendAll(ctx context.Context, l Lease, ttl time.Duration, one func(context.Context, Lease, time.Duration) (Lease, error)) (Lease, error) {
-	var first error
-	extend := func(s Lease) Lease {
-		n, err := one(ctx, s, ttl)
-		if err != nil {
-			first = cmp.Or(first, err)
-			return s
-		}
-		return n
-	}
+	var first, err error
 	with := append([]Lease(nil), l.With...) // the caller's stays as it was
 	l.With = nil
 	if l.ownSlot() || len(with) == 0 {
-		l = extend(l)
+		l, first = one(ctx, l, ttl)
 	}
 	for i, s := range with {
-		with[i] = extend(s)
+		with[i], err = one(ctx, s, ttl)
+		first = cmp.Or(first, err)
 	}
 	l.With = with
 	return l, first
