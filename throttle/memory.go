@@ -52,8 +52,9 @@ func (m *Memory) state(key string) *keyState {
 
 // check decides whether r can be granted on ks, its key's state, at now,
 // without taking anything: the cooldown, then the windows (on a request
-// with Members, each member's) and the concurrency.
-func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
+// with Members, each member's) and the concurrency; with first, a key with
+// waiters in line refuses too, as what frees up is theirs.
+func (m *Memory) check(ks *keyState, r Request, now time.Time, first bool) verdict {
 	if now.Before(ks.cooldown) {
 		return verdict{reason: ReasonCooldown, at: ks.cooldown}
 	}
@@ -78,6 +79,9 @@ func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
 			return verdict{reason: ReasonConcurrency, at: next}
 		}
 	}
+	if first && ks.waiters.len() > 0 {
+		return verdict{reason: ReasonConcurrency}
+	}
 	return verdict{ok: true}
 }
 
@@ -86,7 +90,7 @@ func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
 // slot's refusal, a LimitError on the slot's key.
 func (m *Memory) take(ks *keyState, r Request, now time.Time) (Lease, error) {
 	for _, s := range r.With {
-		if v := m.checkFirst(m.state(s.Key), s, now); !v.ok {
+		if v := m.check(m.state(s.Key), s, now, true); !v.ok {
 			return Lease{}, v.err(s.Key, now)
 		}
 	}
@@ -108,16 +112,6 @@ func (m *Memory) take(ks *keyState, r Request, now time.Time) (Lease, error) {
 		l.With = append(l.With, sl)
 	}
 	return l, nil
-}
-
-// checkFirst is check, but a key with waiters in line refuses: what frees
-// up is theirs.
-func (m *Memory) checkFirst(ks *keyState, r Request, now time.Time) verdict {
-	v := m.check(ks, r, now)
-	if v.ok && ks.waiters.len() > 0 {
-		return verdict{reason: ReasonConcurrency}
-	}
-	return v
 }
 
 // TryAcquire implements Backend.
@@ -142,7 +136,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	now, ks := m.lock(r.Key)
 	w := newWaiter(ctx, r)
 	// v is a lower bound on the wait even when others queue ahead.
-	v := m.checkFirst(ks, r, now)
+	v := m.check(ks, r, now, true)
 	if !v.ok && (!wait || v.fails(r, w.deadline, v.at)) {
 		m.forget(r.Key, ks, now)
 		m.mu.Unlock()
@@ -173,7 +167,7 @@ func (m *Memory) tryMembers(ctx context.Context, r Request) (l Lease, v verdict,
 	now, ks := m.lock(r.Key)
 	defer m.mu.Unlock()
 	defer m.forget(r.Key, ks, now)
-	v = m.check(ks, r, now)
+	v = m.check(ks, r, now, false)
 	if err = ctx.Err(); v.ok && err == nil {
 		l, _ = m.take(ks, r, now) // no With slots
 	}
@@ -215,7 +209,7 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 		return
 	}
 	for w, ok := ks.waiters.head(); ok; w, ok = ks.waiters.head() {
-		v := m.check(ks, w.req, now)
+		v := m.check(ks, w.req, now, false)
 		if v.ok {
 			var err error
 			w.lease, err = m.take(ks, w.req, now)
