@@ -151,7 +151,7 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 	}
 	now := l.now()
 	if k.done != nil || now.Sub(k.read) < l.refresh {
-		return l.told(k, key, configured)
+		return k.tell(key, configured, false)
 	}
 	k.done = make(chan struct{})
 	before := k.cur // a change meanwhile is newer than this read
@@ -171,7 +171,7 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 	close(k.done)
 	k.done = nil
 	if err != nil && ctx.Err() != nil { // the caller gave up: the store said nothing, the next caller reads
-		return l.told(k, key, configured)
+		return k.tell(key, configured, false)
 	}
 	k.read = now
 	switch {
@@ -182,7 +182,7 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 	case k.cur == before && k.refusing == 0: // nothing changed it meanwhile
 		k.set(cur, now)
 	}
-	return l.told(k, key, configured)
+	return k.tell(key, configured, false)
 }
 
 // Refused lowers key's limit after the upstream refused a call granted
@@ -211,10 +211,7 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 		k.read = now
 		k.set(cur, now)
 	}
-	_, ch := l.told(k, key, configured)
-	if ch != nil {
-		ch.Refused = true
-	}
+	_, ch := k.tell(key, configured, true)
 	return ch, err
 }
 
@@ -253,14 +250,14 @@ func (k *learnedKey) set(cur Learned, now time.Time) {
 	k.cur = cur
 }
 
-// told returns the limit in force on key (state k) and its change since
-// last told. l.mu is held.
-func (l *Learner) told(k *learnedKey, key string, configured int) (int, *Change) {
+// tell returns the limit in force on key (state k) and its change since
+// last told, if any (refused: made by a refusal). The Learner's mu is held.
+func (k *learnedKey) tell(key string, configured int, refused bool) (int, *Change) {
 	limit := min(k.cur.in(configured), configured)
 	if limit == k.told {
 		return limit, nil
 	}
-	ch := &Change{Key: key, From: k.told, To: limit}
+	ch := &Change{Key: key, From: k.told, To: limit, Refused: refused}
 	k.told = limit
 	return limit, ch
 }

@@ -44,20 +44,19 @@ func (ml *memberLines) busy(r Request) []string {
 
 // join puts a waiter for r at the back of its members' lines.
 func (ml *memberLines) join(r Request) *memberWaiter {
-	w := &memberWaiter{keys: make([]string, len(r.Members)), turn: make(chan struct{})}
-	for i, m := range r.Members {
-		w.keys[i] = MemberKey(r.Key, m)
-	}
+	w := &memberWaiter{turn: make(chan struct{})}
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	if ml.lines == nil {
 		ml.lines = make(map[string][]*memberWaiter)
 	}
-	for _, k := range w.keys {
+	for _, m := range r.Members {
+		k := MemberKey(r.Key, m)
 		if len(ml.lines[k]) > 0 {
 			w.ahead++
 		}
 		ml.lines[k] = append(ml.lines[k], w)
+		w.keys = append(w.keys, k)
 	}
 	if w.ahead == 0 {
 		close(w.turn)

@@ -179,7 +179,7 @@ func (m *Memory) tryMembers(ctx context.Context, r Request) (l Lease, v verdict,
 func (m *Memory) giveUp(ks *keyState, w *waiter) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	key, now := w.req.Key, time.Now()
+	now := time.Now()
 	select {
 	case <-w.turn:
 		if w.err != nil {
@@ -196,7 +196,7 @@ func (m *Memory) giveUp(ks *keyState, w *waiter) {
 		_ = m.release(w.lease, now) // on a key forgotten since, it held nothing of its own
 	default:
 		if ks.waiters.leave(w) {
-			m.dispatch(key, ks, now)
+			m.dispatch(w.req.Key, ks, now)
 		}
 	}
 }
@@ -338,13 +338,11 @@ func (m *Memory) Cooldown(ctx context.Context, key string, d time.Duration) erro
 func (ks *keyState) admit(r Request, ns int64, epoch time.Time) verdict {
 	v := verdict{ok: true}
 	for _, w := range r.Windows {
-		h := ks.windows[w.Period]
-		if h == nil {
-			continue
-		}
-		h.prune(ns)
-		if ok, at := h.admit(w.Limit, r.units()); !ok {
-			v = verdict{reason: ReasonRate, at: latest(v.at, epoch.Add(time.Duration(at)))}
+		if h := ks.windows[w.Period]; h != nil {
+			h.prune(ns)
+			if ok, at := h.admit(w.Limit, r.units()); !ok {
+				v = verdict{reason: ReasonRate, at: latest(v.at, epoch.Add(time.Duration(at)))}
+			}
 		}
 	}
 	return v
