@@ -3,7 +3,6 @@ package throttle
 import (
 	"context"
 	"errors"
-	"math"
 	"sync"
 	"time"
 )
@@ -67,7 +66,7 @@ func (a AIMD) withDefaults() AIMD {
 // lower returns the limit after the upstream refused a call granted under
 // under, when the limit in force is not already lower than that.
 func (a AIMD) lower(cur Learned, configured, under int) (int, bool) {
-	next := max(1, min(under-1, int(math.Floor(float64(under)*a.Backoff))))
+	next := max(1, min(under-1, int(float64(under)*a.Backoff)))
 	if next >= cur.in(configured) {
 		return 0, false // lowered already, by this refusal's like
 	}
