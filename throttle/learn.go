@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -19,12 +20,7 @@ type Learned struct {
 }
 
 // in returns the limit x puts in force on a key configured so.
-func (x Learned) in(configured int) int {
-	if x.Limit == 0 {
-		return configured
-	}
-	return x.Limit
-}
+func (x Learned) in(configured int) int { return cmp.Or(x.Limit, configured) }
 
 // LimitStore keeps learned limits where every process sharing a backend
 // sees them, timed by the store's own clock. Memory and Redis implement it;

@@ -26,6 +26,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -167,12 +168,7 @@ func (r Request) merged() Request {
 }
 
 // LeaseTTL returns the TTL the lease of r gets: r.TTL, or DefaultTTL when zero.
-func (r Request) LeaseTTL() time.Duration {
-	if r.TTL == 0 {
-		return DefaultTTL
-	}
-	return r.TTL
-}
+func (r Request) LeaseTTL() time.Duration { return cmp.Or(r.TTL, DefaultTTL) }
 
 // Lease is the proof of one acquisition. It is a value: copy it freely, release it
 // once.
