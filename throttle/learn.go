@@ -1,9 +1,9 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"math"
 	"sync"
 	"time"
 )
@@ -20,12 +20,7 @@ type Learned struct {
 }
 
 // in returns the limit x puts in force on a key configured so.
-func (x Learned) in(configured int) int {
-	if x.Limit == 0 {
-		return configured
-	}
-	return x.Limit
-}
+func (x Learned) in(configured int) int { return cmp.Or(x.Limit, configured) }
 
 // LimitStore keeps learned limits where every process sharing a backend
 // sees them, timed by the store's own clock. Memory and Redis implement it;
@@ -67,7 +62,7 @@ func (a AIMD) withDefaults() AIMD {
 // lower returns the limit after the upstream refused a call granted under
 // under, when the limit in force is not already lower than that.
 func (a AIMD) lower(cur Learned, configured, under int) (int, bool) {
-	next := max(1, min(under-1, int(math.Floor(float64(under)*a.Backoff))))
+	next := max(1, min(under-1, int(float64(under)*a.Backoff)))
 	if next >= cur.in(configured) {
 		return 0, false // lowered already, by this refusal's like
 	}
@@ -117,7 +112,6 @@ type learnedKey struct {
 	read    time.Time
 	done    chan struct{} // of the read under way (nil: none), closed when it ends
 	told    int           // the limit last reported
-	version uint64        // bumped by every change of cur, so a slower read cannot undo one
 	changed time.Time     // when cur last changed, by this process's clock
 	// refusing: Refused calls under way; a read of the store made
 	// meanwhile is not applied, so that their change is theirs to tell.
@@ -152,10 +146,10 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 	}
 	now := l.now()
 	if k.done != nil || now.Sub(k.read) < l.refresh {
-		return l.told(k, key, configured)
+		return k.tell(key, configured, false)
 	}
 	k.done = make(chan struct{})
-	version := k.version
+	before := k.cur // a change meanwhile is newer than this read
 	l.mu.Unlock()
 	// The store's limit, raised if a quiet period has passed since its last
 	// change by the store's clock.
@@ -172,18 +166,18 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 	close(k.done)
 	k.done = nil
 	if err != nil && ctx.Err() != nil { // the caller gave up: the store said nothing, the next caller reads
-		return l.told(k, key, configured)
+		return k.tell(key, configured, false)
 	}
 	k.read = now
 	switch {
 	case err != nil: // raised by this process's clock, so that a limit lowered during an outage comes back
 		if next, raise := l.aimd.raise(Learned{Limit: k.cur.Limit, Since: k.changed}, configured, now); raise {
-			l.change(k, Learned{Limit: next, Since: k.cur.Since}, now)
+			k.set(Learned{Limit: next, Since: k.cur.Since}, now)
 		}
-	case k.version == version && k.refusing == 0: // nothing changed it meanwhile
-		l.change(k, cur, now)
+	case k.cur == before && k.refusing == 0: // nothing changed it meanwhile
+		k.set(cur, now)
 	}
-	return l.told(k, key, configured)
+	return k.tell(key, configured, false)
 }
 
 // Refused lowers key's limit after the upstream refused a call granted
@@ -197,30 +191,7 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 	k := l.key(key, configured)
 	k.refusing++
 	l.mu.Unlock()
-	var (
-		cur  Learned
-		read bool // cur is the store's limit after this refusal
-		err  error
-	)
-	for range 3 { // another process may change it meanwhile
-		var ok bool
-		if cur, _, ok, err = l.store.LoadLimit(ctx, key); err != nil {
-			break
-		}
-		if !ok {
-			cur = Learned{}
-		}
-		next, lower := l.aimd.lower(cur, configured, under)
-		if read = !lower; lower { // else lowered already
-			cur, read, err = l.store.SwapLimit(ctx, key, cur, next)
-		}
-		if read || err != nil {
-			break
-		}
-	}
-	if !read && err == nil {
-		err = errors.New("throttle: the learned limit kept changing under this process")
-	}
+	cur, err := l.lowerStored(ctx, key, configured, under)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k.refusing--
@@ -228,43 +199,60 @@ func (l *Learner) Refused(ctx context.Context, key string, configured, under int
 	switch {
 	case err != nil:
 		if next, lower := l.aimd.lower(k.cur, configured, under); lower {
-			l.change(k, Learned{Limit: next}, now)
+			k.set(Learned{Limit: next}, now)
 		}
 	case cur.Since.After(k.cur.Since) || cur.in(configured) <= k.cur.in(configured):
 		// (not an older swap's result over a lower limit applied since)
 		k.read = now
-		l.change(k, cur, now)
+		k.set(cur, now)
 	}
-	_, ch := l.told(k, key, configured)
-	if ch != nil {
-		ch.Refused = true
-	}
+	_, ch := k.tell(key, configured, true)
 	return ch, err
 }
 
-// change makes cur (none if its Limit is 0) key k's limit at now, by this
-// process's clock. l.mu is held.
-func (l *Learner) change(k *learnedKey, cur Learned, now time.Time) {
+// lowerStored lowers key's limit in the store after a refusal of a call
+// granted under under, unless it is lower already, and returns the
+// store's limit after it.
+func (l *Learner) lowerStored(ctx context.Context, key string, configured, under int) (Learned, error) {
+	for range 3 { // another process may change it meanwhile
+		cur, _, ok, err := l.store.LoadLimit(ctx, key)
+		if err != nil {
+			return Learned{}, err
+		}
+		if !ok {
+			cur = Learned{}
+		}
+		next, lower := l.aimd.lower(cur, configured, under)
+		if !lower {
+			return cur, nil
+		}
+		if cur, ok, err = l.store.SwapLimit(ctx, key, cur, next); ok || err != nil {
+			return cur, err
+		}
+	}
+	return Learned{}, errors.New("throttle: the learned limit kept changing under this process")
+}
+
+// set makes cur (none if its Limit is 0) the key's limit at now, by this
+// process's clock. The Learner's mu is held.
+func (k *learnedKey) set(cur Learned, now time.Time) {
 	if cur.Limit == 0 {
 		cur = Learned{}
 	}
-	if cur != k.cur {
-		k.version++
-		if cur.Limit != k.cur.Limit {
-			k.changed = now
-		}
-		k.cur = cur
+	if cur.Limit != k.cur.Limit {
+		k.changed = now
 	}
+	k.cur = cur
 }
 
-// told returns the limit in force on key (state k) and its change since
-// last told. l.mu is held.
-func (l *Learner) told(k *learnedKey, key string, configured int) (int, *Change) {
+// tell returns the limit in force on key (state k) and its change since
+// last told, if any (refused: made by a refusal). The Learner's mu is held.
+func (k *learnedKey) tell(key string, configured int, refused bool) (int, *Change) {
 	limit := min(k.cur.in(configured), configured)
 	if limit == k.told {
 		return limit, nil
 	}
-	ch := &Change{Key: key, From: k.told, To: limit}
+	ch := &Change{Key: key, From: k.told, To: limit, Refused: refused}
 	k.told = limit
 	return limit, ch
 }

@@ -82,16 +82,11 @@ func (l *line[W]) leave(w W) (wasHead bool) {
 	return wasHead
 }
 
-// done takes w out of the line and tells it, its lease or err set.
-func (l *line[W]) done(w W) {
+// done takes w out of the line with err (nil: served) and tells it.
+func (l *line[W]) done(w W, err error) {
 	l.leave(w)
-	close(w.entry().turn)
-}
-
-// fail takes w out of the line with err, and tells it.
-func (l *line[W]) fail(w W, err error) {
 	w.entry().err = err
-	l.done(w)
+	close(w.entry().turn)
 }
 
 // failBehind fails, with err, every waiter behind the head that gives up
@@ -101,7 +96,7 @@ func (l *line[W]) failBehind(v verdict, at time.Time, err error) {
 	for e := l.q.Front(); e != nil; {
 		w, next := e.Value.(W), e.Next()
 		if e != l.q.Front() && v.fails(w.entry().req, w.entry().deadline, at) {
-			l.fail(w, err)
+			l.done(w, err)
 		}
 		e = next
 	}

@@ -81,7 +81,7 @@ func TestLine(t *testing.T) {
 	if h, ok := l.head(); !ok || h != d || l.len() != 1 {
 		t.Fatalf("head = %v, %v; len %d", h, ok, l.len())
 	}
-	l.done(d)
+	l.done(d, nil)
 	if _, ok := l.head(); ok || l.len() != 0 {
 		t.Fatal("the line is not empty")
 	}

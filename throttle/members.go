@@ -44,20 +44,19 @@ func (ml *memberLines) busy(r Request) []string {
 
 // join puts a waiter for r at the back of its members' lines.
 func (ml *memberLines) join(r Request) *memberWaiter {
-	w := &memberWaiter{keys: make([]string, len(r.Members)), turn: make(chan struct{})}
-	for i, m := range r.Members {
-		w.keys[i] = MemberKey(r.Key, m)
-	}
+	w := &memberWaiter{turn: make(chan struct{})}
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	if ml.lines == nil {
 		ml.lines = make(map[string][]*memberWaiter)
 	}
-	for _, k := range w.keys {
+	for _, m := range r.Members {
+		k := MemberKey(r.Key, m)
 		if len(ml.lines[k]) > 0 {
 			w.ahead++
 		}
 		ml.lines[k] = append(ml.lines[k], w)
+		w.keys = append(w.keys, k)
 	}
 	if w.ahead == 0 {
 		close(w.turn)
@@ -87,22 +86,26 @@ func (ml *memberLines) leave(w *memberWaiter) {
 	}
 }
 
-// memberTry is one attempt at a request with Members: a lease, or the
-// refusal v at now by the backend's clock, or an error that ends the
-// acquisition.
-type memberTry func(ctx context.Context, r Request) (l Lease, v verdict, now time.Time, err error)
-
 // acquire is Acquire of a request with Members: it waits for its turn in
 // its members' lines, then tries until granted, waiting between tries
 // for the time the refusal names; it fails at once when that time is past
-// ctx's deadline.
-func (ml *memberLines) acquire(ctx context.Context, r Request, try memberTry) (Lease, error) {
-	w := ml.join(r)
-	defer ml.leave(w)
-	select {
-	case <-w.turn:
-	case <-ctx.Done():
-		return Lease{}, ctx.Err()
+// ctx's deadline. With !wait it is TryAcquire: refused while a waiter of
+// this process is in line for one of its members, else tried once. A try
+// returns a lease, or the refusal v at now by the backend's clock, or an
+// error that ends the acquisition.
+func (ml *memberLines) acquire(ctx context.Context, r Request, wait bool, try func(context.Context, Request) (l Lease, v verdict, now time.Time, err error)) (Lease, error) {
+	if !wait {
+		if busy := ml.busy(r); len(busy) > 0 {
+			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
+		}
+	} else {
+		w := ml.join(r)
+		defer ml.leave(w)
+		select {
+		case <-w.turn:
+		case <-ctx.Done():
+			return Lease{}, ctx.Err()
+		}
 	}
 	deadline, _ := ctx.Deadline()
 	var t told
@@ -115,17 +118,15 @@ func (ml *memberLines) acquire(ctx context.Context, r Request, try memberTry) (L
 		if !v.at.IsZero() {
 			at = time.Now().Add(v.at.Sub(now))
 		}
-		if v.fails(r, deadline, at) {
+		if !wait || v.fails(r, deadline, at) {
 			return Lease{}, v.err(r.Key, now)
 		}
 		if t.news(v, at) {
 			stalled(ctx, r.Key, v, at)
 		}
-		sleep := time.NewTimer(time.Until(at))
 		select {
-		case <-sleep.C:
+		case <-time.After(time.Until(at)):
 		case <-ctx.Done():
-			sleep.Stop()
 			return Lease{}, ctx.Err()
 		}
 	}

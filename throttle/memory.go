@@ -52,8 +52,9 @@ func (m *Memory) state(key string) *keyState {
 
 // check decides whether r can be granted on ks, its key's state, at now,
 // without taking anything: the cooldown, then the windows (on a request
-// with Members, each member's) and the concurrency.
-func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
+// with Members, each member's) and the concurrency; with first, a key with
+// waiters in line refuses too, as what frees up is theirs.
+func (m *Memory) check(ks *keyState, r Request, now time.Time, first bool) verdict {
 	if now.Before(ks.cooldown) {
 		return verdict{reason: ReasonCooldown, at: ks.cooldown}
 	}
@@ -78,12 +79,21 @@ func (m *Memory) check(ks *keyState, r Request, now time.Time) verdict {
 			return verdict{reason: ReasonConcurrency, at: next}
 		}
 	}
+	if first && ks.waiters.len() > 0 {
+		return verdict{reason: ReasonConcurrency}
+	}
 	return verdict{ok: true}
 }
 
-// take takes r, and its With slots, which must all be free, on ks, r's
-// key's state.
-func (m *Memory) take(ks *keyState, r Request, now time.Time) Lease {
+// take takes r, which fits, on ks, its key's state, with its With slots;
+// if one of them cannot be taken now, it takes nothing and returns that
+// slot's refusal, a LimitError on the slot's key.
+func (m *Memory) take(ks *keyState, r Request, now time.Time) (Lease, error) {
+	for _, s := range r.With {
+		if v := m.check(m.state(s.Key), s, now, true); !v.ok {
+			return Lease{}, v.err(s.Key, now)
+		}
+	}
 	m.seq++
 	l := Lease{Key: r.Key, ID: strconv.FormatUint(m.seq, 36), Granted: now}
 	ns := int64(now.Sub(m.epoch))
@@ -98,30 +108,10 @@ func (m *Memory) take(ks *keyState, r Request, now time.Time) Lease {
 		ks.holders[l.ID] = l.Expires
 	}
 	for _, s := range r.With {
-		l.With = append(l.With, m.take(m.state(s.Key), s, now))
+		sl, _ := m.take(m.state(s.Key), s, now)
+		l.With = append(l.With, sl)
 	}
-	return l
-}
-
-// checkFirst is check, but a key with waiters in line refuses: what frees
-// up is theirs.
-func (m *Memory) checkFirst(ks *keyState, r Request, now time.Time) verdict {
-	v := m.check(ks, r, now)
-	if v.ok && ks.waiters.len() > 0 {
-		return verdict{reason: ReasonConcurrency}
-	}
-	return v
-}
-
-// withVerdict returns the refusal of the first of r's With slots that
-// cannot be taken now, or ok.
-func (m *Memory) withVerdict(r Request, now time.Time) (string, verdict) {
-	for _, s := range r.With {
-		if v := m.checkFirst(m.state(s.Key), s, now); !v.ok {
-			return s.Key, v
-		}
-	}
-	return "", verdict{ok: true}
+	return l, nil
 }
 
 // TryAcquire implements Backend.
@@ -136,85 +126,52 @@ func (m *Memory) Acquire(ctx context.Context, r Request) (Lease, error) {
 
 // acquire is Acquire, or with !wait TryAcquire.
 func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, error) {
-	if err := r.Validate(); err != nil {
-		return Lease{}, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := cmp.Or(r.Validate(), ctx.Err()); err != nil {
 		return Lease{}, err
 	}
 	r = r.merged()
 	if len(r.Members) > 0 {
-		if wait {
-			return m.members.acquire(ctx, r, m.tryMembers)
-		}
-		if busy := m.members.busy(r); len(busy) > 0 { // waiters came first
-			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
-		}
-		l, v, now, err := m.tryMembers(ctx, r)
-		if err == nil && !v.ok {
-			err = v.err(r.Key, now)
-		}
-		return l, err
+		return m.members.acquire(ctx, r, wait, m.tryMembers)
 	}
-	m.mu.Lock()
-	now := time.Now()
-	m.sweep(now)
-	ks := m.state(r.Key)
-	v := m.checkFirst(ks, r, now)
-	if v.ok {
-		key, wv := m.withVerdict(r, now)
-		if wv.ok {
-			defer m.mu.Unlock()
-			return m.take(ks, r, now), nil
-		}
-		m.mu.Unlock()
-		if wait {
-			return acquireApart(ctx, m, r)
-		}
-		return Lease{}, wv.err(key, now)
-	}
-	// v is a lower bound on the wait even when others queue ahead.
+	now, ks := m.lock(r.Key)
 	w := newWaiter(ctx, r)
-	if !wait || v.fails(r, w.deadline, v.at) {
+	// v is a lower bound on the wait even when others queue ahead.
+	v := m.check(ks, r, now, true)
+	if !v.ok && (!wait || v.fails(r, w.deadline, v.at)) {
 		m.forget(r.Key, ks, now)
 		m.mu.Unlock()
 		return Lease{}, v.err(r.Key, now)
 	}
 	ks.waiters.push(&w)
-	m.dispatch(r.Key, ks, now)
+	m.dispatch(r.Key, ks, now) // if v is ok, w is served now
 	m.mu.Unlock()
-	stalled(ctx, r.Key, v, v.at)
-
-	select {
-	case <-w.turn:
-		if w.err == errWithBusy {
-			return acquireApart(ctx, m, r)
+	if !v.ok {
+		stalled(ctx, r.Key, v, v.at)
+		select {
+		case <-w.turn:
+		case <-ctx.Done():
+			m.giveUp(ks, &w)
+			return Lease{}, ctx.Err()
 		}
-		return w.lease, w.err
-	case <-ctx.Done():
 	}
-	m.giveUp(ks, &w)
-	return Lease{}, ctx.Err()
+	if e, ok := w.err.(*LimitError); ok && e.Key != r.Key && wait {
+		return acquireApart(ctx, m, r, true) // a With slot is busy: it holds nothing here
+	}
+	return w.lease, w.err
 }
 
 // tryMembers is one attempt at r, a request with Members (see
 // memberLines): taken whole if every member has room and ctx has not
 // ended.
-func (m *Memory) tryMembers(ctx context.Context, r Request) (Lease, verdict, time.Time, error) {
-	m.mu.Lock()
+func (m *Memory) tryMembers(ctx context.Context, r Request) (l Lease, v verdict, now time.Time, err error) {
+	now, ks := m.lock(r.Key)
 	defer m.mu.Unlock()
-	now := time.Now()
-	m.sweep(now)
-	ks := m.state(r.Key)
 	defer m.forget(r.Key, ks, now)
-	v := m.check(ks, r, now)
-	if !v.ok {
-		return Lease{}, v, now, nil
+	v = m.check(ks, r, now, false)
+	if err = ctx.Err(); v.ok && err == nil {
+		l, _ = m.take(ks, r, now) // no With slots
 	}
-	if err := ctx.Err(); err != nil {
-		return Lease{}, v, now, err
-	}
-	return m.take(ks, r, now), v, now, nil
+	return l, v, now, err
 }
 
 // giveUp takes w, whose caller gave up, out of ks's line; a lease it was
@@ -222,22 +179,24 @@ func (m *Memory) tryMembers(ctx context.Context, r Request) (Lease, verdict, tim
 func (m *Memory) giveUp(ks *keyState, w *waiter) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	key, now := w.req.Key, time.Now()
+	now := time.Now()
 	select {
 	case <-w.turn:
 		if w.err != nil {
 			return
 		}
-		// On a key forgotten since, the lease held nothing of its own, but
-		// its With slots are held still.
-		ks.untake(w.lease, w.req, m.epoch)
+		for _, win := range w.req.Windows {
+			if h := ks.windows[win.Period]; h != nil {
+				h.remove(int64(w.lease.Granted.Sub(m.epoch)), w.req.units())
+			}
+		}
 		for _, s := range w.lease.With {
 			_ = m.release(s, now)
 		}
-		m.dispatch(key, ks, now)
+		_ = m.release(w.lease, now) // on a key forgotten since, it held nothing of its own
 	default:
 		if ks.waiters.leave(w) {
-			m.dispatch(key, ks, now)
+			m.dispatch(w.req.Key, ks, now)
 		}
 	}
 }
@@ -250,18 +209,15 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 		return
 	}
 	for w, ok := ks.waiters.head(); ok; w, ok = ks.waiters.head() {
-		v := m.check(ks, w.req, now)
+		v := m.check(ks, w.req, now, false)
 		if v.ok {
-			if _, wv := m.withVerdict(w.req, now); !wv.ok {
-				w.err = errWithBusy // it takes its slots apart, holding nothing here
-			} else {
-				w.lease = m.take(ks, w.req, now)
-			}
-			ks.waiters.done(w)
+			var err error
+			w.lease, err = m.take(ks, w.req, now)
+			ks.waiters.done(w, err)
 			continue
 		}
 		if v.fails(w.req, w.deadline, v.at) {
-			ks.waiters.fail(w, v.err(key, now))
+			ks.waiters.done(w, v.err(key, now))
 			continue
 		}
 		ks.waiters.failBehind(v, v.at, v.err(key, now))
@@ -285,40 +241,46 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	m.forget(key, ks, now)
 }
 
-// forget drops ks, key's state, if it is idle.
+// forget drops ks, key's state, if it is all in its default: without
+// waiters (so its timer is stopped, see dispatch), a cooldown, holders or
+// counts in its windows.
 func (m *Memory) forget(key string, ks *keyState, now time.Time) {
-	if ks.idle(now, m.epoch) { // without waiters, its timer is stopped (dispatch)
-		delete(m.keys, key)
-	}
-}
-
-// sweep drops idle keys now and then, so keys touched once do not stay forever.
-func (m *Memory) sweep(now time.Time) {
-	if now.Before(m.nextSweep) {
+	if ks.waiters.len() > 0 || now.Before(ks.cooldown) || !ks.purge(now).IsZero() {
 		return
 	}
-	m.nextSweep = now.Add(time.Minute)
-	for key, ks := range m.keys {
-		m.forget(key, ks, now)
+	ns := int64(now.Sub(m.epoch))
+	for _, h := range ks.windows {
+		if h.prune(ns); len(h.buckets) > 0 {
+			return
+		}
 	}
+	delete(m.keys, key)
+}
+
+// lock locks m.mu and returns the time and key's state (made if it has
+// none). Now and then it drops idle keys first, so that keys touched once
+// do not stay forever.
+func (m *Memory) lock(key string) (time.Time, *keyState) {
+	m.mu.Lock()
+	now := time.Now()
+	if !now.Before(m.nextSweep) {
+		m.nextSweep = now.Add(time.Minute)
+		for k, ks := range m.keys {
+			m.forget(k, ks, now)
+		}
+	}
+	return now, m.state(key)
 }
 
 // Release implements Backend.
 func (m *Memory) Release(ctx context.Context, l Lease) error {
-	if !l.HoldsSlot() {
-		return nil
+	first := releaseEach(ctx, m, l.With)
+	if !l.ownSlot() {
+		return first
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now()
-	var first error
-	for _, s := range l.With {
-		first = cmp.Or(first, m.release(s, now))
-	}
-	if l.ownSlot() {
-		first = cmp.Or(first, m.release(l, now))
-	}
-	return first
+	return cmp.Or(first, m.release(l, time.Now()))
 }
 
 // release frees one lease's own slot. Called with m.mu held.
@@ -351,9 +313,7 @@ func (m *Memory) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 		}
 		l.Expires = now.Add(ttl)
 		ks.holders[l.ID] = l.Expires
-		if ks.waiters.len() > 0 {
-			m.dispatch(l.Key, ks, now) // a shortened lease moves the waiters' next wake-up
-		}
+		m.dispatch(l.Key, ks, now) // a shortened lease moves the waiters' next wake-up
 		return l, nil
 	})
 }
@@ -366,10 +326,8 @@ func (m *Memory) Cooldown(ctx context.Context, key string, d time.Duration) erro
 	if d <= 0 {
 		return nil
 	}
-	m.mu.Lock()
+	now, ks := m.lock(key)
 	defer m.mu.Unlock()
-	now := time.Now()
-	ks := m.state(key)
 	ks.cooldown = latest(ks.cooldown, now.Add(d)) // a later end in force is kept
 	m.dispatch(key, ks, now)
 	return nil
@@ -380,13 +338,11 @@ func (m *Memory) Cooldown(ctx context.Context, key string, d time.Duration) erro
 func (ks *keyState) admit(r Request, ns int64, epoch time.Time) verdict {
 	v := verdict{ok: true}
 	for _, w := range r.Windows {
-		h := ks.windows[w.Period]
-		if h == nil {
-			continue
-		}
-		h.prune(ns)
-		if ok, at := h.admit(w.Limit, r.units()); !ok {
-			v = verdict{reason: ReasonRate, at: latest(v.at, epoch.Add(time.Duration(at)))}
+		if h := ks.windows[w.Period]; h != nil {
+			h.prune(ns)
+			if ok, at := h.admit(w.Limit, r.units()); !ok {
+				v = verdict{reason: ReasonRate, at: latest(v.at, epoch.Add(time.Duration(at)))}
+			}
 		}
 	}
 	return v
@@ -423,32 +379,6 @@ func latest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// untake gives back everything a lease took: its slot and its window counts. Used
-// when a grant raced with its waiter's cancellation, so the grant never started.
-func (ks *keyState) untake(l Lease, r Request, epoch time.Time) {
-	delete(ks.holders, l.ID)
-	for _, w := range r.Windows {
-		if h := ks.windows[w.Period]; h != nil {
-			h.remove(int64(l.Granted.Sub(epoch)), r.units())
-		}
-	}
-}
-
-// idle reports whether the key's state is all in its default, so it can go.
-func (ks *keyState) idle(now, epoch time.Time) bool {
-	if ks.waiters.len() > 0 || now.Before(ks.cooldown) || !ks.purge(now).IsZero() {
-		return false
-	}
-	ns := int64(now.Sub(epoch))
-	for _, h := range ks.windows {
-		h.prune(ns)
-		if len(h.buckets) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 var _ Backend = (*Memory)(nil)

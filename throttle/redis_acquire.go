@@ -56,11 +56,11 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 	case down:
 		return b.instead(ctx, r, try, nil)
 	case len(r.With) > 0 && try:
-		return tryApart(ctx, b, r)
+		return acquireApart(ctx, b, r, false)
 	case len(r.With) > 0:
-		return acquireApart(ctx, b, r)
+		return acquireApart(ctx, b, r, true)
 	case len(r.Members) > 0 && !try:
-		return b.memberLines.acquire(ctx, r, b.tryMembers)
+		return b.memberLines.acquire(ctx, r, true, b.tryMembers)
 	case !try:
 		return b.wait(ctx, r)
 	}

@@ -112,9 +112,7 @@ func (b *Redis) tellSilence(ctx context.Context, key string, w *rwaiter) {
 // stalled tells ctx's StallFunc, if any, of a wait for v until at (the
 // local clock), when v is a timed refusal that lasts more than StallAfter.
 func stalled(ctx context.Context, key string, v verdict, at time.Time) {
-	f, _ := ctx.Value(stallKey{}).(StallFunc)
-	if f == nil || v.ok || !v.reason.timed() || time.Until(at) <= StallAfter {
-		return
+	if f, _ := ctx.Value(stallKey{}).(StallFunc); f != nil && !v.ok && v.reason.timed() && time.Until(at) > StallAfter {
+		f(Stall{Key: key, Reason: v.reason, Until: at})
 	}
-	f(Stall{Key: key, Reason: v.reason, Until: at})
 }

@@ -26,6 +26,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -154,35 +155,20 @@ func (r Request) Validate() error {
 // merged returns r with its windows of one period made one, with the
 // smallest limit (see Request.Windows).
 func (r Request) merged() Request {
-	ws := r.Windows
-	for i := len(ws) - 1; i > 0; i-- {
-		j := slices.IndexFunc(ws[:i], func(v Window) bool { return v.Period == ws[i].Period })
-		if j < 0 {
-			continue
+	var ws []Window // a new slice: the caller's stays as it was
+	for _, w := range r.Windows {
+		if i := slices.IndexFunc(ws, func(v Window) bool { return v.Period == w.Period }); i >= 0 {
+			ws[i].Limit = min(ws[i].Limit, w.Limit)
+		} else {
+			ws = append(ws, w)
 		}
-		if len(ws) == len(r.Windows) { // not copied yet: the caller's slice stays as it was
-			ws = slices.Clone(ws)
-		}
-		ws[j].Limit = min(ws[j].Limit, ws[i].Limit)
-		ws = slices.Delete(ws, i, i+1)
 	}
 	r.Windows = ws
 	return r
 }
 
-// withless returns r without its With slots.
-func (r Request) withless() Request {
-	r.With = nil
-	return r
-}
-
 // LeaseTTL returns the TTL the lease of r gets: r.TTL, or DefaultTTL when zero.
-func (r Request) LeaseTTL() time.Duration {
-	if r.TTL == 0 {
-		return DefaultTTL
-	}
-	return r.TTL
-}
+func (r Request) LeaseTTL() time.Duration { return cmp.Or(r.TTL, DefaultTTL) }
 
 // Lease is the proof of one acquisition. It is a value: copy it freely, release it
 // once.

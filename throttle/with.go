@@ -14,18 +14,17 @@ import (
 	"time"
 )
 
-// errWithBusy is what a backend's grant path tells its Acquire when the
-// request could be granted but a With slot is held: the request leaves its
-// line holding nothing and is taken apart (acquireApart).
-var errWithBusy = errors.New("throttle: a with slot is busy")
-
-// acquireApart takes r's With slots one at a time, each waiting as an
-// Acquire of it alone, then r without them, and returns r's lease with the
-// With leases attached. A With lease's TTL runs while r waits: after a long
-// wait they are renewed, and one that expired meanwhile (another call may
-// hold its slot now) makes it start over. On a failure it releases what it
-// took.
-func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
+// acquireApart takes r's With slots one at a time, each as an Acquire of
+// it alone (!wait: a TryAcquire), then r without them, and returns r's
+// lease with the With leases attached. A With lease's TTL runs while r
+// waits: after a long wait they are renewed, and one that expired
+// meanwhile (another call may hold its slot now) makes it start over. On a
+// failure it releases what it took.
+func acquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, error) {
+	acquire := b.TryAcquire
+	if wait {
+		acquire = b.Acquire
+	}
 	// In the order of their keys, so that two requests naming the same
 	// slots in another order never wait on each other.
 	order := make([]int, len(r.With))
@@ -35,24 +34,26 @@ func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 		shortest = min(shortest, s.LeaseTTL())
 	}
 	slices.SortFunc(order, func(i, j int) int { return strings.Compare(r.With[i].Key, r.With[j].Key) })
+	own := r
+	own.With = nil
 	for {
 		start := time.Now() // the first slot's TTL runs from its grant
 		with := make([]Lease, len(r.With))
 		for _, i := range order {
-			l, err := b.Acquire(ctx, r.With[i])
+			l, err := acquire(ctx, r.With[i])
 			if err != nil {
 				_ = releaseEach(ctx, b, with)
 				return Lease{}, err
 			}
 			with[i] = l
 		}
-		l, err := b.Acquire(ctx, r.withless())
+		l, err := acquire(ctx, own)
 		if err != nil {
 			_ = releaseEach(ctx, b, with)
 			return Lease{}, err
 		}
 		l.With = with
-		if time.Since(start) < shortest/4 {
+		if !wait || time.Since(start) < shortest/4 {
 			return l, nil
 		}
 		for i, s := range with { // renewed, up to the first failure
@@ -71,23 +72,6 @@ func acquireApart(ctx context.Context, b Backend, r Request) (Lease, error) {
 	}
 }
 
-// tryApart is acquireApart without waiting: each slot is tried once, in
-// order, then r; on a refusal it gives back what it took.
-func tryApart(ctx context.Context, b Backend, r Request) (Lease, error) {
-	var got []Lease
-	for _, s := range append(slices.Clip(r.With), r.withless()) {
-		l, err := b.TryAcquire(ctx, s)
-		if err != nil {
-			_ = releaseEach(ctx, b, got)
-			return Lease{}, err
-		}
-		got = append(got, l)
-	}
-	l := got[len(got)-1]
-	l.With = slices.Clip(got[:len(got)-1])
-	return l, nil
-}
-
 // releaseEach releases leases one at a time, even when ctx has ended, and
 // returns the first error.
 func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
@@ -101,29 +85,20 @@ func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
 
 // extendAll extends l's own slot (a lease without With leases is
 // extended even without one, to be told it is not held) and each of its
-// With leases with one, going on past a failure so that one lost lease
-// does not cost the others theirs. It returns l updated and the first
-// error.
+// With leases with one, which returns the lease it was given when it
+// fails, going on past a failure so that one lost lease does not cost the
+// others theirs. It returns l updated and the first error.
 func extendAll(ctx context.Context, l Lease, ttl time.Duration, one func(context.Context, Lease, time.Duration) (Lease, error)) (Lease, error) {
-	var first error
-	extend := func(s Lease) Lease {
-		n, err := one(ctx, s, ttl)
-		if err != nil {
-			first = cmp.Or(first, err)
-			return s
-		}
-		return n
-	}
-	with := l.With
+	var first, err error
+	with := append([]Lease(nil), l.With...) // the caller's stays as it was
 	l.With = nil
 	if l.ownSlot() || len(with) == 0 {
-		l = extend(l)
+		l, first = one(ctx, l, ttl)
 	}
-	if len(with) > 0 {
-		l.With = make([]Lease, len(with))
-		for i, s := range with {
-			l.With[i] = extend(s)
-		}
+	for i, s := range with {
+		with[i], err = one(ctx, s, ttl)
+		first = cmp.Or(first, err)
 	}
+	l.With = with
 	return l, first
 }
