@@ -134,25 +134,33 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 		return m.members.acquire(ctx, r, wait, m.tryMembers)
 	}
 	now, ks := m.lock(r.Key)
-	w := newWaiter(ctx, r)
 	// v is a lower bound on the wait even when others queue ahead.
 	v := m.check(ks, r, now, true)
-	if !v.ok && (!wait || v.fails(r, w.deadline, v.at)) {
+	if v.ok { // no line: taken now, without a waiter
+		l, err := m.take(ks, r, now)
+		m.mu.Unlock()
+		if e, ok := err.(*LimitError); ok && wait {
+			return acquireApart(ctx, m, r, true) // a With slot (e.Key) is busy
+		} else if ok {
+			return Lease{}, e
+		}
+		return l, err
+	}
+	w := newWaiter(ctx, r)
+	if !wait || v.fails(r, w.deadline, v.at) {
 		m.forget(r.Key, ks, now)
 		m.mu.Unlock()
 		return Lease{}, v.err(r.Key, now)
 	}
 	ks.waiters.push(&w)
-	m.dispatch(r.Key, ks, now) // if v is ok, w is served now
+	m.dispatch(r.Key, ks, now)
 	m.mu.Unlock()
-	if !v.ok {
-		stalled(ctx, r.Key, v, v.at)
-		select {
-		case <-w.turn:
-		case <-ctx.Done():
-			m.giveUp(ks, &w)
-			return Lease{}, ctx.Err()
-		}
+	stalled(ctx, r.Key, v, v.at)
+	select {
+	case <-w.turn:
+	case <-ctx.Done():
+		m.giveUp(ks, &w)
+		return Lease{}, ctx.Err()
 	}
 	if e, ok := w.err.(*LimitError); ok && e.Key != r.Key && wait {
 		return acquireApart(ctx, m, r, true) // a With slot is busy: it holds nothing here

@@ -155,6 +155,13 @@ func (r Request) Validate() error {
 // merged returns r with its windows of one period made one, with the
 // smallest limit (see Request.Windows).
 func (r Request) merged() Request {
+	dup := false
+	for i, w := range r.Windows {
+		dup = dup || slices.ContainsFunc(r.Windows[:i], func(v Window) bool { return v.Period == w.Period })
+	}
+	if !dup {
+		return r
+	}
 	var ws []Window // a new slice: the caller's stays as it was
 	for _, w := range r.Windows {
 		if i := slices.IndexFunc(ws, func(v Window) bool { return v.Period == w.Period }); i >= 0 {

@@ -75,8 +75,10 @@ func acquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, 
 // releaseEach releases leases one at a time, even when ctx has ended, and
 // returns the first error.
 func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
-	ctx = context.WithoutCancel(ctx)
 	var first error
+	if len(leases) > 0 {
+		ctx = context.WithoutCancel(ctx)
+	}
 	for _, l := range leases {
 		first = cmp.Or(first, b.Release(ctx, l))
 	}
