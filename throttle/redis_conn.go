@@ -32,9 +32,6 @@ type RedisConn interface {
 	Ping(ctx context.Context) error
 	// Subscribe makes a subscription on its own connection to channels.
 	Subscribe(ctx context.Context, channels ...string) (RedisSubscription, error)
-	// Cluster reports whether the client is a Redis Cluster client, where a
-	// script's PUBLISH reaches only the subscribers of its own node.
-	Cluster() bool
 }
 
 // RedisSubscription is a subscription a RedisConn made (an alias of an
@@ -115,21 +112,15 @@ func replyInt64(v any, err error) (int64, error) {
 	return replyAs[int64](v, err)
 }
 
-// replyStrings reads a script's reply as a list of strings.
-func replyStrings(v any, err error) ([]string, error) { return replyList(v, err, replyText) }
-
 // replyInt64s reads a script's reply as a list of integers.
-func replyInt64s(v any, err error) ([]int64, error) { return replyList(v, err, replyInt64) }
-
-// replyList reads a script's reply as a list, each element by one.
-func replyList[T any](v any, err error, one func(any, error) (T, error)) ([]T, error) {
+func replyInt64s(v any, err error) ([]int64, error) {
 	s, err := replySlice(v, err)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]T, len(s))
+	out := make([]int64, len(s))
 	for i, e := range s {
-		if out[i], err = one(e, nil); err != nil {
+		if out[i], err = replyInt64(e, nil); err != nil {
 			return nil, err
 		}
 	}

@@ -103,12 +103,6 @@ func TestReplies(t *testing.T) {
 	if _, err := replyInt64("x", nil); err == nil {
 		t.Error("replyInt64 took x")
 	}
-	if s, err := replyStrings([]any{"a", "b"}, nil); err != nil || !reflect.DeepEqual(s, []string{"a", "b"}) {
-		t.Errorf("replyStrings = %v, %v", s, err)
-	}
-	if _, err := replyStrings([]any{"a", int64(1)}, nil); err == nil {
-		t.Error("replyStrings took an integer")
-	}
 	if n, err := replyInt64s([]any{int64(1), "2"}, nil); err != nil || !reflect.DeepEqual(n, []int64{1, 2}) {
 		t.Errorf("replyInt64s = %v, %v", n, err)
 	}

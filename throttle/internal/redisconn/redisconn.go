@@ -35,12 +35,6 @@ func (c Conn) Ping(ctx context.Context) error {
 	return c.Client.Ping(ctx).Err()
 }
 
-// Cluster implements throttle.RedisConn.
-func (c Conn) Cluster() bool {
-	_, ok := c.Client.(*redis.ClusterClient)
-	return ok
-}
-
 // Subscription is throttle.RedisSubscription (the same interface literal).
 type Subscription = interface {
 	Receive(ctx context.Context, timeout time.Duration) (channel, payload string, err error)
