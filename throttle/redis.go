@@ -140,11 +140,10 @@ type Redis struct {
 	era              uint64            // bumped when Redis may have lost its state (newEra)
 	cold             bool              // tests of the Redis protocol: no hot path
 	pending, sending map[string]Lease  // releases to send later and being sent (redis_later.go)
-	sent             chan struct{}     // closed when a send ends
 	quietFor         time.Duration     // localSpan, longer in tests that must not race it
 	health           atomic.Int32      // healthUnknown until the first probe answers; written under mu
 	probing          bool              // the probe (see probe) runs
-	changed          chan struct{}     // closed and replaced when health or probing changes
+	changed          chan struct{}     // closed and replaced when health or probing changes, or a send ends (signal)
 	orphans          []Lease           // releases that failed for want of Redis, retried when it answers
 	pubsub           RedisSubscription // the subscription listen holds, nil between connections
 	done             chan struct{}

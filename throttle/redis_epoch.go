@@ -123,9 +123,7 @@ func (l *ledger) cooldown(key string, ms int64) {
 // every window of ws, and fills, when known, what each window counted then
 // (the acquire script's answer, in ws's order).
 func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64) {
-	if len(ws) > 0 {
-		l.addMembers(key, nil, ws, ms, units, fills)
-	}
+	l.addMembers(key, nil, ws, ms, units, fills)
 }
 
 // addMembers is add for the members of a request on key (see
@@ -135,7 +133,7 @@ func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64
 // a window, no cooldown in force. Their epoch goes with them.
 func (l *ledger) addMembers(key string, members []string, ws []Window, ms int64, units int, fills []int64) {
 	n := max(1, len(members))
-	if units == 0 && len(fills) != len(ws)*n {
+	if len(ws) == 0 || units == 0 && len(fills) != len(ws)*n {
 		return
 	}
 	l.mu.Lock()

@@ -49,8 +49,8 @@ func (b *Redis) waitUntil(ctx context.Context, ok func() bool) error {
 	}
 }
 
-// signal wakes whoever waits for a change of health or probing. The caller
-// holds b.mu.
+// signal wakes whoever waits for a change of health or probing, or for a
+// deferred release's send to end. The caller holds b.mu.
 func (b *Redis) signal() {
 	close(b.changed)
 	b.changed = make(chan struct{})
@@ -106,11 +106,7 @@ func (b *Redis) probe(delay time.Duration) {
 	defer t.Stop()
 	for {
 		select {
-		case <-b.done:
-			b.mu.Lock()
-			b.probing = false
-			b.signal()
-			b.mu.Unlock()
+		case <-b.done: // probing stays set: no probe starts after Close
 			return
 		case <-t.C:
 		}
@@ -148,12 +144,6 @@ func (b *Redis) orphan(l Lease) {
 	}
 }
 
-// settled waits until Redis is up and no probe runs, and reports false when
-// the backend is closed first.
-func (b *Redis) settled() bool {
-	return b.waitUntil(context.Background(), func() bool { return b.health.Load() == healthUp && !b.probing }) == nil
-}
-
 // listenIdle is how long the subscription may stay silent before it is
 // pinged, and, twice over, deemed broken.
 const listenIdle = time.Second
@@ -166,15 +156,9 @@ const listenIdle = time.Second
 // lost meanwhile are covered by the waiters' resync.
 func (b *Redis) listen() {
 	silent := 0
-	var last RedisSubscription
-	for b.settled() {
-		b.mu.Lock()
-		ps := b.pubsub
-		b.mu.Unlock()
-		if ps == nil { // dropped while the probe ran: never, as settled
-			b.suspect()
-			continue
-		}
+	var ps, last RedisSubscription
+	settled := func() bool { ps = b.pubsub; return b.health.Load() == healthUp && !b.probing && ps != nil }
+	for b.waitUntil(context.Background(), settled) == nil {
 		if ps != last {
 			last, silent = ps, 0
 		}

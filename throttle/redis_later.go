@@ -33,7 +33,7 @@ func (b *Redis) later(l Lease) bool {
 		return false
 	}
 	if b.pending == nil {
-		b.pending, b.sending, b.sent = make(map[string]Lease), make(map[string]Lease), make(chan struct{})
+		b.pending, b.sending = make(map[string]Lease), make(map[string]Lease)
 	}
 	b.pending[redisID(l.ID)] = l
 	switch {
@@ -78,7 +78,7 @@ func (b *Redis) sendFor(ctx context.Context, key string) error {
 			return nil
 		}
 		tag := hashTag(key)
-		batch, sent := b.take(tag)[tag], b.sent
+		batch, sent := b.take(tag)[tag], b.changed
 		b.mu.Unlock()
 		if len(batch) > 0 {
 			done := make(chan struct{})
@@ -143,8 +143,7 @@ func (b *Redis) send(ls []Lease) {
 		delete(b.sending, redisID(l.ID))
 		b.letGoLocked(l.Key)
 	}
-	close(b.sent) // wakes those waiting for a send to end
-	b.sent = make(chan struct{})
+	b.signal() // wakes those waiting for a send to end
 	b.mu.Unlock()
 }
 
@@ -154,7 +153,7 @@ func (b *Redis) sendingDone() {
 	give := time.After(b.opt.OpTimeout)
 	for {
 		b.mu.Lock()
-		n, sent := len(b.sending), b.sent
+		n, sent := len(b.sending), b.changed
 		b.mu.Unlock()
 		if n == 0 {
 			return
