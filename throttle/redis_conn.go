@@ -26,8 +26,6 @@ type RedisConn interface {
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) (any, error)
 	// Eval runs the script's source (EVAL), with the reply of EvalSha.
 	Eval(ctx context.Context, src string, keys []string, args ...any) (any, error)
-	// ZRem removes member from the sorted set key.
-	ZRem(ctx context.Context, key, member string) error
 	// Ping sends a PING.
 	Ping(ctx context.Context) error
 	// Subscribe makes a subscription on its own connection to channels.
