@@ -199,6 +199,7 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		changed:    make(chan struct{}),
 		probing:    true, // calls wait for the first probe's verdict
 	}
+	b.ledger.keys, b.ledger.ref = make(map[string]*keyRecord), &b.ref
 	go b.probe(0)
 	go b.listen()
 	return b, nil

@@ -13,10 +13,8 @@ import (
 type ledger struct {
 	mu   sync.Mutex
 	keys map[string]*keyRecord
-	adds int // grants since the last sweep
-	// skew is the server's clock less this process's, as of the last grant,
-	// so that records are judged by the clock that wrote them.
-	skew int64
+	adds int        // grants since the last sweep
+	ref  *serverRef // Redis.ref: the server's clock, which records are in
 }
 
 // keyRecord is a key's epoch as last seen, the end of a cooldown it knows
@@ -65,9 +63,6 @@ func (rec *keyRecord) holds(nowMs int64) bool {
 }
 
 func (l *ledger) record(key string) *keyRecord {
-	if l.keys == nil {
-		l.keys = make(map[string]*keyRecord)
-	}
 	rec := l.keys[key]
 	if rec == nil {
 		rec = &keyRecord{windows: make(map[int64]*grantLog)}
@@ -76,10 +71,6 @@ func (l *ledger) record(key string) *keyRecord {
 	return rec
 }
 
-// now returns the server's time in unix ms, as far as the ledger knows it.
-// The caller holds l.mu.
-func (l *ledger) now() int64 { return time.Now().UnixMilli() + l.skew }
-
 // epoch returns the epoch last seen for key, or "" when this process has no
 // grant in the key's windows any more, nor saw them lately: then it has
 // nothing to write back, and the epoch key may have expired with the
@@ -87,7 +78,7 @@ func (l *ledger) now() int64 { return time.Now().UnixMilli() + l.skew }
 func (l *ledger) epoch(key string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if rec := l.keys[key]; rec != nil && rec.holds(l.now()) {
+	if rec := l.keys[key]; rec != nil && rec.holds(l.ref.now().UnixMilli()) {
 		return rec.epoch
 	}
 	return ""
@@ -98,7 +89,7 @@ func (l *ledger) epoch(key string) string {
 func (l *ledger) groupEpoch(key string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if rec := l.keys[key]; rec != nil && rec.until > l.now() {
+	if rec := l.keys[key]; rec != nil && rec.until > l.ref.now().UnixMilli() {
 		return rec.epoch
 	}
 	return ""
@@ -138,7 +129,6 @@ func (l *ledger) addMembers(key string, members []string, ws []Window, ms int64,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.skew = ms - time.Now().UnixMilli()
 	g := l.record(key)
 	for i := range n {
 		rec := g
@@ -219,7 +209,7 @@ func (l *ledger) snapshot(key string) (epoch, group string, ws []Window, argv []
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rec := l.keys[key]
-	if rec == nil || !rec.holds(l.now()) {
+	if rec == nil || !rec.holds(l.ref.now().UnixMilli()) {
 		return "", "", nil, nil
 	}
 	argv = []any{rec.cooldown}
