@@ -46,9 +46,6 @@ func reasonSource(body string) string {
 	return clockSource(reasons + lua("window") + body)
 }
 
-// acquireSource returns the acquire script's source.
-func acquireSource() string { return reasonSource(lua("acquire")) }
-
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
 // Redis and has no fallback: nothing was acquired, and no call should start.
 var ErrUnavailable = errors.New("throttle: backend unavailable")
@@ -179,7 +176,7 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",
 		wakePrefix: opt.Prefix + "wake:",
-		acquire:    newScript(acquireSource()),
+		acquire:    newScript(reasonSource(lua("acquire"))),
 		release:    newScript(clockSource(lua("free") + lua("release"))),
 		extend:     newScript(clockSource(lua("extend"))),
 		cooldown:   newScript(clockSource(lua("cooldown"))),

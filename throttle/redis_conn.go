@@ -33,9 +33,7 @@ type RedisConn interface {
 }
 
 // RedisSubscription is a subscription a RedisConn made (an alias of an
-// interface literal, so that an adapter need not import this package). The
-// backend compares subscriptions with ==: its dynamic type must be
-// comparable (a pointer, or a struct of one).
+// interface literal, so that an adapter need not import this package).
 type RedisSubscription = interface {
 	// Receive waits up to timeout for what the server sends next, and
 	// returns its channel and payload when it is a message; channel is

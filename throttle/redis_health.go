@@ -155,13 +155,10 @@ const listenIdle = time.Second
 // one when Redis answers, so that nothing dials a Redis known down. Notices
 // lost meanwhile are covered by the waiters' resync.
 func (b *Redis) listen() {
-	silent := 0
-	var ps, last RedisSubscription
+	silent := 0 // PINGs unanswered on ps
+	var ps RedisSubscription
 	settled := func() bool { ps = b.pubsub; return b.health.Load() == healthUp && !b.probing && ps != nil }
 	for b.waitUntil(context.Background(), settled) == nil {
-		if ps != last {
-			last, silent = ps, 0
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), listenIdle+b.opt.OpTimeout)
 		channel, payload, err := ps.Receive(ctx, listenIdle)
 		cancel()
@@ -177,11 +174,9 @@ func (b *Redis) listen() {
 			octx, cancel := b.opCtx(context.Background())
 			_ = ps.Ping(octx) // its Pong, or the error, comes to ReceiveTimeout
 			cancel()
-		default:
+		default: // only here is b.pubsub dropped, and only then is another made
 			b.mu.Lock()
-			if b.pubsub == ps {
-				b.pubsub = nil
-			}
+			b.pubsub, silent = nil, 0
 			b.mu.Unlock()
 			_ = ps.Close()
 			b.suspect()

@@ -3,13 +3,10 @@
 -- REDIS.md, "Redis restarted empty"). The windows then hold the reserve of
 -- window.lua until they have slid past the new epoch's birth.
 --
--- The reserve is bounded by the latest fill any process wrote back (s, seen
--- at sa): s less the grants written back from before sa (they are in s),
--- plus what the fleet could have taken from sa to the birth at the
--- window's average rate (limit * (birth - sa) / period): u. Without a fill
--- seen within the window, it is limit - r, all that was not written back.
--- Each restore recomputes u from the latest fill and every write-back so
--- far, so that the freshest sight of the fleet wins.
+-- The reserve's bound u is the latest fill written back (s, seen at sa),
+-- less the grants written back from before sa, plus limit * (birth - sa) /
+-- period; each restore recomputes it, so that the freshest sight wins.
+-- Without such a fill, the reserve is limit - r (all not written back).
 --
 -- KEYS[1]   epoch: STRING "<birth unix ms>:<id>", expiring with the windows
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
@@ -47,10 +44,8 @@ for i = 3, #KEYS do
   local ttl = period + 2 * width + 1000
   etl = math.max(etl, ttl)
   if now < born + period + width then
-    local lo = -1 -- the oldest bucket counted now
-    if now >= period then lo = math.floor((now - period) / width) end
-    local blo = -1 -- the oldest bucket counted at the birth
-    if born >= period then blo = math.floor((born - period) / width) end
+    local lo = now >= period and math.floor((now - period) / width) or -1 -- the oldest bucket counted now
+    local blo = born >= period and math.floor((born - period) / width) or -1 -- and at the birth
     local bidx = math.floor(born / width)
     local v = redis.call('HMGET', key, 'lo', 'b', 's', 'sa')
     local klo = tonumber(v[1])
