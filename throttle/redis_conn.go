@@ -68,17 +68,11 @@ func newScript(src string) *script {
 // run runs s on conn: EVALSHA, then EVAL after a NOSCRIPT.
 func (s *script) run(ctx context.Context, conn RedisConn, keys []string, args ...any) (any, error) {
 	v, err := conn.EvalSha(ctx, s.hash, keys, args...)
-	if noScript(err) {
+	var rerr redisError // NOSCRIPT, from the server (some put "ERR " before it)
+	if errors.As(err, &rerr) && strings.HasPrefix(strings.TrimPrefix(rerr.Error(), "ERR "), "NOSCRIPT") {
 		return conn.Eval(ctx, s.src, keys, args...)
 	}
 	return v, err
-}
-
-// noScript reports whether err is the server's NOSCRIPT (some servers put
-// "ERR " before it).
-func noScript(err error) bool {
-	var rerr redisError
-	return errors.As(err, &rerr) && strings.HasPrefix(strings.TrimPrefix(rerr.Error(), "ERR "), "NOSCRIPT")
 }
 
 // replyAs reads a script's reply as a T.
@@ -96,9 +90,6 @@ func replyAs[T any](v any, err error) (T, error) {
 
 // replySlice reads a script's reply as a list.
 func replySlice(v any, err error) ([]any, error) { return replyAs[[]any](v, err) }
-
-// replyText reads a script's reply as a string.
-func replyText(v any, err error) (string, error) { return replyAs[string](v, err) }
 
 // replyInt64 reads a script's reply as an integer (or a string of one).
 func replyInt64(v any, err error) (int64, error) {

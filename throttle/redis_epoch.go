@@ -241,7 +241,7 @@ func (b *Redis) restore(ctx context.Context, key string) error {
 	keys := append([]string{o.epoch, o.cooldown}, b.namesIn(hashTag(owner), key, ws).windows...)
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	now, err := replyText(b.restoreSc.run(octx, b.rdb, keys, append([]any{epoch, newLeaseID()}, argv...)...))
+	now, err := replyAs[string](b.restoreSc.run(octx, b.rdb, keys, append([]any{epoch, newLeaseID()}, argv...)...))
 	if err != nil {
 		return err
 	}
