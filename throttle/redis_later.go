@@ -69,28 +69,19 @@ func (b *Redis) laterOn(key string) bool {
 
 // sendFor sends the deferred releases of key's hash tag, or waits for
 // those being sent, before this process asks Redis for a slot of key, so
-// that it never waits for its own release. It waits no longer than ctx.
+// that it never waits for its own release. It waits no longer than ctx, nor
+// past Close.
 func (b *Redis) sendFor(ctx context.Context, key string) error {
-	for {
-		b.mu.Lock()
+	return b.waitUntil(ctx, func() bool {
 		if !b.laterOn(key) {
-			b.mu.Unlock()
-			return nil
+			return true
 		}
 		tag := hashTag(key)
-		batch, sent := b.take(tag)[tag], b.changed
-		b.mu.Unlock()
-		if len(batch) > 0 {
-			done := make(chan struct{})
-			go func() { b.send(batch); close(done) }()
-			sent = done
+		if batch := b.take(tag)[tag]; len(batch) > 0 {
+			go b.send(batch) // its end wakes waitUntil (signal)
 		}
-		select {
-		case <-sent:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		return false
+	})
 }
 
 // take moves the pending releases of hash tag tag (all of them: "") to
