@@ -191,6 +191,8 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		hot:        make(map[string]*hot),
 		held:       make(map[string]held),
 		heldSweep:  1024,
+		pending:    make(map[string]Lease),
+		sending:    make(map[string]Lease),
 		quietFor:   localSpan,
 		done:       make(chan struct{}),
 		changed:    make(chan struct{}),

@@ -71,10 +71,8 @@ func (l *ledger) record(key string) *keyRecord {
 	return rec
 }
 
-// epoch returns the epoch last seen for key, or "" when this process has no
-// grant in the key's windows any more, nor saw them lately: then it has
-// nothing to write back, and the epoch key may have expired with the
-// windows, which is no loss.
+// epoch returns the epoch last seen for key, or "" when no window of key
+// holds anything to write back (its epoch key may then have expired: no loss).
 func (l *ledger) epoch(key string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

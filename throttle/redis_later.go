@@ -32,9 +32,6 @@ func (b *Redis) later(l Lease) bool {
 	if h := b.hot[l.Key]; h == nil || h.contended || b.health.Load() != healthUp || b.closed() {
 		return false
 	}
-	if b.pending == nil {
-		b.pending, b.sending = make(map[string]Lease), make(map[string]Lease)
-	}
 	b.pending[redisID(l.ID)] = l
 	switch {
 	case len(b.pending) >= maxLater:
