@@ -48,12 +48,8 @@ for i = 3, #KEYS do
     local blo = born >= period and math.floor((born - period) / width) or -1 -- and at the birth
     local bidx = math.floor(born / width)
     local v = redis.call('HMGET', key, 'lo', 'b', 's', 'sa')
-    local klo = tonumber(v[1])
-    if klo == nil then
-      redis.call('HSET', key, 'lo', lo, 't', 0)
-      klo = lo
-    end
-    local from = math.max(lo, klo)
+    if not v[1] then redis.call('HSET', key, 'lo', lo, 't', 0) end
+    local from = math.max(lo, tonumber(v[1] or lo))
     local added, known = 0, 0
     for j = 1, n do
       local idx, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
@@ -81,10 +77,9 @@ for i = 3, #KEYS do
     end
     if v[4] then -- u (see above) from the latest fill s, seen at at
       local s, at, before = tonumber(v[3]), tonumber(v[4]), 0
-      local f = {} -- the buckets before at that counted then, and now: their grants are in s
-      for idx = math.max(lo, math.floor((at - period) / width)), math.floor(at / width) - 1 do f[#f + 1] = idx end
-      if #f > 0 then
-        for _, c in ipairs(redis.call('HMGET', key, unpack(f))) do before = before + (tonumber(c) or 0) end
+      -- the buckets before at that counted then, and now: their grants are in s
+      for idx = math.max(lo, math.floor((at - period) / width)), math.floor(at / width) - 1 do
+        before = before + tonumber(redis.call('HGET', key, idx) or '0')
       end
       redis.call('HSET', key, 'u', math.max(0, s - before) + math.ceil(limit * math.max(0, born - at) / period))
     end
