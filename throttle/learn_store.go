@@ -2,16 +2,8 @@ package throttle
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"time"
-)
-
-var (
-	//go:embed lua/swap_limit.lua
-	swapLimitLua string
-	//go:embed lua/load_limit.lua
-	loadLimitLua string
 )
 
 // learnedKeep is how long Redis keeps a learned limit nobody changes: a

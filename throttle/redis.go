@@ -46,9 +46,6 @@ func reasonSource(body string) string {
 	return clockSource(reasons + lua("window") + body)
 }
 
-// acquireSource returns the acquire script's source.
-func acquireSource() string { return reasonSource(lua("acquire")) }
-
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
 // Redis and has no fallback: nothing was acquired, and no call should start.
 var ErrUnavailable = errors.New("throttle: backend unavailable")
@@ -140,11 +137,10 @@ type Redis struct {
 	era              uint64            // bumped when Redis may have lost its state (newEra)
 	cold             bool              // tests of the Redis protocol: no hot path
 	pending, sending map[string]Lease  // releases to send later and being sent (redis_later.go)
-	sent             chan struct{}     // closed when a send ends
 	quietFor         time.Duration     // localSpan, longer in tests that must not race it
 	health           atomic.Int32      // healthUnknown until the first probe answers; written under mu
 	probing          bool              // the probe (see probe) runs
-	changed          chan struct{}     // closed and replaced when health or probing changes
+	changed          chan struct{}     // closed and replaced when health or probing changes, or a send ends (signal)
 	orphans          []Lease           // releases that failed for want of Redis, retried when it answers
 	pubsub           RedisSubscription // the subscription listen holds, nil between connections
 	done             chan struct{}
@@ -180,26 +176,29 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",
 		wakePrefix: opt.Prefix + "wake:",
-		acquire:    newScript(acquireSource()),
+		acquire:    newScript(reasonSource(lua("acquire"))),
 		release:    newScript(clockSource(lua("free") + lua("release"))),
 		extend:     newScript(clockSource(lua("extend"))),
 		cooldown:   newScript(clockSource(lua("cooldown"))),
 		pass:       newScript(lua("pass")),
 		restoreSc:  newScript(clockSource(lua("restore"))),
 		members:    newScript(reasonSource(lua("members"))),
-		swapLimit:  newScript(clockSource(swapLimitLua)),
-		loadLimit:  newScript(clockSource(loadLimitLua)),
+		swapLimit:  newScript(clockSource(lua("swap_limit"))),
+		loadLimit:  newScript(clockSource(lua("load_limit"))),
 		learned:    make(map[string]int),
 		local:      NewMemory(),
 		keys:       make(map[string]*rkey),
 		hot:        make(map[string]*hot),
 		held:       make(map[string]held),
 		heldSweep:  1024,
+		pending:    make(map[string]Lease),
+		sending:    make(map[string]Lease),
 		quietFor:   localSpan,
 		done:       make(chan struct{}),
 		changed:    make(chan struct{}),
 		probing:    true, // calls wait for the first probe's verdict
 	}
+	b.ledger.keys, b.ledger.ref = make(map[string]*keyRecord), &b.ref
 	go b.probe(0)
 	go b.listen()
 	return b, nil

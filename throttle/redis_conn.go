@@ -26,21 +26,14 @@ type RedisConn interface {
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) (any, error)
 	// Eval runs the script's source (EVAL), with the reply of EvalSha.
 	Eval(ctx context.Context, src string, keys []string, args ...any) (any, error)
-	// ZRem removes member from the sorted set key.
-	ZRem(ctx context.Context, key, member string) error
 	// Ping sends a PING.
 	Ping(ctx context.Context) error
 	// Subscribe makes a subscription on its own connection to channels.
 	Subscribe(ctx context.Context, channels ...string) (RedisSubscription, error)
-	// Cluster reports whether the client is a Redis Cluster client, where a
-	// script's PUBLISH reaches only the subscribers of its own node.
-	Cluster() bool
 }
 
 // RedisSubscription is a subscription a RedisConn made (an alias of an
-// interface literal, so that an adapter need not import this package). The
-// backend compares subscriptions with ==: its dynamic type must be
-// comparable (a pointer, or a struct of one).
+// interface literal, so that an adapter need not import this package).
 type RedisSubscription = interface {
 	// Receive waits up to timeout for what the server sends next, and
 	// returns its channel and payload when it is a message; channel is
@@ -75,17 +68,11 @@ func newScript(src string) *script {
 // run runs s on conn: EVALSHA, then EVAL after a NOSCRIPT.
 func (s *script) run(ctx context.Context, conn RedisConn, keys []string, args ...any) (any, error) {
 	v, err := conn.EvalSha(ctx, s.hash, keys, args...)
-	if noScript(err) {
+	var rerr redisError // NOSCRIPT, from the server (some put "ERR " before it)
+	if errors.As(err, &rerr) && strings.HasPrefix(strings.TrimPrefix(rerr.Error(), "ERR "), "NOSCRIPT") {
 		return conn.Eval(ctx, s.src, keys, args...)
 	}
 	return v, err
-}
-
-// noScript reports whether err is the server's NOSCRIPT (some servers put
-// "ERR " before it).
-func noScript(err error) bool {
-	var rerr redisError
-	return errors.As(err, &rerr) && strings.HasPrefix(strings.TrimPrefix(rerr.Error(), "ERR "), "NOSCRIPT")
 }
 
 // replyAs reads a script's reply as a T.
@@ -104,9 +91,6 @@ func replyAs[T any](v any, err error) (T, error) {
 // replySlice reads a script's reply as a list.
 func replySlice(v any, err error) ([]any, error) { return replyAs[[]any](v, err) }
 
-// replyText reads a script's reply as a string.
-func replyText(v any, err error) (string, error) { return replyAs[string](v, err) }
-
 // replyInt64 reads a script's reply as an integer (or a string of one).
 func replyInt64(v any, err error) (int64, error) {
 	if s, ok := v.(string); ok && err == nil {
@@ -115,21 +99,15 @@ func replyInt64(v any, err error) (int64, error) {
 	return replyAs[int64](v, err)
 }
 
-// replyStrings reads a script's reply as a list of strings.
-func replyStrings(v any, err error) ([]string, error) { return replyList(v, err, replyText) }
-
 // replyInt64s reads a script's reply as a list of integers.
-func replyInt64s(v any, err error) ([]int64, error) { return replyList(v, err, replyInt64) }
-
-// replyList reads a script's reply as a list, each element by one.
-func replyList[T any](v any, err error, one func(any, error) (T, error)) ([]T, error) {
+func replyInt64s(v any, err error) ([]int64, error) {
 	s, err := replySlice(v, err)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]T, len(s))
+	out := make([]int64, len(s))
 	for i, e := range s {
-		if out[i], err = one(e, nil); err != nil {
+		if out[i], err = replyInt64(e, nil); err != nil {
 			return nil, err
 		}
 	}

@@ -14,24 +14,6 @@ type serverError string
 func (e serverError) Error() string { return string(e) }
 func (serverError) RedisError()     {}
 
-func TestNoScript(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{serverError("NOSCRIPT No matching script. Please use EVAL."), true},
-		{serverError("ERR NOSCRIPT No matching script"), true},
-		{fmt.Errorf("wrapped: %w", serverError("NOSCRIPT x")), true},
-		{errors.New("NOSCRIPT not from the server"), false},
-		{serverError("ERR Error running script"), false},
-		{nil, false},
-	} {
-		if got := noScript(tc.err); got != tc.want {
-			t.Errorf("noScript(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
-}
-
 // fakeConn answers EVALSHA with shaErr and EVAL with "eval", counting both.
 type fakeConn struct {
 	RedisConn
@@ -59,7 +41,11 @@ func TestScriptRunFallsBackOnNoScriptOnly(t *testing.T) {
 		evals  int
 	}{
 		{nil, "evalsha", 0},
-		{serverError("NOSCRIPT No matching script"), "eval", 1},
+		{serverError("NOSCRIPT No matching script. Please use EVAL."), "eval", 1},
+		{serverError("ERR NOSCRIPT No matching script"), "eval", 1},
+		{fmt.Errorf("wrapped: %w", serverError("NOSCRIPT x")), "eval", 1},
+		{errors.New("NOSCRIPT not from the server"), nil, 0},
+		{serverError("ERR Error running script"), nil, 0},
 		{serverError("BUSY Redis is busy"), nil, 0},
 		{errors.New("dial tcp: refused"), nil, 0},
 	} {
@@ -89,11 +75,11 @@ func TestReplies(t *testing.T) {
 	if _, err := replySlice("a", nil); err == nil {
 		t.Error("replySlice took a string")
 	}
-	if s, err := replyText("a", nil); err != nil || s != "a" {
-		t.Errorf("replyText = %q, %v", s, err)
+	if s, err := replyAs[string]("a", nil); err != nil || s != "a" {
+		t.Errorf("replyAs[string] = %q, %v", s, err)
 	}
-	if _, err := replyText(int64(1), nil); err == nil {
-		t.Error("replyText took an integer")
+	if _, err := replyAs[string](int64(1), nil); err == nil {
+		t.Error("replyAs[string] took an integer")
 	}
 	for _, v := range []any{int64(42), "42"} {
 		if n, err := replyInt64(v, nil); err != nil || n != 42 {
@@ -102,12 +88,6 @@ func TestReplies(t *testing.T) {
 	}
 	if _, err := replyInt64("x", nil); err == nil {
 		t.Error("replyInt64 took x")
-	}
-	if s, err := replyStrings([]any{"a", "b"}, nil); err != nil || !reflect.DeepEqual(s, []string{"a", "b"}) {
-		t.Errorf("replyStrings = %v, %v", s, err)
-	}
-	if _, err := replyStrings([]any{"a", int64(1)}, nil); err == nil {
-		t.Error("replyStrings took an integer")
 	}
 	if n, err := replyInt64s([]any{int64(1), "2"}, nil); err != nil || !reflect.DeepEqual(n, []int64{1, 2}) {
 		t.Errorf("replyInt64s = %v, %v", n, err)

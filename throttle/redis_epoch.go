@@ -13,10 +13,8 @@ import (
 type ledger struct {
 	mu   sync.Mutex
 	keys map[string]*keyRecord
-	adds int // grants since the last sweep
-	// skew is the server's clock less this process's, as of the last grant,
-	// so that records are judged by the clock that wrote them.
-	skew int64
+	adds int        // grants since the last sweep
+	ref  *serverRef // Redis.ref: the server's clock, which records are in
 }
 
 // keyRecord is a key's epoch as last seen, the end of a cooldown it knows
@@ -65,9 +63,6 @@ func (rec *keyRecord) holds(nowMs int64) bool {
 }
 
 func (l *ledger) record(key string) *keyRecord {
-	if l.keys == nil {
-		l.keys = make(map[string]*keyRecord)
-	}
 	rec := l.keys[key]
 	if rec == nil {
 		rec = &keyRecord{windows: make(map[int64]*grantLog)}
@@ -76,18 +71,12 @@ func (l *ledger) record(key string) *keyRecord {
 	return rec
 }
 
-// now returns the server's time in unix ms, as far as the ledger knows it.
-// The caller holds l.mu.
-func (l *ledger) now() int64 { return time.Now().UnixMilli() + l.skew }
-
-// epoch returns the epoch last seen for key, or "" when this process has no
-// grant in the key's windows any more, nor saw them lately: then it has
-// nothing to write back, and the epoch key may have expired with the
-// windows, which is no loss.
+// epoch returns the epoch last seen for key, or "" when no window of key
+// holds anything to write back (its epoch key may then have expired: no loss).
 func (l *ledger) epoch(key string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if rec := l.keys[key]; rec != nil && rec.holds(l.now()) {
+	if rec := l.keys[key]; rec != nil && rec.holds(l.ref.now().UnixMilli()) {
 		return rec.epoch
 	}
 	return ""
@@ -98,7 +87,7 @@ func (l *ledger) epoch(key string) string {
 func (l *ledger) groupEpoch(key string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if rec := l.keys[key]; rec != nil && rec.until > l.now() {
+	if rec := l.keys[key]; rec != nil && rec.until > l.ref.now().UnixMilli() {
 		return rec.epoch
 	}
 	return ""
@@ -123,9 +112,7 @@ func (l *ledger) cooldown(key string, ms int64) {
 // every window of ws, and fills, when known, what each window counted then
 // (the acquire script's answer, in ws's order).
 func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64) {
-	if len(ws) > 0 {
-		l.addMembers(key, nil, ws, ms, units, fills)
-	}
+	l.addMembers(key, nil, ws, ms, units, fills)
 }
 
 // addMembers is add for the members of a request on key (see
@@ -135,12 +122,11 @@ func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64
 // a window, no cooldown in force. Their epoch goes with them.
 func (l *ledger) addMembers(key string, members []string, ws []Window, ms int64, units int, fills []int64) {
 	n := max(1, len(members))
-	if units == 0 && len(fills) != len(ws)*n {
+	if len(ws) == 0 || units == 0 && len(fills) != len(ws)*n {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.skew = ms - time.Now().UnixMilli()
 	g := l.record(key)
 	for i := range n {
 		rec := g
@@ -221,7 +207,7 @@ func (l *ledger) snapshot(key string) (epoch, group string, ws []Window, argv []
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rec := l.keys[key]
-	if rec == nil || !rec.holds(l.now()) {
+	if rec == nil || !rec.holds(l.ref.now().UnixMilli()) {
 		return "", "", nil, nil
 	}
 	argv = []any{rec.cooldown}
@@ -253,7 +239,7 @@ func (b *Redis) restore(ctx context.Context, key string) error {
 	keys := append([]string{o.epoch, o.cooldown}, b.namesIn(hashTag(owner), key, ws).windows...)
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	now, err := replyText(b.restoreSc.run(octx, b.rdb, keys, append([]any{epoch, newLeaseID()}, argv...)...))
+	now, err := replyAs[string](b.restoreSc.run(octx, b.rdb, keys, append([]any{epoch, newLeaseID()}, argv...)...))
 	if err != nil {
 		return err
 	}

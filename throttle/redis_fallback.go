@@ -30,15 +30,8 @@ func (b *Redis) failed(op string, err error) (outage bool, _ error) {
 // cannot serve now (a script error, say): it says nothing about reachability.
 func refused(err error) bool {
 	var rerr redisError
-	if !errors.As(err, &rerr) {
-		return false
-	}
-	for _, p := range []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "TRYAGAIN", "BUSY", "NOREPLICAS"} {
-		if strings.HasPrefix(rerr.Error(), p) {
-			return false
-		}
-	}
-	return true
+	return errors.As(err, &rerr) && !slices.ContainsFunc([]string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "TRYAGAIN", "BUSY", "NOREPLICAS"},
+		func(p string) bool { return strings.HasPrefix(rerr.Error(), p) })
 }
 
 // errDown is the error of a call refused at once while Redis is deemed down.

@@ -49,8 +49,8 @@ func (b *Redis) waitUntil(ctx context.Context, ok func() bool) error {
 	}
 }
 
-// signal wakes whoever waits for a change of health or probing. The caller
-// holds b.mu.
+// signal wakes whoever waits for a change of health or probing, or for a
+// deferred release's send to end. The caller holds b.mu.
 func (b *Redis) signal() {
 	close(b.changed)
 	b.changed = make(chan struct{})
@@ -106,11 +106,7 @@ func (b *Redis) probe(delay time.Duration) {
 	defer t.Stop()
 	for {
 		select {
-		case <-b.done:
-			b.mu.Lock()
-			b.probing = false
-			b.signal()
-			b.mu.Unlock()
+		case <-b.done: // probing stays set: no probe starts after Close
 			return
 		case <-t.C:
 		}
@@ -148,12 +144,6 @@ func (b *Redis) orphan(l Lease) {
 	}
 }
 
-// settled waits until Redis is up and no probe runs, and reports false when
-// the backend is closed first.
-func (b *Redis) settled() bool {
-	return b.waitUntil(context.Background(), func() bool { return b.health.Load() == healthUp && !b.probing }) == nil
-}
-
 // listenIdle is how long the subscription may stay silent before it is
 // pinged, and, twice over, deemed broken.
 const listenIdle = time.Second
@@ -165,19 +155,10 @@ const listenIdle = time.Second
 // one when Redis answers, so that nothing dials a Redis known down. Notices
 // lost meanwhile are covered by the waiters' resync.
 func (b *Redis) listen() {
-	silent := 0
-	var last RedisSubscription
-	for b.settled() {
-		b.mu.Lock()
-		ps := b.pubsub
-		b.mu.Unlock()
-		if ps == nil { // dropped while the probe ran: never, as settled
-			b.suspect()
-			continue
-		}
-		if ps != last {
-			last, silent = ps, 0
-		}
+	silent := 0 // PINGs unanswered on ps
+	var ps RedisSubscription
+	settled := func() bool { ps = b.pubsub; return b.health.Load() == healthUp && !b.probing && ps != nil }
+	for b.waitUntil(context.Background(), settled) == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), listenIdle+b.opt.OpTimeout)
 		channel, payload, err := ps.Receive(ctx, listenIdle)
 		cancel()
@@ -193,11 +174,9 @@ func (b *Redis) listen() {
 			octx, cancel := b.opCtx(context.Background())
 			_ = ps.Ping(octx) // its Pong, or the error, comes to ReceiveTimeout
 			cancel()
-		default:
+		default: // only here is b.pubsub dropped, and only then is another made
 			b.mu.Lock()
-			if b.pubsub == ps {
-				b.pubsub = nil
-			}
+			b.pubsub, silent = nil, 0
 			b.mu.Unlock()
 			_ = ps.Close()
 			b.suspect()

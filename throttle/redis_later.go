@@ -32,9 +32,6 @@ func (b *Redis) later(l Lease) bool {
 	if h := b.hot[l.Key]; h == nil || h.contended || b.health.Load() != healthUp || b.closed() {
 		return false
 	}
-	if b.pending == nil {
-		b.pending, b.sending, b.sent = make(map[string]Lease), make(map[string]Lease), make(chan struct{})
-	}
 	b.pending[redisID(l.ID)] = l
 	switch {
 	case len(b.pending) >= maxLater:
@@ -69,28 +66,19 @@ func (b *Redis) laterOn(key string) bool {
 
 // sendFor sends the deferred releases of key's hash tag, or waits for
 // those being sent, before this process asks Redis for a slot of key, so
-// that it never waits for its own release. It waits no longer than ctx.
+// that it never waits for its own release. It waits no longer than ctx, nor
+// past Close.
 func (b *Redis) sendFor(ctx context.Context, key string) error {
-	for {
-		b.mu.Lock()
+	return b.waitUntil(ctx, func() bool {
 		if !b.laterOn(key) {
-			b.mu.Unlock()
-			return nil
+			return true
 		}
 		tag := hashTag(key)
-		batch, sent := b.take(tag)[tag], b.sent
-		b.mu.Unlock()
-		if len(batch) > 0 {
-			done := make(chan struct{})
-			go func() { b.send(batch); close(done) }()
-			sent = done
+		if batch := b.take(tag)[tag]; len(batch) > 0 {
+			go b.send(batch) // its end wakes waitUntil (signal)
 		}
-		select {
-		case <-sent:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		return false
+	})
 }
 
 // take moves the pending releases of hash tag tag (all of them: "") to
@@ -143,8 +131,7 @@ func (b *Redis) send(ls []Lease) {
 		delete(b.sending, redisID(l.ID))
 		b.letGoLocked(l.Key)
 	}
-	close(b.sent) // wakes those waiting for a send to end
-	b.sent = make(chan struct{})
+	b.signal() // wakes those waiting for a send to end
 	b.mu.Unlock()
 }
 
@@ -154,7 +141,7 @@ func (b *Redis) sendingDone() {
 	give := time.After(b.opt.OpTimeout)
 	for {
 		b.mu.Lock()
-		n, sent := len(b.sending), b.sent
+		n, sent := len(b.sending), b.changed
 		b.mu.Unlock()
 		if n == 0 {
 			return

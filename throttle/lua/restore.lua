@@ -3,13 +3,10 @@
 -- REDIS.md, "Redis restarted empty"). The windows then hold the reserve of
 -- window.lua until they have slid past the new epoch's birth.
 --
--- The reserve is bounded by the latest fill any process wrote back (s, seen
--- at sa): s less the grants written back from before sa (they are in s),
--- plus what the fleet could have taken from sa to the birth at the
--- window's average rate (limit * (birth - sa) / period): u. Without a fill
--- seen within the window, it is limit - r, all that was not written back.
--- Each restore recomputes u from the latest fill and every write-back so
--- far, so that the freshest sight of the fleet wins.
+-- The reserve's bound u is the latest fill written back (s, seen at sa),
+-- less the grants written back from before sa, plus limit * (birth - sa) /
+-- period; each restore recomputes it, so that the freshest sight wins.
+-- Without such a fill, the reserve is limit - r (all not written back).
 --
 -- KEYS[1]   epoch: STRING "<birth unix ms>:<id>", expiring with the windows
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
@@ -47,18 +44,12 @@ for i = 3, #KEYS do
   local ttl = period + 2 * width + 1000
   etl = math.max(etl, ttl)
   if now < born + period + width then
-    local lo = -1 -- the oldest bucket counted now
-    if now >= period then lo = math.floor((now - period) / width) end
-    local blo = -1 -- the oldest bucket counted at the birth
-    if born >= period then blo = math.floor((born - period) / width) end
+    local lo = now >= period and math.floor((now - period) / width) or -1 -- the oldest bucket counted now
+    local blo = born >= period and math.floor((born - period) / width) or -1 -- and at the birth
     local bidx = math.floor(born / width)
     local v = redis.call('HMGET', key, 'lo', 'b', 's', 'sa')
-    local klo = tonumber(v[1])
-    if klo == nil then
-      redis.call('HSET', key, 'lo', lo, 't', 0)
-      klo = lo
-    end
-    local from = math.max(lo, klo)
+    if not v[1] then redis.call('HSET', key, 'lo', lo, 't', 0) end
+    local from = math.max(lo, tonumber(v[1] or lo))
     local added, known = 0, 0
     for j = 1, n do
       local idx, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
@@ -86,10 +77,9 @@ for i = 3, #KEYS do
     end
     if v[4] then -- u (see above) from the latest fill s, seen at at
       local s, at, before = tonumber(v[3]), tonumber(v[4]), 0
-      local f = {} -- the buckets before at that counted then, and now: their grants are in s
-      for idx = math.max(lo, math.floor((at - period) / width)), math.floor(at / width) - 1 do f[#f + 1] = idx end
-      if #f > 0 then
-        for _, c in ipairs(redis.call('HMGET', key, unpack(f))) do before = before + (tonumber(c) or 0) end
+      -- the buckets before at that counted then, and now: their grants are in s
+      for idx = math.max(lo, math.floor((at - period) / width)), math.floor(at / width) - 1 do
+        before = before + tonumber(redis.call('HGET', key, idx) or '0')
       end
       redis.call('HSET', key, 'u', math.max(0, s - before) + math.ceil(limit * math.max(0, born - at) / period))
     end

@@ -25,20 +25,9 @@ func (c Conn) Eval(ctx context.Context, src string, keys []string, args ...any) 
 	return c.Client.Eval(ctx, src, keys, args...).Result()
 }
 
-// ZRem implements throttle.RedisConn.
-func (c Conn) ZRem(ctx context.Context, key, member string) error {
-	return c.Client.ZRem(ctx, key, member).Err()
-}
-
 // Ping implements throttle.RedisConn.
 func (c Conn) Ping(ctx context.Context) error {
 	return c.Client.Ping(ctx).Err()
-}
-
-// Cluster implements throttle.RedisConn.
-func (c Conn) Cluster() bool {
-	_, ok := c.Client.(*redis.ClusterClient)
-	return ok
 }
 
 // Subscription is throttle.RedisSubscription (the same interface literal).

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle/internal/redisconn"
 )
@@ -18,20 +16,6 @@ import (
 // TestMain gives the tests a private Redis (a node and a 3-master cluster)
 // when REDIS_ADDR or REDIS_CLUSTER_ADDRS is unset.
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
-
-func TestCluster(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		rdb  func(testing.TB) redis.UniversalClient
-		want bool
-	}{{"single", redistest.Single, false}, {"cluster", redistest.Cluster, true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := (redisconn.Conn{Client: tc.rdb(t)}).Cluster(); got != tc.want {
-				t.Fatalf("Cluster() = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
 
 // TestScripts: EVAL and EVALSHA answer as go-redis reads them, and an
 // unknown digest is the server's NOSCRIPT, with go-redis's RedisError.
