@@ -12,7 +12,7 @@
 --           neither read nor made
 -- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
 --
--- ARGV, in the order of acquireArgv's fields (redis_script.go), then per
+-- ARGV, in this order (as script, redis_script.go, sends them), then per
 -- window, in KEYS order, its limit and period (ms):
 local lease_id = ARGV[1]
 local conc = tonumber(ARGV[2]) -- concurrency (0: no limit, no slot taken)
@@ -96,26 +96,13 @@ end
 
 -- The epoch: a process that knew another one has grants that Redis lost
 -- (restarted empty, flushed): it writes them back (restore.lua) before it
--- takes more. A process that knew none learns it.
--- The epoch key lives as long as the longest window's HASH: its expiry is
--- set with it, and renewed whenever a window's is.
-local etl = 0
-for i = 1, nw do
-  local period = period_of(i)
-  etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
-end
-if nw > 0 then
-  local ep = redis.call('GET', KEYS[4])
-  if not ep then
-    ep = now .. ':' .. lease_id
-    redis.call('SET', KEYS[4], ep, 'PX', etl)
-  end
-  if ep ~= known_epoch then
-    tell = ep
-    if known_epoch ~= '' then
-      return answer({reason = R.lost})
-    end
-  end
+-- takes more. A process that knew none learns it. The epoch key lives as
+-- long as the longest window's HASH: its expiry is set with it, and renewed
+-- whenever a window's is.
+local etl, lost
+etl, tell, lost = epoch(KEYS[4], nw, period_of, lease_id, known_epoch)
+if lost then
+  return answer({reason = R.lost})
 end
 if handover and conc > 0 then
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
@@ -185,14 +172,8 @@ local n = want > 1 and math.max(1, room) or 1
 local expires = conc > 0 and now + ttl or 0
 local blk = nw > 0 and block or 0
 for i = 1, nw do
-  local key = KEYS[4 + i]
-  local width, lo, fresh, total, curn = unpack(wins[i])
-  local idx, units = math.floor(now / width), n * weight
-  if not fresh then
-    redis.call('HSET', key, idx, curn + units, 't', total + units)
-  else
-    redis.call('HSET', key, idx, curn + units, 't', total + units, 'lo', lo)
-    redis.call('PEXPIRE', key, period_of(i) + 2 * width + 1000)
+  local units = n * weight
+  if take(KEYS[4 + i], period_of(i), wins[i], units) then
     redis.call('PEXPIRE', KEYS[4], etl)
   end
   fills[i] = fills[i] + units

@@ -12,24 +12,22 @@
 -- [1] id: an id for the epoch, if this script makes it
 -- [2] known_epoch: the epoch the process knows ('' : none)
 -- [3] weight: the units each member's windows count
--- [4] refund: 0 takes; else the grant time (unix ms) of a count to give back
+-- [4] granted: 0 takes; else the grant time (unix ms) of a count to give back
 -- [5] ref, [6] max_age: as acquire.lua's (a stale request answers R.stale)
 -- [7] nw: the number of windows
 -- [8..] per window: limit, period (ms)
 --
--- Returns {reason, now, at, epoch, fills, refused}:
---   reason   0: taken (or given back); else R.rate, R.reserve, R.cooldown,
---            R.stale or R.lost (not the epoch the process knew)
---   at       refused: when every member without room has it (0: unknown)
---   epoch    the key's epoch when it is not known_epoch, else ''
---   fills    per member, per window (member-major): what the window counted
---            (buckets and reserve) and took, once read; else empty
---   refused  the members without room, by their place in the request (1..)
+-- Returns the acquire script's answer (see answer, redis_script.go) with no
+-- slot, lease nor block, then refused: the members without room, by their
+-- place in the request (1..). Reason 0: taken (or given back); else R.rate,
+-- R.reserve, R.cooldown, R.stale or R.lost (not the epoch the process
+-- knew); at: when every member without room has it (0: unknown); fills: per
+-- member, per window (member-major), once read.
 --
--- now and buckets come from prelude.lua, R from reasonSource, slide and
--- opening from window.lua.
+-- now and buckets come from prelude.lua, R from reasonSource, the window
+-- functions from window.lua.
 local id, known_epoch = ARGV[1], ARGV[2]
-local weight, refund = tonumber(ARGV[3]), tonumber(ARGV[4])
+local weight, granted = tonumber(ARGV[3]), tonumber(ARGV[4])
 local ref, max_age = tonumber(ARGV[5]), tonumber(ARGV[6])
 local nw = tonumber(ARGV[7])
 local function limit_of(i) return tonumber(ARGV[6 + 2 * i]) end
@@ -37,19 +35,12 @@ local function period_of(i) return tonumber(ARGV[7 + 2 * i]) end
 
 local tell, fills, refused = '', {}, {}
 local function answer(reason, at)
-  return {reason, now, at or 0, tell, fills, refused}
+  return {reason, now, at or 0, 0, 0, 0, 0, 0, 0, tell, fills, refused}
 end
 
-if refund > 0 then -- as release.lua gives back a cancelled grant's count
+if granted > 0 then
   for j = 3, #KEYS do
-    local width = math.floor(period_of((j - 3) % nw + 1) / buckets)
-    local field = math.floor(refund / width)
-    local v = redis.call('HMGET', KEYS[j], 'lo', field)
-    local n = math.min(weight, tonumber(v[2] or '0'))
-    if field >= tonumber(v[1] or '0') and n > 0 then
-      redis.call('HINCRBY', KEYS[j], field, -n)
-      redis.call('HINCRBY', KEYS[j], 't', -n)
-    end
+    refund(KEYS[j], period_of((j - 3) % nw + 1), granted, weight)
   end
   return answer(0)
 end
@@ -57,21 +48,10 @@ if ref > 0 and now > ref + max_age then
   return answer(R.stale)
 end
 
-local etl = 0 -- as acquire.lua's: the epoch lives as long as the longest window
-for i = 1, nw do
-  local period = period_of(i)
-  etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
-end
-local ep = redis.call('GET', KEYS[1])
-if not ep then
-  ep = now .. ':' .. id
-  redis.call('SET', KEYS[1], ep, 'PX', etl)
-end
-if ep ~= known_epoch then
-  tell = ep
-  if known_epoch ~= '' then
-    return answer(R.lost)
-  end
+local etl, lost
+etl, tell, lost = epoch(KEYS[1], nw, period_of, id, known_epoch)
+if lost then
+  return answer(R.lost)
 end
 local cd = tonumber(redis.call('GET', KEYS[2]) or '0')
 if cd > now then
@@ -97,16 +77,7 @@ end
 
 local renew = false
 for j, w in ipairs(wins) do
-  local key = KEYS[2 + j]
-  local width, lo, fresh, total, curn = w[1], w[2], w[3], w[4], w[5]
-  local idx = math.floor(now / width)
-  if fresh then
-    redis.call('HSET', key, idx, curn + weight, 't', total + weight, 'lo', lo)
-    redis.call('PEXPIRE', key, period_of((j - 1) % nw + 1) + 2 * width + 1000)
-    renew = true
-  else
-    redis.call('HSET', key, idx, curn + weight, 't', total + weight)
-  end
+  renew = take(KEYS[2 + j], period_of((j - 1) % nw + 1), w, weight) or renew
   fills[j] = fills[j] + weight
 end
 if renew then
