@@ -117,7 +117,6 @@ type Redis struct {
 	cooldown   *script
 	pass       *script
 	restoreSc  *script
-	members    *script
 	// memberLines: the waiters of requests with Members (members.go)
 	memberLines memberLines
 	swapLimit   *script
@@ -186,7 +185,6 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		cooldown:   newScript(clockSource(lua("cooldown"))),
 		pass:       newScript(lua("pass")),
 		restoreSc:  newScript(clockSource(lua("restore"))),
-		members:    newScript(reasonSource(lua("members"))),
 		swapLimit:  newScript(clockSource(swapLimitLua)),
 		loadLimit:  newScript(clockSource(loadLimitLua)),
 		learned:    make(map[string]int),

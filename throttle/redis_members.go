@@ -1,6 +1,6 @@
-// Requests with Members on the Redis backend: one run of the members script
-// (lua/members.lua) counts a request's windows on every member's windows,
-// all or nothing, or gives such a count back.
+// Requests with Members on the Redis backend: one run of the acquire script
+// counts a request's windows on every member's windows, all or nothing, and
+// the release script gives such a count back.
 
 package throttle
 
@@ -10,42 +10,25 @@ import (
 	"time"
 )
 
-// runMembers runs the members script once for r, giving back the count
-// granted at granted (unix ms) when it is not 0.
-func (b *Redis) runMembers(ctx context.Context, r Request, granted int64) (answer, error) {
-	g := b.names(r.Key, nil)
-	keys := append(make([]string, 0, 2+len(r.Members)*len(r.Windows)), g.epoch, g.cooldown)
-	tag := hashTag(r.Key)
-	for _, m := range r.Members {
-		keys = append(keys, b.namesIn(tag, MemberKey(r.Key, m), r.Windows).windows...)
-	}
-	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
-	args := []any{newLeaseID(), b.ledger.groupEpoch(r.Key), r.units(), granted, ref, maxAge, len(r.Windows)} // see lua/members.lua
-	for _, w := range r.Windows {
-		args = append(args, w.Limit, w.Period.Milliseconds())
-	}
-	return b.runScript(ctx, b.members, r.Key, keys, args)
-}
-
 // attemptMembersOnce is attemptOnce for a, a request with Members.
 func (b *Redis) attemptMembersOnce(ctx context.Context, a acquireArgs) (acquireResult, string, error) {
 	r := a.r
-	ans, err := b.runMembers(ctx, r, 0)
+	keys, args, _ := b.script(a, newLeaseID())
+	ans, err := b.runScript(ctx, r.Key, keys, args)
 	if err != nil {
 		return acquireResult{}, "", err
 	}
 	out := acquireResult{v: verdict{ok: ans.reason == 0, reason: ans.reason}, now: time.UnixMilli(ans.now)}
-	units := 0
 	if out.v.ok {
-		units, out.lease = r.units(), Lease{Key: r.Key, ID: newLeaseID(), Granted: out.now}
+		out.lease = Lease{Key: r.Key, ID: newLeaseID(), Granted: out.now}
 	}
-	b.ledger.addMembers(r.Key, r.Members, r.Windows, ans.now, units, ans.fills) // no fills: nothing read
+	b.ledger.addMembers(r.Key, r.Members, r.Windows, ans.now, r.units()*ans.n, ans.fills) // no fills: nothing read
 	if ans.at > 0 {
 		out.v.at = time.UnixMilli(ans.at)
 	}
 	for _, i := range ans.refused {
 		if i < 1 || i > int64(len(r.Members)) {
-			return acquireResult{}, "", fmt.Errorf("throttle: members script refused member %d of %d", i, len(r.Members))
+			return acquireResult{}, "", fmt.Errorf("throttle: acquire script refused member %d of %d", i, len(r.Members))
 		}
 		out.v.members = append(out.v.members, r.Members[i-1])
 	}
@@ -81,7 +64,7 @@ func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time
 		l, err = b.instead(ctx, r, false, nil)
 		return l, verdict{ok: true}, time.Time{}, err
 	}
-	res, err := b.attempt(ctx, acquireArgs{r: r})
+	res, err := b.attempt(ctx, acquireArgs{r: r, take: true})
 	if err != nil {
 		l, err = b.acquireFailed(ctx, r, false, err)
 		return l, verdict{ok: true}, time.Time{}, err
@@ -94,14 +77,24 @@ func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time
 }
 
 // refundMembers gives back the count of a lease of r that no call used (its
-// caller gave up as it was granted).
+// caller gave up as it was granted): the release script's refund, on every
+// member's windows, with no slot to release.
 func (b *Redis) refundMembers(l Lease, r Request) {
-	if _, err := b.runMembers(context.Background(), r, l.Granted.UnixMilli()); err != nil {
+	k, granted := b.names(r.Key, nil), l.Granted.UnixMilli()
+	keys, args := []string{k.holders, k.waiting}, []any{"", b.wakePrefix, r.Key, granted, r.units(), 0}
+	members := make([]string, len(r.Members))
+	for i, m := range r.Members {
+		members[i] = MemberKey(r.Key, m)
+		keys = append(keys, b.namesIn(hashTag(r.Key), members[i], r.Windows).windows...)
+		for _, w := range r.Windows {
+			args = append(args, w.Period.Milliseconds())
+		}
+	}
+	octx, cancel := b.opCtx(context.Background())
+	defer cancel()
+	defer b.quiet.begin()()
+	if _, err := b.release.run(octx, b.rdb, keys, args...); err != nil {
 		return // counted until the windows slide past it: never over a limit
 	}
-	keys := make([]string, len(r.Members))
-	for i, m := range r.Members {
-		keys[i] = MemberKey(r.Key, m)
-	}
-	b.ledger.remove(r.Windows, l.Granted.UnixMilli(), r.units(), keys...)
+	b.ledger.remove(r.Windows, granted, r.units(), members...)
 }

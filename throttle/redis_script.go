@@ -79,9 +79,8 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 	return s.ms, (time.Since(s.got) + timeout + time.Second).Milliseconds()
 }
 
-// attempt runs the acquire script for a (for a request with Members, the
-// members script), and after Redis lost the key's state writes back what
-// this process knows and runs it again.
+// attempt runs the acquire script for a, and after Redis lost the key's
+// state writes back what this process knows and runs it again.
 func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
 	defer stallAfter(ctx, a.r.Key)()
 	run := b.attemptOnce
@@ -115,7 +114,13 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	k := b.names(r.Key, r.Windows)
 	keys = append([]string{k.holders, k.cooldown, k.waiting, k.epoch}, k.windows...)
 	epoch, proc := "", ""
-	if len(r.Windows) > 0 {
+	switch {
+	case len(r.Members) > 0: // every member's windows, under the request's epoch
+		keys, epoch = keys[:4], b.ledger.groupEpoch(r.Key)
+		for _, m := range r.Members {
+			keys = append(keys, b.namesIn(hashTag(r.Key), MemberKey(r.Key, m), r.Windows).windows...)
+		}
+	case len(r.Windows) > 0:
 		epoch = b.ledger.epoch(r.Key)
 	}
 	if a.queue {
@@ -138,13 +143,13 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	return keys, args, conc
 }
 
-// runScript runs sc, the acquire or members script, for key and reads its
-// answer, noting the server's time and, unless Redis lost it, key's epoch.
-func (b *Redis) runScript(ctx context.Context, sc *script, key string, keys []string, args []any) (answer, error) {
+// runScript runs the acquire script for key and reads its answer, noting
+// the server's time and, unless Redis lost it, key's epoch.
+func (b *Redis) runScript(ctx context.Context, key string, keys []string, args []any) (answer, error) {
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
 	defer b.quiet.begin()()
-	raw, err := replySlice(sc.run(octx, b.rdb, keys, args...))
+	raw, err := replySlice(b.acquire.run(octx, b.rdb, keys, args...))
 	if err != nil {
 		return answer{}, err
 	}
@@ -165,7 +170,7 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	id := newLeaseID()
 	keys, args, conc := b.script(a, id)
 	sent, era := time.Now(), b.eraNow()
-	ans, err := b.runScript(ctx, b.acquire, r.Key, keys, args)
+	ans, err := b.runScript(ctx, r.Key, keys, args)
 	if err != nil {
 		return acquireResult{}, "", err
 	}
@@ -202,9 +207,7 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 	return out, ans.epoch, nil
 }
 
-// answer is the acquire script's answer, field for field in this order;
-// the members script's has these fields (no slot, lease nor block), then
-// refused.
+// answer is the acquire script's answer, field for field in this order.
 type answer struct {
 	reason  Reason // 0: granted
 	now, at int64  // unix ms; at: when the refusing limit frees up (0: unknown)
@@ -217,23 +220,20 @@ type answer struct {
 	// fills: per window, what it counted (buckets and reserve) and took,
 	// once the script read the windows (see restore.lua)
 	fills   []int64
-	refused []int64 // the members without room, by place in the request (from 1)
+	refused []int64 // refused, the members without room, by place in the request (from 1)
 }
 
-// parseAnswer reads the acquire or members script's answer (see answer).
+// parseAnswer reads the acquire script's answer (see answer).
 func parseAnswer(raw []any) (answer, error) {
 	bad := func() (answer, error) {
-		return answer{}, fmt.Errorf("throttle: script answered %v", raw)
+		return answer{}, fmt.Errorf("throttle: acquire script answered %v", raw)
 	}
-	if len(raw) != 11 && len(raw) != 12 {
+	if len(raw) != 12 {
 		return bad()
 	}
 	epoch, ok := raw[9].(string)
 	fs, ok2 := raw[10].([]any)
-	refused, ok3 := []any(nil), true
-	if len(raw) == 12 {
-		refused, ok3 = raw[11].([]any)
-	}
+	refused, ok3 := raw[11].([]any)
 	if !ok || !ok2 || !ok3 {
 		return bad()
 	}
@@ -251,7 +251,7 @@ func parseAnswer(raw []any) (answer, error) {
 	a := answer{reason: Reason(v[0]), now: v[1], at: v[2], held: v[3] == 1, expires: v[4], n: int(v[5]),
 		blk: int(v[6]), blockAt: v[7], others: v[8] == 1, epoch: epoch}
 	if len(fs) > 0 {
-		a.fills = v[9 : 9+len(fs)]
+		a.fills = v[9 : 9+len(fs) : 9+len(fs)]
 	}
 	if len(refused) > 0 {
 		a.refused = v[9+len(fs):]

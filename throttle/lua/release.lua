@@ -5,7 +5,8 @@
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   waiting processes: ZSET process id -> arrival (unix ms)
--- KEYS[3..] the rate window HASHes of the request (only when refunding)
+-- KEYS[3..] the rate window HASHes of the request, or of its members (only
+--           when refunding)
 -- then      per With lease: its holders ZSET, its waiting processes ZSET
 --
 -- Returns 1 if the lease and its With leases held their slots, 0 if one had

@@ -1,6 +1,6 @@
--- window: the rate windows of the acquire, members and release scripts,
--- prepended to them after the prelude: how a window's HASH slides and what
--- it counts besides its buckets after a loss (slide), when a full one admits
+-- window: the rate windows of the acquire and release scripts, prepended
+-- to them after the prelude: how a window's HASH slides and what it
+-- counts besides its buckets after a loss (slide), when a full one admits
 -- a weight again (opening), a take, a refund and the epoch key. They read
 -- now and buckets from the prelude; the rest comes as arguments.
 --
