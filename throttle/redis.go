@@ -180,7 +180,7 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		channel:    opt.Prefix + "notify",
 		wakePrefix: opt.Prefix + "wake:",
 		acquire:    newScript(acquireSource()),
-		release:    newScript(clockSource(lua("window") + lua("release"))),
+		release:    newScript(clockSource(lua("release"))),
 		extend:     newScript(clockSource(lua("extend"))),
 		cooldown:   newScript(clockSource(lua("cooldown"))),
 		pass:       newScript(lua("pass")),

@@ -2,7 +2,7 @@
 -- cooldown of one throttle key, on the server's clock; for a batch, as many
 -- leases as fit. For a request with Members, its windows on each member's
 -- windows, all of them or none, with no slot. now (unix ms) and buckets
--- come from prelude.lua, the window functions from window.lua, R (the
+-- come from prelude.lua, slide and opening from window.lua, R (the
 -- reasons) from reasonSource.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
@@ -102,10 +102,23 @@ end
 -- takes more. A process that knew none learns it. The epoch key lives as
 -- long as the longest window's HASH: its expiry is set with it, and renewed
 -- whenever a window's is.
-local etl, lost
-etl, tell, lost = epoch(KEYS[4], nw, period_of, lease_id, known_epoch)
-if lost then
-  return answer({reason = R.lost})
+local etl = 0
+for i = 1, nw do
+  local period = period_of(i)
+  etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
+end
+if nw > 0 then
+  local ep = redis.call('GET', KEYS[4])
+  if not ep then
+    ep = now .. ':' .. lease_id
+    redis.call('SET', KEYS[4], ep, 'PX', etl)
+  end
+  if ep ~= known_epoch then
+    tell = ep
+    if known_epoch ~= '' then
+      return answer({reason = R.lost})
+    end
+  end
 end
 if handover and conc > 0 then
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
@@ -175,8 +188,14 @@ local n = want > 1 and math.max(1, room) or 1
 local expires = conc > 0 and now + ttl or 0
 local blk = nw > 0 and block or 0
 for j = 1, nk do
-  local units = n * weight
-  if take(KEYS[4 + j], period_of(j), wins[j], units) then
+  local key = KEYS[4 + j]
+  local width, lo, fresh, total, curn = unpack(wins[j])
+  local idx, units = math.floor(now / width), n * weight
+  if not fresh then
+    redis.call('HSET', key, idx, curn + units, 't', total + units)
+  else
+    redis.call('HSET', key, idx, curn + units, 't', total + units, 'lo', lo)
+    redis.call('PEXPIRE', key, period_of(j) + 2 * width + 1000)
     redis.call('PEXPIRE', KEYS[4], etl)
   end
   fills[j] = fills[j] + units

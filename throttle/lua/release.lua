@@ -11,7 +11,7 @@
 --
 -- Returns 1 if the lease and its With leases held their slots, 0 if one had
 -- expired or was unknown. now and buckets come from the prelude
--- (prelude.lua), refund from window.lua.
+-- (prelude.lua).
 --
 -- ARGV: the lease's id ('': it holds no slot of its own), a wake-up
 -- channel's prefix (a process listens on prefix .. its id) and message (the
@@ -46,7 +46,14 @@ end
 
 if granted > 0 then
   for i = 1, nwin do
-    refund(KEYS[2 + i], tonumber(ARGV[6 + i]), granted, units)
+    local key = KEYS[2 + i]
+    local field = math.floor(granted / math.floor(tonumber(ARGV[6 + i]) / buckets))
+    local v = redis.call('HMGET', key, 'lo', field)
+    local n = math.min(units, tonumber(v[2] or '0'))
+    if field >= tonumber(v[1] or '0') and n > 0 then
+      redis.call('HINCRBY', key, field, -n)
+      redis.call('HINCRBY', key, 't', -n)
+    end
   end
 end
 

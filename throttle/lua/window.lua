@@ -1,8 +1,8 @@
--- window: the rate windows of the acquire and release scripts, prepended
--- to them after the prelude: how a window's HASH slides and what it
--- counts besides its buckets after a loss (slide), when a full one admits
--- a weight again (opening), a take, a refund and the epoch key. They read
--- now and buckets from the prelude; the rest comes as arguments.
+-- window: the rate windows of the acquire script, prepended to it after
+-- the prelude: how a window's HASH slides and what it counts besides its
+-- buckets after a loss (slide), and when a full one admits a weight again
+-- (opening). They read now and buckets from the prelude; the rest comes as
+-- arguments.
 --
 -- A window HASH holds one field per bucket of floor(period/buckets) ms
 -- (bucket index -> acquisitions; buckets (100) of them for a period of whole
@@ -82,56 +82,4 @@ local function opening(key, period, width, lo, total, limit, reserve, rend, weig
   end
   if reserve > 0 then return math.max(rend, (cur + 1) * width + period) end
   return (cur + 1) * width + period -- at the latest, when all have left
-end
-
--- take counts units now in key, a window of period as slide read it (w:
--- its width, lo, fresh, total and current bucket's count); true if the
--- HASH was fresh, so that its expiry was set, and the epoch key's is due.
-local function take(key, period, w, units)
-  local width, lo, fresh, total, curn = unpack(w)
-  local idx = math.floor(now / width)
-  if fresh then
-    redis.call('HSET', key, idx, curn + units, 't', total + units, 'lo', lo)
-    redis.call('PEXPIRE', key, period + 2 * width + 1000)
-  else
-    redis.call('HSET', key, idx, curn + units, 't', total + units)
-  end
-  return fresh
-end
-
--- refund gives back up to units counted at granted (unix ms) in key, a
--- window of period, unless their bucket has left it: a grant to a caller
--- that had given up, so no call started.
-local function refund(key, period, granted, units)
-  local field = math.floor(granted / math.floor(period / buckets))
-  local v = redis.call('HMGET', key, 'lo', field)
-  local n = math.min(units, tonumber(v[2] or '0'))
-  if field >= tonumber(v[1] or '0') and n > 0 then
-    redis.call('HINCRBY', key, field, -n)
-    redis.call('HINCRBY', key, 't', -n)
-  end
-end
-
--- epoch reads the epoch key (see acquire.lua), making it (now .. ':' .. id)
--- if missing, for nw windows whose periods period_of gives. It returns the
--- epoch key's TTL, the epoch when it is not known (else ''), and whether it
--- is not the one known: Redis lost the key's state.
-local function epoch(key, nw, period_of, id, known)
-  local etl = 0 -- as long as the longest window's HASH lives
-  for i = 1, nw do
-    local period = period_of(i)
-    etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
-  end
-  if nw == 0 then
-    return 0, '', false
-  end
-  local ep = redis.call('GET', key)
-  if not ep then
-    ep = now .. ':' .. id
-    redis.call('SET', key, ep, 'PX', etl)
-  end
-  if ep == known then
-    return etl, '', false
-  end
-  return etl, ep, known ~= ''
 end
