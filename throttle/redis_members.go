@@ -6,34 +6,8 @@ package throttle
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
-
-// attemptMembersOnce is attemptOnce for a, a request with Members.
-func (b *Redis) attemptMembersOnce(ctx context.Context, a acquireArgs) (acquireResult, string, error) {
-	r := a.r
-	keys, args, _ := b.script(a, newLeaseID())
-	ans, err := b.runScript(ctx, r.Key, keys, args)
-	if err != nil {
-		return acquireResult{}, "", err
-	}
-	out := acquireResult{v: verdict{ok: ans.reason == 0, reason: ans.reason}, now: time.UnixMilli(ans.now)}
-	if out.v.ok {
-		out.lease = Lease{Key: r.Key, ID: newLeaseID(), Granted: out.now}
-	}
-	b.ledger.addMembers(r.Key, r.Members, r.Windows, ans.now, r.units()*ans.n, ans.fills) // no fills: nothing read
-	if ans.at > 0 {
-		out.v.at = time.UnixMilli(ans.at)
-	}
-	for _, i := range ans.refused {
-		if i < 1 || i > int64(len(r.Members)) {
-			return acquireResult{}, "", fmt.Errorf("throttle: acquire script refused member %d of %d", i, len(r.Members))
-		}
-		out.v.members = append(out.v.members, r.Members[i-1])
-	}
-	return out, ans.epoch, nil
-}
 
 // restoreLost writes back what this process knows of r's key, or for a
 // request with Members its members' keys, after Redis lost the key's state,

@@ -83,13 +83,9 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 // state writes back what this process knows and runs it again.
 func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
 	defer stallAfter(ctx, a.r.Key)()
-	run := b.attemptOnce
-	if len(a.r.Members) > 0 {
-		run = b.attemptMembersOnce
-	}
 	held := false
 	for try := 0; ; try++ {
-		res, epoch, err := run(ctx, a)
+		res, epoch, err := b.attemptOnce(ctx, a)
 		held = held || res.held
 		if err == nil && res.v.reason == reasonLost && try == 0 {
 			b.mu.Lock()
@@ -164,7 +160,8 @@ func (b *Redis) runScript(ctx context.Context, key string, keys []string, args [
 }
 
 // attemptOnce runs the acquire script once (see attempt), and returns the
-// epoch it answered besides.
+// epoch it answered besides. A request with Members takes no slot: its
+// lease only says when it was granted.
 func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, string, error) {
 	r := a.r
 	id := newLeaseID()
@@ -175,7 +172,11 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		return acquireResult{}, "", err
 	}
 	out := acquireResult{held: ans.held, v: verdict{ok: ans.reason == 0, reason: ans.reason}, now: time.UnixMilli(ans.now)}
-	b.ledger.add(r.Key, r.Windows, ans.now, r.units()*ans.n, ans.fills) // n: 0 for a refusal or a check
+	if units := r.units() * ans.n; len(r.Members) > 0 { // n: 0 for a refusal or a check
+		b.ledger.addMembers(r.Key, r.Members, r.Windows, ans.now, units, ans.fills)
+	} else {
+		b.ledger.add(r.Key, r.Windows, ans.now, units, ans.fills)
+	}
 	switch {
 	case out.v.ok:
 		l := Lease{Key: r.Key, ID: id, Granted: out.now}
@@ -203,6 +204,15 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		if ans.reason == ReasonCooldown {
 			b.ledger.cooldown(r.Key, ans.at)
 		}
+	}
+	for _, i := range ans.refused {
+		if len(r.Members) == 0 {
+			break // r's own windows refused
+		}
+		if i < 1 || i > int64(len(r.Members)) {
+			return acquireResult{}, "", fmt.Errorf("throttle: acquire script refused member %d of %d", i, len(r.Members))
+		}
+		out.v.members = append(out.v.members, r.Members[i-1])
 	}
 	return out, ans.epoch, nil
 }
