@@ -114,7 +114,6 @@ type Redis struct {
 	cooldown   *script
 	pass       *script
 	restoreSc  *script
-	members    *script
 	// memberLines: the waiters of requests with Members (members.go)
 	memberLines memberLines
 	swapLimit   *script
@@ -177,12 +176,11 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		channel:    opt.Prefix + "notify",
 		wakePrefix: opt.Prefix + "wake:",
 		acquire:    newScript(reasonSource(lua("acquire"))),
-		release:    newScript(clockSource(lua("free") + lua("release"))),
+		release:    newScript(clockSource(lua("release"))),
 		extend:     newScript(clockSource(lua("extend"))),
 		cooldown:   newScript(clockSource(lua("cooldown"))),
 		pass:       newScript(lua("pass")),
 		restoreSc:  newScript(clockSource(lua("restore"))),
-		members:    newScript(reasonSource(lua("members"))),
 		swapLimit:  newScript(clockSource(lua("swap_limit"))),
 		loadLimit:  newScript(clockSource(lua("load_limit"))),
 		learned:    make(map[string]int),

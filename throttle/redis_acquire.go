@@ -69,7 +69,7 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 		if busy := b.memberLines.busy(r); len(busy) > 0 {
 			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
 		}
-		res, err = b.attemptMembers(ctx, r)
+		res, err = b.attempt(ctx, acquireArgs{r: r, take: true})
 	} else {
 		b.mu.Lock()
 		queued := b.keys[r.Key].waiting()

@@ -7,6 +7,7 @@ package throttle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -78,34 +79,28 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 	return s.ms, (time.Since(s.got) + timeout + time.Second).Milliseconds()
 }
 
-// attempt runs the acquire script, and after Redis lost the key's state
-// writes back what this process knows and runs it again.
+// attempt runs the acquire script for a, and after Redis lost the key's
+// state writes back what this process knows and runs it again.
 func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
-	var (
-		res  acquireResult
-		held bool
-		err  error
-	)
-	for range 2 {
-		res, err = b.attemptOnce(ctx, a)
+	defer stallAfter(ctx, a.r.Key)()
+	held := false
+	for try := 0; ; try++ {
+		res, epoch, err := b.attemptOnce(ctx, a)
 		held = held || res.held
-		if err != nil || res.v.reason != reasonLost {
-			break
+		if err == nil && res.v.reason == reasonLost && try == 0 {
+			b.mu.Lock()
+			b.newEra()
+			b.mu.Unlock()
+			if err = b.restoreLost(ctx, a.r, epoch); err == nil {
+				continue // written back before it takes more: ask again
+			}
 		}
-		// Redis lost the key's state: write back what this process knows
-		// before it takes more, then ask again.
-		b.mu.Lock()
-		b.newEra()
-		b.mu.Unlock()
-		if err = b.restore(ctx, a.r.Key); err != nil {
-			break
+		res.held = held
+		if err == nil && (res.v.reason == reasonLost || res.v.reason == reasonStale) {
+			res.v = verdict{reason: ReasonConcurrency} // lost again at once, or run late: wait, and ask again
 		}
+		return res, err
 	}
-	res.held = held
-	if err == nil && (res.v.reason == reasonLost || res.v.reason == reasonStale) {
-		res.v = verdict{reason: ReasonConcurrency} // lost again at once: wait, and ask again
-	}
-	return res, err
 }
 
 // script returns the acquire script's KEYS and ARGV for a, the lease to be
@@ -115,7 +110,13 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	k := b.names(r.Key, r.Windows)
 	keys = append([]string{k.holders, k.cooldown, k.waiting, k.epoch}, k.windows...)
 	epoch, proc := "", ""
-	if len(r.Windows) > 0 {
+	switch {
+	case len(r.Members) > 0: // every member's windows, under the request's epoch
+		keys, epoch = keys[:4], b.ledger.groupEpoch(r.Key)
+		for _, m := range r.Members {
+			keys = append(keys, b.namesIn(hashTag(r.Key), MemberKey(r.Key, m), r.Windows).windows...)
+		}
+	case len(r.Windows) > 0:
 		epoch = b.ledger.epoch(r.Key)
 	}
 	if a.queue {
@@ -130,65 +131,52 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 		requeue = 1
 	}
 	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
-	args = acquireArgv{
-		leaseID: id, conc: conc, ttl: r.LeaseTTL().Milliseconds(), want: want, proc: proc,
-		releaseID: redisID(a.release.ID), wakePrefix: b.wakePrefix, key: r.Key, requeue: requeue,
-		knownEpoch: epoch, weight: r.units(), block: a.block, blockIn: blockSpan(r.Windows).Milliseconds(),
-		channel: b.channel, ref: ref, maxAge: maxAge,
-	}.list()
+	args = []any{id, conc, r.LeaseTTL().Milliseconds(), want, proc, redisID(a.release.ID), b.wakePrefix, r.Key, // ARGV: see lua/acquire.lua
+		requeue, epoch, r.units(), a.block, blockSpan(r.Windows).Milliseconds(), b.channel, ref, maxAge}
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
 	}
 	return keys, args, conc
 }
 
-// acquireArgv is the acquire script's ARGV before the windows' limits and
-// periods, in this order (see lua/acquire.lua, where each is described).
-type acquireArgv struct {
-	leaseID         string
-	conc            int
-	ttl             int64
-	want            int
-	proc, releaseID string
-	wakePrefix, key string
-	requeue         int
-	knownEpoch      string
-	weight, block   int
-	blockIn         int64
-	channel         string
-	ref, maxAge     int64
+// runScript runs the acquire script for key and reads its answer, noting
+// the server's time and, unless Redis lost it, key's epoch.
+func (b *Redis) runScript(ctx context.Context, key string, keys []string, args []any) (answer, error) {
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	defer b.quiet.begin()()
+	raw, err := replySlice(b.acquire.run(octx, b.rdb, keys, args...))
+	if err != nil {
+		return answer{}, err
+	}
+	ans, err := parseAnswer(raw)
+	if err == nil {
+		b.ref.saw(ans.now)
+		if ans.epoch != "" && ans.reason != reasonLost {
+			b.ledger.learn(key, ans.epoch)
+		}
+	}
+	return ans, err
 }
 
-// list returns a's fields in ARGV order.
-func (a acquireArgv) list() []any {
-	return []any{a.leaseID, a.conc, a.ttl, a.want, a.proc, a.releaseID, a.wakePrefix, a.key, a.requeue,
-		a.knownEpoch, a.weight, a.block, a.blockIn, a.channel, a.ref, a.maxAge}
-}
-
-// attemptOnce runs the acquire script once (see attempt).
-func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, error) {
+// attemptOnce runs the acquire script once (see attempt), and returns the
+// epoch it answered besides. A request with Members takes no slot: its
+// lease only says when it was granted.
+func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, string, error) {
 	r := a.r
 	id := newLeaseID()
 	keys, args, conc := b.script(a, id)
-	octx, cancel := b.opCtx(ctx)
-	defer cancel()
-	defer stallAfter(ctx, r.Key)()
-	defer b.quiet.begin()()
 	sent, era := time.Now(), b.eraNow()
-	raw, err := replySlice(b.acquire.run(octx, b.rdb, keys, args...))
+	ans, err := b.runScript(ctx, r.Key, keys, args)
 	if err != nil {
-		return acquireResult{}, err
-	}
-	ans, err := parseAnswer(raw)
-	if err != nil {
-		return acquireResult{}, err
-	}
-	b.ref.saw(ans.now)
-	if ans.epoch != "" && ans.reason != reasonLost {
-		b.ledger.learn(r.Key, ans.epoch)
+		return acquireResult{}, "", err
 	}
 	out := acquireResult{held: ans.held, v: verdict{ok: ans.reason == 0, reason: ans.reason}, now: time.UnixMilli(ans.now)}
-	b.ledger.add(r.Key, r.Windows, ans.now, r.units()*ans.n, ans.fills) // n: 0 for a refusal or a check
+	if units := r.units() * ans.n; len(r.Members) > 0 { // n: 0 for a refusal or a check
+		b.ledger.addMembers(r.Key, r.Members, r.Windows, ans.now, units, ans.fills)
+	} else {
+		b.ledger.add(r.Key, r.Windows, ans.now, units, ans.fills)
+	}
 	switch {
 	case out.v.ok:
 		l := Lease{Key: r.Key, ID: id, Granted: out.now}
@@ -217,7 +205,16 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 			b.ledger.cooldown(r.Key, ans.at)
 		}
 	}
-	return out, nil
+	for _, i := range ans.refused {
+		if len(r.Members) == 0 {
+			break // r's own windows refused
+		}
+		if i < 1 || i > int64(len(r.Members)) {
+			return acquireResult{}, "", fmt.Errorf("throttle: acquire script refused member %d of %d", i, len(r.Members))
+		}
+		out.v.members = append(out.v.members, r.Members[i-1])
+	}
+	return out, ans.epoch, nil
 }
 
 // answer is the acquire script's answer, field for field in this order.
@@ -232,7 +229,8 @@ type answer struct {
 	epoch   string // the key's epoch, when the process did not know it
 	// fills: per window, what it counted (buckets and reserve) and took,
 	// once the script read the windows (see restore.lua)
-	fills []int64
+	fills   []int64
+	refused []int64 // refused, the members without room, by place in the request (from 1)
 }
 
 // parseAnswer reads the acquire script's answer (see answer).
@@ -240,29 +238,33 @@ func parseAnswer(raw []any) (answer, error) {
 	bad := func() (answer, error) {
 		return answer{}, fmt.Errorf("throttle: acquire script answered %v", raw)
 	}
-	if len(raw) != 11 {
+	if len(raw) != 12 {
 		return bad()
 	}
 	epoch, ok := raw[9].(string)
 	fs, ok2 := raw[10].([]any)
-	if !ok || !ok2 {
+	refused, ok3 := raw[11].([]any)
+	if !ok || !ok2 || !ok3 {
 		return bad()
 	}
-	var v []int64 // the nine numbers, then the fills
-	for _, x := range append(raw[:9:9], fs...) {
+	var v []int64 // the nine numbers, the fills, then those refused
+	for _, x := range slices.Concat(raw[:9], fs, refused) {
 		n, ok := x.(int64)
 		if !ok || n < 0 {
 			return bad()
 		}
 		v = append(v, n)
 	}
-	if v[3] > 1 || v[8] > 1 || v[0] == 0 && v[1] == 0 {
+	if v[3] > 1 || v[8] > 1 || v[1] == 0 {
 		return bad()
 	}
 	a := answer{reason: Reason(v[0]), now: v[1], at: v[2], held: v[3] == 1, expires: v[4], n: int(v[5]),
 		blk: int(v[6]), blockAt: v[7], others: v[8] == 1, epoch: epoch}
 	if len(fs) > 0 {
-		a.fills = v[9:]
+		a.fills = v[9 : 9+len(fs) : 9+len(fs)]
+	}
+	if len(refused) > 0 {
+		a.refused = v[9+len(fs):]
 	}
 	return a, nil
 }

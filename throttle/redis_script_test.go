@@ -1,8 +1,11 @@
 package throttle
 
 import (
+	"context"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 )
 
 // The acquire script's answers, as go-redis hands them over: what each
@@ -18,7 +21,7 @@ func TestParseAnswer(t *testing.T) {
 		return out
 	}
 	fills := []any{int64(7), int64(120)}
-	with := func(head []any, epoch string, fills []any) []any { return append(head, epoch, fills) }
+	with := func(head []any, epoch string, fills []any) []any { return append(head, epoch, fills, []any{}) }
 	for _, tc := range []struct {
 		name string
 		raw  []any
@@ -45,11 +48,16 @@ func TestParseAnswer(t *testing.T) {
 		{"one element too many", append(with(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), "", []any{}), int64(1)), answer{}, true},
 		{"a string for a number", with(append(i(0), "1000", int64(0), int64(0), int64(0), int64(1), int64(0), int64(0), int64(0)), "", []any{}), answer{}, true},
 		{"negative count", with(i(0, 1000, 0, 0, 0, -1, 0, 0, 0), "", []any{}), answer{}, true},
-		{"epoch not a string", append(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), int64(5), []any{}), answer{}, true},
-		{"fills not a list", append(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), "", "7"), answer{}, true},
+		{"epoch not a string", append(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), int64(5), []any{}, []any{}), answer{}, true},
+		{"fills not a list", append(i(0, 1000, 0, 0, 0, 1, 0, 0, 0), "", "7", []any{}), answer{}, true},
 		{"a fill not a number", with(i(2, 1000, 0, 0, 0, 0, 0, 0, 0), "", []any{"7"}), answer{}, true},
 		{"a negative fill", with(i(2, 1000, 0, 0, 0, 0, 0, 0, 0), "", []any{int64(-7)}), answer{}, true},
-		{"fills before the epoch", append(i(2, 1000, 0, 0, 0, 0, 0, 0, 0), fills, "9:x"), answer{}, true},
+		{"fills before the epoch", append(i(2, 1000, 0, 0, 0, 0, 0, 0, 0), fills, "9:x", []any{}), answer{}, true},
+		{"members refused", append(i(2, 1000, 5000, 0, 0, 0, 0, 0, 0), "", fills, i(1, 3)),
+			answer{reason: ReasonRate, now: 1000, at: 5000, fills: []int64{7, 120}, refused: []int64{1, 3}}, false},
+		{"without refused", append(i(2, 1000, 5000, 0, 0, 0, 0, 0, 0), "", fills), answer{}, true},
+		{"refused not a list", append(i(2, 1000, 5000, 0, 0, 0, 0, 0, 0), "", fills, int64(1)), answer{}, true},
+		{"a negative refused", append(i(2, 1000, 5000, 0, 0, 0, 0, 0, 0), "", fills, i(-1)), answer{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseAnswer(tc.raw)
@@ -66,5 +74,29 @@ func TestParseAnswer(t *testing.T) {
 				t.Errorf("parseAnswer(%v) = %+v, want %+v", tc.raw, got, tc.want)
 			}
 		})
+	}
+}
+
+// A grant with Members to a caller that gave up as it came is given back on
+// every member's windows: they admit as much as before it.
+func TestRedisMembersRefund(t *testing.T) {
+	t.Parallel()
+	b := twoProcesses(t)[0]
+	ctx := context.Background()
+	r := Request{Key: "refund", Windows: []Window{{Limit: 2, Period: time.Minute}, {Limit: 5, Period: time.Hour}},
+		Members: []string{"a", "b"}}
+	res, err := b.attempt(ctx, acquireArgs{r: r, take: true})
+	if err != nil || !res.v.ok {
+		t.Fatalf("first grant: %+v, %v", res, err)
+	}
+	b.refundMembers(res.lease, r)
+	for i := range 2 {
+		if res, err = b.attempt(ctx, acquireArgs{r: r, take: true}); err != nil || !res.v.ok {
+			t.Fatalf("grant %d after the refund: %+v, %v", i+1, res, err)
+		}
+	}
+	res, err = b.attempt(ctx, acquireArgs{r: r, take: true})
+	if err != nil || res.v.ok || res.v.reason != ReasonRate || !slices.Equal(res.v.members, r.Members) {
+		t.Fatalf("third grant after the refund: %+v, %v; want a rate refusal naming both members", res, err)
 	}
 }

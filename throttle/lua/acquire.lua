@@ -1,8 +1,9 @@
 -- acquire: check and take a concurrency slot, every rate window and the
 -- cooldown of one throttle key, on the server's clock; for a batch, as many
--- leases as fit. now (unix ms) and buckets come from prelude.lua, slide and
--- opening (the rate windows) from window.lua, R (the reasons) from
--- acquireSource.
+-- leases as fit. For a request with Members, its windows on each member's
+-- windows, all of them or none, with no slot. now (unix ms) and buckets
+-- come from prelude.lua, slide and opening from window.lua, R (the
+-- reasons) from reasonSource.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
@@ -10,9 +11,10 @@
 -- KEYS[4]   epoch: STRING "<birth unix ms>:<id>", made by the first script to
 --           find it missing, expiring with the windows; with no rate window,
 --           neither read nor made
--- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
+-- KEYS[5..] one HASH per rate window: bucket index -> acquisitions; with
+--           Members, each member's in turn, in the request's order
 --
--- ARGV, in the order of acquireArgv's fields (redis_script.go), then per
+-- ARGV, in this order (as script, redis_script.go, sends them), then per
 -- window, in KEYS order, its limit and period (ms):
 local lease_id = ARGV[1]
 local conc = tonumber(ARGV[2]) -- concurrency (0: no limit, no slot taken)
@@ -48,10 +50,10 @@ local channel = ARGV[14]
 -- request. One run later (REDIS.md, Redis that hangs) takes nothing but its
 -- hand-over's release, and answers R.stale.
 local ref, max_age = tonumber(ARGV[15]), tonumber(ARGV[16])
-local nw = #KEYS - 4
--- the limit and period of window i (KEYS[4 + i])
-local function limit_of(i) return tonumber(ARGV[15 + 2 * i]) end
-local function period_of(i) return tonumber(ARGV[16 + 2 * i]) end
+local nw, nk = (#ARGV - 16) / 2, #KEYS - 4 -- windows, and their HASHes (KEYS[4 + j])
+-- the limit and period of the window of KEYS[4 + j]
+local function limit_of(j) return tonumber(ARGV[15 + 2 * ((j - 1) % nw + 1)]) end
+local function period_of(j) return tonumber(ARGV[16 + 2 * ((j - 1) % nw + 1)]) end
 
 -- wake the process that has waited longest for a slot
 local function wake()
@@ -72,12 +74,13 @@ end
 local held = 0
 local tell = '' -- the epoch, when the process did not know it
 local fills = {} -- per window, what it counted and took (see answer.fills)
+local refused = {} -- the members without room, by their place in the request (1..)
 -- answer returns the reply, the fields of the Go type answer
 -- (redis_script.go) in its order, from a's; reason 0 is a grant, else one
 -- of R, the Go constants, described there.
 local function answer(a)
   return {a.reason or 0, now, a.at or 0, held, a.expires or 0, a.n or 0, a.blk or 0, a.block_at or 0,
-    a.others or 0, tell, fills}
+    a.others or 0, tell, fills, refused}
 end
 
 -- a hand-over releases its lease first, whatever the answer
@@ -96,9 +99,9 @@ end
 
 -- The epoch: a process that knew another one has grants that Redis lost
 -- (restarted empty, flushed): it writes them back (restore.lua) before it
--- takes more. A process that knew none learns it.
--- The epoch key lives as long as the longest window's HASH: its expiry is
--- set with it, and renewed whenever a window's is.
+-- takes more. A process that knew none learns it. The epoch key lives as
+-- long as the longest window's HASH: its expiry is set with it, and renewed
+-- whenever a window's is.
 local etl = 0
 for i = 1, nw do
   local period = period_of(i)
@@ -146,18 +149,18 @@ local by_reserve = true -- every window refused would admit but for its reserve
 local wins = {}
 local room = want -- the leases every limit admits, up to want
 local free_units = {} -- per window, the units it admits
-for i = 1, nw do
-  local limit, period = limit_of(i), period_of(i)
-  local width, lo, total, fresh, curn, rend, reserve = slide(KEYS[4 + i], period, limit, KEYS[4], etl)
-  wins[i] = {width, lo, fresh, total, curn}
-  fills[i] = total + reserve
+for j = 1, nk do
+  local limit, period, m = limit_of(j), period_of(j), math.ceil(j / nw)
+  local width, lo, total, fresh, curn, rend, reserve = slide(KEYS[4 + j], period, limit, KEYS[4], etl)
+  wins[j] = {width, lo, fresh, total, curn}
+  fills[j] = total + reserve
   if total + reserve + weight > limit then
+    if refused[#refused] ~= m then refused[#refused + 1] = m end
     by_reserve = by_reserve and total + weight <= limit
-    local at = opening(KEYS[4 + i], period, width, lo, total, limit, reserve, rend, weight)
-    if at > worst then worst = at end
+    worst = math.max(worst, opening(KEYS[4 + j], period, width, lo, total, limit, reserve, rend, weight))
   end
   room = math.min(room, math.floor((limit - total - reserve) / weight))
-  free_units[i] = limit - total - reserve
+  free_units[j] = limit - total - reserve
 end
 if worst > 0 then
   return refuse(by_reserve and R.reserve or R.rate, worst)
@@ -184,19 +187,19 @@ end
 local n = want > 1 and math.max(1, room) or 1
 local expires = conc > 0 and now + ttl or 0
 local blk = nw > 0 and block or 0
-for i = 1, nw do
-  local key = KEYS[4 + i]
-  local width, lo, fresh, total, curn = unpack(wins[i])
+for j = 1, nk do
+  local key = KEYS[4 + j]
+  local width, lo, fresh, total, curn = unpack(wins[j])
   local idx, units = math.floor(now / width), n * weight
   if not fresh then
     redis.call('HSET', key, idx, curn + units, 't', total + units)
   else
     redis.call('HSET', key, idx, curn + units, 't', total + units, 'lo', lo)
-    redis.call('PEXPIRE', key, period_of(i) + 2 * width + 1000)
+    redis.call('PEXPIRE', key, period_of(j) + 2 * width + 1000)
     redis.call('PEXPIRE', KEYS[4], etl)
   end
-  fills[i] = fills[i] + units
-  blk = math.min(blk, free_units[i] - units)
+  fills[j] = fills[j] + units
+  blk = math.min(blk, free_units[j] - units)
 end
 if conc > 0 then
   local add = {'ZADD', KEYS[1], expires, lease_id}
@@ -213,11 +216,11 @@ if conc > 0 then
 end
 blk = math.max(0, blk)
 if blk > 0 then
-  for i = 1, nw do
-    local width = wins[i][1]
-    redis.call('HINCRBY', KEYS[4 + i], math.floor((now + block_in) / width), blk)
-    redis.call('HINCRBY', KEYS[4 + i], 't', blk)
-    fills[i] = fills[i] + blk
+  for j = 1, nk do
+    local width = wins[j][1]
+    redis.call('HINCRBY', KEYS[4 + j], math.floor((now + block_in) / width), blk)
+    redis.call('HINCRBY', KEYS[4 + j], 't', blk)
+    fills[j] = fills[j] + blk
   end
 end
 if proc ~= '' then

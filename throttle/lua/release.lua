@@ -5,12 +5,13 @@
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
 -- KEYS[2]   waiting processes: ZSET process id -> arrival (unix ms)
--- KEYS[3..] the rate window HASHes of the request (only when refunding)
+-- KEYS[3..] the rate window HASHes of the request, or of its members (only
+--           when refunding)
 -- then      per With lease: its holders ZSET, its waiting processes ZSET
 --
 -- Returns 1 if the lease and its With leases held their slots, 0 if one had
 -- expired or was unknown. now and buckets come from the prelude
--- (prelude.lua), free from free.lua.
+-- (prelude.lua).
 --
 -- ARGV: the lease's id ('': it holds no slot of its own), a wake-up
 -- channel's prefix (a process listens on prefix .. its id) and message (the
@@ -21,14 +22,35 @@ local lease_id, wake_prefix, throttle_key = ARGV[1], ARGV[2], ARGV[3]
 local granted, units, nwith = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local nwin = #KEYS - 2 - 2 * nwith
 
+-- free gives back lease id's slot in the holders ZSET and, if it held one
+-- or its window counts were refunded, wakes the process that has waited
+-- longest on the waiting ZSET (publishing key on wake_prefix .. its id).
+-- Returns 1 if the lease still held its slot, 0 if it had expired or was
+-- unknown.
+local function free(holders, waiting, id, key, refunded)
+  local score = redis.call('ZSCORE', holders, id)
+  if score then
+    redis.call('ZREM', holders, id)
+  end
+  if score or refunded then
+    local w = redis.call('ZPOPMIN', waiting)
+    if #w > 0 then
+      redis.call('PUBLISH', wake_prefix .. w[1], key)
+    end
+  end
+  if not score or tonumber(score) <= now then
+    return 0
+  end
+  return 1
+end
+
 if granted > 0 then
   for i = 1, nwin do
     local key = KEYS[2 + i]
-    local width = math.floor(tonumber(ARGV[6 + i]) / buckets)
-    local field = math.floor(granted / width)
-    local lo = tonumber(redis.call('HGET', key, 'lo') or '0')
-    local n = math.min(units, tonumber(redis.call('HGET', key, field) or '0'))
-    if field >= lo and n > 0 then
+    local field = math.floor(granted / math.floor(tonumber(ARGV[6 + i]) / buckets))
+    local v = redis.call('HMGET', key, 'lo', field)
+    local n = math.min(units, tonumber(v[2] or '0'))
+    if field >= tonumber(v[1] or '0') and n > 0 then
       redis.call('HINCRBY', key, field, -n)
       redis.call('HINCRBY', key, 't', -n)
     end
@@ -38,9 +60,9 @@ end
 local held = 1
 for i = 1, nwith do
   local k, a = 2 + nwin + 2 * i, 6 + nwin + 2 * i
-  held = math.min(held, free(KEYS[k - 1], KEYS[k], ARGV[a - 1], wake_prefix, ARGV[a], false))
+  held = math.min(held, free(KEYS[k - 1], KEYS[k], ARGV[a - 1], ARGV[a], false))
 end
 if lease_id == '' then
   return held
 end
-return math.min(held, free(KEYS[1], KEYS[2], lease_id, wake_prefix, throttle_key, granted > 0))
+return math.min(held, free(KEYS[1], KEYS[2], lease_id, throttle_key, granted > 0))

@@ -1,8 +1,8 @@
--- window: the rate windows of the acquire and members scripts, prepended
--- to them after the prelude: how a window's HASH slides and what it counts
--- besides its buckets after a loss (slide), and when a full one admits a
--- weight again (opening). They read now and buckets from the
--- prelude; the rest comes as arguments.
+-- window: the rate windows of the acquire script, prepended to it after
+-- the prelude: how a window's HASH slides and what it counts besides its
+-- buckets after a loss (slide), and when a full one admits a weight again
+-- (opening). They read now and buckets from the prelude; the rest comes as
+-- arguments.
 --
 -- A window HASH holds one field per bucket of floor(period/buckets) ms
 -- (bucket index -> acquisitions; buckets (100) of them for a period of whole
