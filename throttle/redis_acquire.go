@@ -105,7 +105,7 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 	b.mu.Lock()
 	k := b.keys[r.Key]
 	if k == nil {
-		k = &rkey{wake: make(chan struct{}, 1)}
+		k = &rkey{wake: make(chan bool, 1)}
 		b.keys[r.Key] = k
 	}
 	var behind refusal // the refusal of the head this waiter queues behind
@@ -200,7 +200,7 @@ func (b *Redis) lead(ctx context.Context, k *rkey, w *rwaiter) (Lease, error) {
 // or else how long to wait at most before asking again.
 func (b *Redis) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool) (Lease, time.Duration, error) {
 	r := w.req
-	batch, more := b.claimBatch(r.Key, w, r, more)
+	batch, more := b.claimBatch(r.Key, w, more)
 	res, err := b.attempt(ctx, acquireArgs{r: r, take: true, batch: len(batch), queue: true, requeue: more, block: b.blockFor(r)})
 	b.deliver(r.Key, batch, res.extra)
 	v, now := res.v, res.now
@@ -251,10 +251,7 @@ func (b *Redis) await(ctx context.Context, k *rkey, w *rwaiter, d time.Duration,
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-k.wake:
-		b.mu.Lock()
-		*woken, k.targeted = k.targeted, false
-		b.mu.Unlock()
+	case *woken = <-k.wake:
 	case <-t.C:
 	case l := <-w.slot:
 		return b.accept(ctx, l, w), nil

@@ -6,17 +6,16 @@ package throttle
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
 // rkey is the local state of one key: its queue of waiters and the signal
-// that wakes the head.
+// that wakes the head: true if it was this process's turn for a slot (not
+// a cooldown broadcast), which a head that cannot use it passes on.
 type rkey struct {
 	waiters line[*rwaiter]
-	wake    chan struct{}
-	// targeted: the last wake-up was this process's turn for a slot (not a
-	// cooldown broadcast), so a head that cannot use it passes it on.
-	targeted bool
+	wake    chan bool
 	// refused is the head's last refusal, which a waiter arriving behind it
 	// uses to fail at once as the head would (a cooldown it does not wait out,
 	// a wait past its deadline).
@@ -69,39 +68,15 @@ type rwaiter struct {
 	yielded bool
 }
 
-// available reports whether w may be handed a slot now: it is not asking
-// Redis itself, nothing is claimed for it or waits in its slot, and it has
-// not left. The caller holds Redis.mu.
-func (w *rwaiter) available() bool { return !w.busy && !w.claimed && !w.gone && len(w.slot) == 0 }
-
-// available returns the first waiter of k (nil: none) in arrival order
-// that is available. The caller holds Redis.mu.
-func (k *rkey) available() *rwaiter {
-	if k == nil {
-		return nil
-	}
-	for w := range k.waiters.all() {
-		if w.available() {
-			return w
-		}
-	}
-	return nil
-}
+// available reports whether w, a waiter in line, may be handed a slot now:
+// it is not asking Redis itself, and nothing is claimed for it or waits in
+// its slot. The caller holds Redis.mu.
+func (w *rwaiter) available() bool { return !w.busy && !w.claimed && len(w.slot) == 0 }
 
 // sameLimits reports whether a lease granted for a may serve b: the same
-// concurrency, lease TTL and windows, as the Redis backend counts them (in
-// whole milliseconds).
+// concurrency, lease TTL, weight and windows.
 func sameLimits(a, b Request) bool {
-	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
-	if a.Concurrency != b.Concurrency || ms(a.LeaseTTL()) != ms(b.LeaseTTL()) || len(a.Windows) != len(b.Windows) || a.units() != b.units() {
-		return false
-	}
-	for i, w := range a.Windows {
-		if w.Limit != b.Windows[i].Limit || ms(w.Period) != ms(b.Windows[i].Period) {
-			return false
-		}
-	}
-	return true
+	return a.Concurrency == b.Concurrency && a.LeaseTTL() == b.LeaseTTL() && a.units() == b.units() && slices.Equal(a.Windows, b.Windows)
 }
 
 // leave takes a waiter out of its key's queue and hands the turn on. A lease

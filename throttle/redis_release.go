@@ -76,31 +76,6 @@ func (b *Redis) released(l Lease, held bool, err error) error {
 	return nil
 }
 
-// claimNext claims the first available waiter of key (nil if none) for a
-// slot a Release frees, and reports whether more than one waiter queues.
-func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
-	b.mu.Lock()
-	if k := b.keys[key]; k != nil {
-		if next = k.available(); next != nil {
-			next.claimed = true
-		}
-		more = k.waiters.len() > 1
-	}
-	b.mu.Unlock()
-	return next, more
-}
-
-// handOver releases l and hands its slot to next, the waiter claimed for it.
-func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool) error {
-	// Hand the slot over in one round trip, unless another process has
-	// waited longer for it; this process stays queued if more wait.
-	batch, more := b.claimBatch(l.Key, next, next.req, more)
-	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, batch: len(batch), queue: true, release: l, requeue: more, block: b.blockFor(next.req)})
-	b.deliver(l.Key, batch, res.extra)
-	b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded)
-	return b.released(l, res.held, err)
-}
-
 // Extend implements Backend.
 func (b *Redis) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	if ttl < time.Millisecond {

@@ -1,0 +1,184 @@
+// Hand-overs of the Redis backend: the messages a process receives
+// (dispatch), wake-ups passed on (passOn), the waiters claimed for a slot
+// (claim), and leases handed over (handOver, settle), handed on (handOn)
+// or given back (giveBack). A head's ask and a hand-over take leases for the
+// waiters behind too (claimBatch), so that one round trip serves as many
+// of them as the limits allow.
+
+package throttle
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// maxBatch bounds the leases one ask takes for the waiters of a process.
+const maxBatch = 64
+
+// dispatch handles a message of the subscription: on the broadcast
+// channel, a notice that another process queued for a key's slot, or a
+// key's cooldown, which wakes its head; on this process's own, its turn
+// for a slot of the key, which wakes the head, or, if nobody here waits on
+// the key any more, goes to the next process.
+func (b *Redis) dispatch(channel, payload string) {
+	own := channel != b.channel
+	if rest, ok := strings.CutPrefix(payload, "\n"); ok && !own {
+		if proc, key, _ := strings.Cut(rest, "\n"); proc != b.proc {
+			b.noteContended(key, true, time.Time{}) // another process queued for a slot
+		}
+		return
+	}
+	b.mu.Lock()
+	k := b.keys[payload]
+	if k != nil {
+		select { // one wake-up waits at most: this one, or the one before if it was this process's turn
+		case was := <-k.wake:
+			own = own || was
+		default:
+		}
+		k.wake <- own
+	}
+	b.mu.Unlock()
+	if k == nil && own {
+		b.passOn(payload)
+	}
+}
+
+// passOn wakes the next process waiting on key.
+func (b *Redis) passOn(key string) {
+	if b.isDown() {
+		return // waiters' timers still run
+	}
+	octx, cancel := b.opCtx(context.Background())
+	defer cancel()
+	_, _ = b.pass.run(octx, b.rdb, []string{b.names(key, nil).waiting}, b.wakePrefix, key) // lost: waiters' timers still run
+}
+
+// claim claims for a hand-over, in arrival order, up to n available waiters
+// of k (nil: none) other than but whose limits, as capped makes them, are
+// those of r (nil: any limits). The caller holds Redis.mu.
+func (b *Redis) claim(k *rkey, r *Request, but *rwaiter, n int) (ws []*rwaiter) {
+	if k == nil {
+		return nil
+	}
+	var limits Request
+	if r != nil {
+		limits = b.capped(*r)
+	}
+	for w := range k.waiters.all() {
+		if len(ws) == n {
+			break
+		}
+		if w != but && w.available() && (r == nil || sameLimits(b.capped(w.req), limits)) {
+			w.claimed = true
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
+// claimNext claims the first available waiter of key (nil if none) for a
+// slot a Release frees, and reports whether more than one waiter queues.
+func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := b.keys[key]
+	if ws := b.claim(k, nil, nil, 1); len(ws) > 0 {
+		next = ws[0]
+	}
+	return next, k.waiting() && k.waiters.len() > 1
+}
+
+// claimBatch claims, for the ask of w (the head of key's line, or the
+// waiter a hand-over serves), the other waiters that a lease granted under
+// w's limits serves, unless the key's last answer was a refusal for want of
+// a slot: a key whose slots are all taken frees one at a time. more (other
+// waiters queue) becomes whether some waiter is left beyond the batch.
+func (b *Redis) claimBatch(key string, w *rwaiter, more bool) (batch []*rwaiter, _ bool) {
+	if !more {
+		return nil, more
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := b.keys[key]
+	if k == nil || k.refused != nil && k.refused.v.reason == ReasonConcurrency {
+		return nil, more
+	}
+	batch = b.claim(k, &w.req, w, maxBatch-1)
+	return batch, k.waiters.len()-1 > len(batch)
+}
+
+// handOver releases l and hands its slot to next, the waiter claimed for it,
+// in one round trip, unless another process has waited longer for it; this
+// process stays queued if more wait.
+func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool) error {
+	batch, more := b.claimBatch(l.Key, next, more)
+	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, batch: len(batch), queue: true, release: l, requeue: more, block: b.blockFor(next.req)})
+	b.deliver(l.Key, batch, res.extra)
+	b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded)
+	return b.released(l, res.held, err)
+}
+
+// deliver hands the batch's leases to the waiters claimed for them, in
+// order; a waiter the limits left without one gets none and waits on.
+func (b *Redis) deliver(key string, batch []*rwaiter, leases []Lease) {
+	for i, x := range batch {
+		var l Lease
+		if i < len(leases) {
+			l = leases[i]
+		}
+		b.settle(key, x, l, false, false)
+	}
+}
+
+// settle delivers the result of a hand-over to the waiter w claimed for it,
+// or, if w left meanwhile, hands the lease on. requeued: the hand-over
+// granted a slot and queued this process again for its other waiters.
+// yielded: it left the slot to another process and queued this one.
+func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) {
+	b.mu.Lock()
+	w.claimed, w.yielded = false, yielded
+	if k := b.keys[key]; k != nil && requeued && l.ID != "" {
+		k.full = true
+	}
+	gone := w.gone
+	if !gone {
+		w.slot <- l // never blocks: a claimed waiter is sent nothing else
+	}
+	b.mu.Unlock()
+	if gone && l.ID != "" {
+		b.handOn(key, l, w.req)
+	}
+}
+
+// handOn gives a lease granted for r, which its waiter cannot use, to the
+// first available waiter of the key with the same limits, or back to Redis.
+func (b *Redis) handOn(key string, l Lease, r Request) {
+	b.mu.Lock()
+	ws := b.claim(b.keys[key], &r, nil, 1)
+	b.mu.Unlock()
+	if len(ws) == 0 {
+		b.giveBack(l, r)
+		return
+	}
+	b.settle(key, ws[0], l, false, false)
+}
+
+// giveBack releases a lease and refunds its window counts.
+func (b *Redis) giveBack(l Lease, r Request) {
+	if b.isDown() {
+		if l.HoldsSlot() {
+			b.orphan(l) // released, without a refund, when Redis answers
+		}
+		return
+	}
+	if known, _, _ := b.unhold(l); known {
+		b.letGo(l.Key)
+	}
+	octx, cancel := b.opCtx(context.Background())
+	defer cancel()
+	if _, err := b.releaseScript(octx, l, r.Windows, r.units()); err == nil { // on failure the TTL frees the slot
+		b.ledger.remove(r.Windows, l.Granted.UnixMilli(), r.units(), r.Key)
+	}
+}
