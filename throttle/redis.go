@@ -134,7 +134,7 @@ type Redis struct {
 	mu               sync.Mutex
 	keys             map[string]*rkey
 	hot              map[string]*hot   // the hot path without Redis (redis_local.go)
-	held             map[string]held   // by Redis lease id
+	held             map[string]*held  // by Redis lease id
 	heldSweep        int               // held's size at which expired entries go
 	gen              atomic.Uint64     // names the leases handed on locally
 	era              uint64            // bumped when Redis may have lost its state (newEra)
@@ -193,7 +193,7 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		local:      NewMemory(),
 		keys:       make(map[string]*rkey),
 		hot:        make(map[string]*hot),
-		held:       make(map[string]held),
+		held:       make(map[string]*held),
 		heldSweep:  1024,
 		quietFor:   localSpan,
 		done:       make(chan struct{}),

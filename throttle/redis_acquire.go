@@ -108,15 +108,13 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 		k = &rkey{wake: make(chan bool, 1)}
 		b.keys[r.Key] = k
 	}
+	if err := k.refused.failsAtOnce(ctx, r); err != nil { // a new k has none
+		b.mu.Unlock()
+		return Lease{}, err
+	}
 	var behind refusal // the refusal of the head this waiter queues behind
-	if k.waiting() {
-		if err := k.refused.failsAtOnce(ctx, r); err != nil {
-			b.mu.Unlock()
-			return Lease{}, err
-		}
-		if k.refused != nil {
-			behind = *k.refused
-		}
+	if k.refused != nil {
+		behind = *k.refused
 	}
 	w := &rwaiter{waiter: newWaiter(ctx, r), slot: make(chan Lease, 1)}
 	if k.waiters.push(w) {
@@ -125,8 +123,7 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 	b.mu.Unlock()
 	stalled(ctx, r.Key, behind.v, behind.at)
 	defer func() {
-		served := err == nil && !strings.HasPrefix(l.ID, localLease) // a lease of Redis
-		b.leave(r.Key, k, w, &served)
+		b.leave(r.Key, k, w, err == nil && !strings.HasPrefix(l.ID, localLease)) // served by Redis
 	}()
 	tick := time.NewTicker(StallAfter)
 	defer tick.Stop()
@@ -200,9 +197,7 @@ func (b *Redis) lead(ctx context.Context, k *rkey, w *rwaiter) (Lease, error) {
 // or else how long to wait at most before asking again.
 func (b *Redis) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool) (Lease, time.Duration, error) {
 	r := w.req
-	batch, more := b.claimBatch(r.Key, w, more)
-	res, err := b.attempt(ctx, acquireArgs{r: r, take: true, batch: len(batch), queue: true, requeue: more, block: b.blockFor(r)})
-	b.deliver(r.Key, batch, res.extra)
+	res, more, err := b.askFor(ctx, w, Lease{}, more)
 	v, now := res.v, res.now
 	at := time.Now().Add(v.at.Sub(now)) // when the refusing limit frees up, on the local clock
 	// Granted, w stays busy, so that no Release hands it a slot on its way

@@ -2,8 +2,8 @@
 // (dispatch), wake-ups passed on (passOn), the waiters claimed for a slot
 // (claim), and leases handed over (handOver, settle), handed on (handOn)
 // or given back (giveBack). A head's ask and a hand-over take leases for the
-// waiters behind too (claimBatch), so that one round trip serves as many
-// of them as the limits allow.
+// waiters behind too (askFor), so that one round trip serves as many of
+// them as the limits allow.
 
 package throttle
 
@@ -90,46 +90,40 @@ func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 	return next, k.waiting() && k.waiters.len() > 1
 }
 
-// claimBatch claims, for the ask of w (the head of key's line, or the
-// waiter a hand-over serves), the other waiters that a lease granted under
-// w's limits serves, unless the key's last answer was a refusal for want of
-// a slot: a key whose slots are all taken frees one at a time. more (other
-// waiters queue) becomes whether some waiter is left beyond the batch.
-func (b *Redis) claimBatch(key string, w *rwaiter, more bool) (batch []*rwaiter, _ bool) {
-	if !more {
-		return nil, more
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k := b.keys[key]
-	if k == nil || k.refused != nil && k.refused.v.reason == ReasonConcurrency {
-		return nil, more
-	}
-	batch = b.claim(k, &w.req, w, maxBatch-1)
-	return batch, k.waiters.len()-1 > len(batch)
-}
-
 // handOver releases l and hands its slot to next, the waiter claimed for it,
 // in one round trip, unless another process has waited longer for it; this
 // process stays queued if more wait.
 func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool) error {
-	batch, more := b.claimBatch(l.Key, next, more)
-	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, batch: len(batch), queue: true, release: l, requeue: more, block: b.blockFor(next.req)})
-	b.deliver(l.Key, batch, res.extra)
+	res, more, err := b.askFor(ctx, next, l, more)
 	b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded)
 	return b.released(l, res.held, err)
 }
 
-// deliver hands the batch's leases to the waiters claimed for them, in
-// order; a waiter the limits left without one gets none and waits on.
-func (b *Redis) deliver(key string, batch []*rwaiter, leases []Lease) {
-	for i, x := range batch {
+// askFor runs the acquire script for w (the head of its key's line, or the
+// waiter a hand-over of release serves), queuing this process again if
+// more (others of its waiters queue). It takes leases too for the other
+// waiters that a lease under w's limits serves, and hands them over, unless
+// the key's last answer was a refusal for want of a slot: a key whose slots
+// are all taken frees one at a time. more becomes whether some waiter is
+// left beyond the batch.
+func (b *Redis) askFor(ctx context.Context, w *rwaiter, release Lease, more bool) (acquireResult, bool, error) {
+	key := w.req.Key
+	var batch []*rwaiter
+	b.mu.Lock()
+	if k := b.keys[key]; more && k != nil && (k.refused == nil || k.refused.v.reason != ReasonConcurrency) {
+		batch = b.claim(k, &w.req, w, maxBatch-1)
+		more = k.waiters.len()-1 > len(batch)
+	}
+	b.mu.Unlock()
+	res, err := b.attempt(ctx, acquireArgs{r: w.req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: b.blockFor(w.req)})
+	for i, x := range batch { // one the limits left without a lease gets none and waits on
 		var l Lease
-		if i < len(leases) {
-			l = leases[i]
+		if i < len(res.extra) {
+			l = res.extra[i]
 		}
 		b.settle(key, x, l, false, false)
 	}
+	return res, more, err
 }
 
 // settle delivers the result of a hand-over to the waiter w claimed for it,

@@ -83,7 +83,7 @@ func sameLimits(a, b Request) bool {
 // handed over to it that it did not take goes to another waiter. The last
 // waiter of a key to leave without a lease passes on any wake-up it may have
 // taken, so that a freed slot does not wait for a timer.
-func (b *Redis) leave(key string, k *rkey, w *rwaiter, served *bool) {
+func (b *Redis) leave(key string, k *rkey, w *rwaiter, served bool) {
 	b.mu.Lock()
 	w.gone = true
 	var orphan Lease
@@ -104,7 +104,7 @@ func (b *Redis) leave(key string, k *rkey, w *rwaiter, served *bool) {
 	if orphan.ID != "" {
 		b.handOn(key, orphan, w.req)
 	}
-	if !more && wasHead && !*served {
+	if !more && wasHead && !served {
 		b.passOn(key)
 	}
 }

@@ -90,7 +90,7 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 		return fromLocal(b.local.Extend(ctx, toLocal(l), ttl))
 	}
 	b.mu.Lock()
-	_, _, ok := b.ownsLocked(l)
+	_, ok := b.ownsLocked(l)
 	b.mu.Unlock()
 	if !ok {
 		return l, ErrLeaseNotHeld
@@ -112,9 +112,8 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 	}
 	l.Expires = time.UnixMilli(exp)
 	b.mu.Lock()
-	if h, ok := b.held[redisID(l.ID)]; ok && h.id == l.ID {
+	if h := b.held[redisID(l.ID)]; h != nil && h.id == l.ID {
 		h.until = l.Expires
-		b.held[redisID(l.ID)] = h
 	}
 	b.mu.Unlock()
 	return l, nil
