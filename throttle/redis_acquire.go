@@ -125,26 +125,18 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 	defer func() {
 		b.leave(r.Key, k, w, err == nil && !strings.HasPrefix(l.ID, localLease)) // served by Redis
 	}()
-	tick := time.NewTicker(StallAfter)
-	defer tick.Stop()
 	for {
+		if l, err := b.await(ctx, w, nil, w.turn, StallAfter, nil); err != nil || l.ID != "" {
+			return l, err
+		}
 		select {
-		case <-tick.C:
-			b.tellSilence(ctx, r.Key, w)
 		case <-w.turn:
 			if w.err != nil {
 				return Lease{}, w.err
 			}
-			tick.Stop()
 			return b.lead(ctx, k, w)
-		case l := <-w.slot:
-			if l = b.accept(ctx, l, w); l.ID != "" {
-				return l, nil
-			}
-		case <-ctx.Done():
-			return Lease{}, ctx.Err()
-		case <-b.done:
-			return Lease{}, errClosed()
+		default:
+			b.tellSilence(ctx, r.Key, w)
 		}
 	}
 }
@@ -186,7 +178,7 @@ func (b *Redis) lead(ctx context.Context, k *rkey, w *rwaiter) (Lease, error) {
 			}
 			wait, woken = d, false
 		}
-		if l, err := b.await(ctx, k, w, wait, &woken); err != nil || l.ID != "" {
+		if l, err := b.await(ctx, w, k.wake, nil, wait, &woken); err != nil || l.ID != "" {
 			return l, err
 		}
 	}
@@ -240,13 +232,15 @@ func (b *Redis) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool) 
 	return Lease{}, d, nil
 }
 
-// await waits, for at most d, for a hand-over to w, a wake-up of k's head
-// (which sets *woken to whether it was this process's turn), ctx or Close.
-func (b *Redis) await(ctx context.Context, k *rkey, w *rwaiter, d time.Duration, woken *bool) (Lease, error) {
+// await waits, for at most d, for a hand-over to w, the wake-up wake of its
+// line's head (which sets *woken to whether it was this process's turn), its
+// turn to head it, ctx or Close; nil channels are not waited for.
+func (b *Redis) await(ctx context.Context, w *rwaiter, wake <-chan bool, turn <-chan struct{}, d time.Duration, woken *bool) (Lease, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case *woken = <-k.wake:
+	case *woken = <-wake:
+	case <-turn:
 	case <-t.C:
 	case l := <-w.slot:
 		return b.accept(ctx, l, w), nil
