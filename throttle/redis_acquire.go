@@ -242,8 +242,12 @@ func (b *Redis) await(ctx context.Context, w *rwaiter, wake <-chan bool, turn <-
 	case *woken = <-wake:
 	case <-turn:
 	case <-t.C:
-	case l := <-w.slot:
-		return b.accept(ctx, l, w), nil
+	case l := <-w.slot: // handed over by a Release, or none (zero) if the hand-over got none
+		if l.ID != "" && ctx.Err() != nil {
+			b.giveBack(l, w.req) // w's caller has left
+			return Lease{}, ctx.Err()
+		}
+		return l, nil
 	case <-ctx.Done():
 		return Lease{}, ctx.Err()
 	case <-b.done:
@@ -252,23 +256,13 @@ func (b *Redis) await(ctx context.Context, w *rwaiter, wake <-chan bool, turn <-
 	return Lease{}, nil
 }
 
-// reasonYielded is the acquire script's answer to a hand-over that left the
-// slot to another process.
-const reasonYielded Reason = 4
-
 // errClosed is what a waiter gets when the backend is closed under it.
 func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 
-// accept returns l, which a Release handed w, or a zero Lease if the
-// hand-over got none or w's caller has left (l then goes back).
-func (b *Redis) accept(ctx context.Context, l Lease, w *rwaiter) Lease {
-	if l.ID != "" && ctx.Err() != nil {
-		b.giveBack(l, w.req)
-		return Lease{}
-	}
-	return l
-}
-
-// reasonLost is the acquire script's answer to a process that knew another
-// epoch of the key: Redis lost the key's state.
-const reasonLost Reason = 5
+// The acquire script's answers beyond the Reasons: to a hand-over that left
+// the slot to another process (yielded), and to a process that knew another
+// epoch of the key, whose state Redis lost (lost).
+const (
+	reasonYielded Reason = 4
+	reasonLost    Reason = 5
+)
