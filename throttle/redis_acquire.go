@@ -72,7 +72,8 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 		res, err = b.attemptMembers(ctx, r)
 	} else {
 		b.mu.Lock()
-		queued := b.keys[r.Key].waiting()
+		k := b.keys[r.Key]
+		queued := k != nil && k.waiters.len() > 0
 		b.mu.Unlock()
 		res, err = b.attempt(ctx, acquireArgs{r: r, take: !queued})
 		if err == nil && res.v.ok && queued {
@@ -108,15 +109,15 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 		k = &rkey{wake: make(chan bool, 1)}
 		b.keys[r.Key] = k
 	}
-	if err := k.refused.failsAtOnce(ctx, r); err != nil { // a new k has none
-		b.mu.Unlock()
-		return Lease{}, err
-	}
-	var behind refusal // the refusal of the head this waiter queues behind
-	if k.refused != nil {
-		behind = *k.refused
-	}
 	w := &rwaiter{waiter: newWaiter(ctx, r), slot: make(chan Lease, 1)}
+	var behind refusal // the refusal of the head w queues behind (a new k has none)
+	if f := k.refused; f != nil {
+		if left := time.Until(f.at); left > 0 && f.v.fails(r, w.deadline, f.at) {
+			b.mu.Unlock() // w fails at once, as the head would (see verdict.fails)
+			return Lease{}, &LimitError{Key: r.Key, Reason: f.v.reason, RetryAfter: left}
+		}
+		behind = *f
+	}
 	if k.waiters.push(w) {
 		close(w.turn)
 	}

@@ -87,7 +87,7 @@ func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 	if ws := b.claim(k, nil, nil, 1); len(ws) > 0 {
 		next = ws[0]
 	}
-	return next, k.waiting() && k.waiters.len() > 1
+	return next, k != nil && k.waiters.len() > 1
 }
 
 // handOver releases l and hands its slot to next, the waiter claimed for it,

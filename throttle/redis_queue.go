@@ -5,7 +5,6 @@
 package throttle
 
 import (
-	"context"
 	"slices"
 	"time"
 )
@@ -31,24 +30,6 @@ type refusal struct {
 	v  verdict
 	at time.Time
 }
-
-// failsAtOnce returns the error a waiter for r arriving behind a head
-// refused for f gets at once, as the head would (see verdict.fails). Nil
-// means it queues.
-func (f *refusal) failsAtOnce(ctx context.Context, r Request) error {
-	if f == nil {
-		return nil
-	}
-	deadline, _ := ctx.Deadline()
-	if left := time.Until(f.at); left > 0 && f.v.fails(r, deadline, f.at) {
-		return &LimitError{Key: r.Key, Reason: f.v.reason, RetryAfter: left}
-	}
-	return nil
-}
-
-// waiting reports whether waiters of this process queue on k (nil: none).
-// The caller holds Redis.mu.
-func (k *rkey) waiting() bool { return k != nil && k.waiters.len() > 0 }
 
 type rwaiter struct {
 	waiter
