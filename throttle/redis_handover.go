@@ -192,13 +192,18 @@ func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool)
 func (b *Redis) askFor(ctx context.Context, w *rwaiter, release Lease, more bool) (acquireResult, bool, error) {
 	key := w.req.Key
 	var batch []*rwaiter
+	waiting := 0
 	b.mu.Lock()
-	if k := b.keys[key]; more && k != nil && (k.refused == nil || k.refused.v.reason != ReasonConcurrency) {
-		batch = b.claim(k, &w.req, w, maxBatch-1)
-		more = k.waiters.len()-1 > len(batch)
+	if k := b.keys[key]; k != nil { // nil: w left meanwhile
+		if more && (k.refused == nil || k.refused.v.reason != ReasonConcurrency) {
+			batch = b.claim(k, &w.req, w, maxBatch-1)
+			more = k.waiters.len()-1 > len(batch)
+		}
+		waiting = k.waiters.len()
 	}
+	block := b.blockFor(w.req, waiting)
 	b.mu.Unlock()
-	res, err := b.attempt(ctx, acquireArgs{r: w.req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: b.blockFor(w.req)})
+	res, err := b.attempt(ctx, acquireArgs{r: w.req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: block})
 	for i, x := range batch { // one the limits left without a lease gets none and waits on
 		var l Lease
 		if i < len(res.extra) {

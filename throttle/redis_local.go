@@ -280,20 +280,12 @@ func (b *Redis) letGo(key string) {
 // letGoLocked is letGo; the caller holds Redis.mu.
 func (b *Redis) letGoLocked(key string) { b.dropHolding(key, 1) }
 
-// blockFor returns the window units an ask for r takes ahead: none while
-// the key's block has enough left for a round of its waiters.
-func (b *Redis) blockFor(r Request) int {
-	if b.cold {
-		return 0
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	waiting := 0
-	if k := b.keys[r.Key]; k != nil {
-		waiting = k.waiters.len()
-	}
+// blockFor returns the window units an ask for r takes ahead, waiting
+// waiters queued: none while the key's block has enough left for a round
+// of them. The caller holds Redis.mu.
+func (b *Redis) blockFor(r Request, waiting int) int {
 	want := blockWant(r, waiting)
-	if h := b.hot[r.Key]; h != nil && h.block.units >= want/4 && time.Now().Before(h.block.until) {
+	if h := b.hot[r.Key]; b.cold || h != nil && h.block.units >= want/4 && time.Now().Before(h.block.until) {
 		return 0
 	}
 	return want
