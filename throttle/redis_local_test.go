@@ -261,7 +261,7 @@ func TestRedisReleasingSlotNotAwaited(t *testing.T) {
 		t.Error("holdsAll = true while the only slot's release is under way: a new head would wait for it in vain")
 	}
 	b.letGo(r.Key)
-	if err := b.releaseOwn(context.Background(), Lease{Key: r.Key, ID: l.ID, Concurrency: 1, Expires: l.Expires}); err != nil {
+	if err := b.Release(context.Background(), Lease{Key: r.Key, ID: l.ID, Concurrency: 1, Expires: l.Expires}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,25 +3,20 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
 )
 
-// Release implements Backend. A waiter of this process for the key gets the
-// slot straight away: without Redis while no other process waits for the key
-// (handLocal), else in one round trip (handOver).
-func (b *Redis) Release(ctx context.Context, l Lease) error {
+// Release implements Backend: l's With leases, and then its own slot. A
+// waiter of this process for the key gets the slot straight away: without
+// Redis while no other process waits for the key (handLocal), else in one
+// round trip (handOver).
+func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
 	first := releaseEach(ctx, b, l.With)
 	l.With = nil
-	if err := b.releaseOwn(ctx, l); err != nil {
-		return err
-	}
-	return first
-}
-
-// releaseOwn releases l's own slot (not its With leases).
-func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
+	defer func() { err = cmp.Or(err, first) }()
 	if strings.HasPrefix(l.ID, localLease) {
 		return b.local.Release(ctx, toLocal(l))
 	}
