@@ -204,12 +204,9 @@ func (b *Redis) askFor(ctx context.Context, w *rwaiter, release Lease, more bool
 	block := b.blockFor(w.req, waiting)
 	b.mu.Unlock()
 	res, err := b.attempt(ctx, acquireArgs{r: w.req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: block})
-	for i, x := range batch { // one the limits left without a lease gets none and waits on
-		var l Lease
-		if i < len(res.extra) {
-			l = res.extra[i]
-		}
-		b.settle(key, x, l, false, false)
+	extra := append(res.extra, make([]Lease, len(batch))...) // a waiter the limits left out gets none
+	for i, x := range batch {
+		b.settle(key, x, extra[i], false, false)
 	}
 	return res, more, err
 }
