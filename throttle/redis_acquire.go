@@ -31,7 +31,7 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 	if strings.ContainsAny(r.Key, "\r\n") {
 		return Lease{}, invalidf("key %q holds a line break", r.Key)
 	}
-	for _, s := range r.With { // a key is a wake-up's message, which a line break makes a grant
+	for _, s := range r.With { // a key is a wake-up's message, which a line break makes a notice
 		if strings.ContainsAny(s.Key, "\r\n") {
 			return Lease{}, invalidf("key %q: with slot %q holds a line break", r.Key, s.Key)
 		}
