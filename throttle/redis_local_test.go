@@ -195,7 +195,7 @@ func TestRedisOrphanHandedOnReleased(t *testing.T) {
 	defer cancel()
 	r := Request{Key: "{c}/orphan", Concurrency: 1, TTL: time.Minute}
 	_, next := handOnLocally(ctx, t, b, r)
-	// As releaseOwn does when Redis is down: forgotten here, kept to retry.
+	// As Release does when Redis is down: forgotten here, kept to retry.
 	if known, _, err := b.unhold(next); !known || err != nil {
 		t.Fatalf("unhold: %v, %v", known, err)
 	}
@@ -254,7 +254,7 @@ func TestRedisReleasingSlotNotAwaited(t *testing.T) {
 	if !holdsAll() {
 		t.Fatal("holdsAll = false while this process holds the only slot")
 	}
-	if known, _, err := b.unhold(l); !known || err != nil { // as releaseOwn does, before its script
+	if known, _, err := b.unhold(l); !known || err != nil { // as Release does, before its script
 		t.Fatalf("unhold: %v, %v", known, err)
 	}
 	if holdsAll() {
