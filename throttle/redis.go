@@ -130,7 +130,7 @@ type Redis struct {
 	mu               sync.Mutex
 	keys             map[string]*rkey
 	hot              map[string]*hot   // the hot path without Redis (redis_local.go)
-	held             map[string]held   // by Redis lease id
+	held             map[string]*held  // by Redis lease id
 	heldSweep        int               // held's size at which expired entries go
 	gen              atomic.Uint64     // names the leases handed on locally
 	era              uint64            // bumped when Redis may have lost its state (newEra)
@@ -187,7 +187,7 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		local:      NewMemory(),
 		keys:       make(map[string]*rkey),
 		hot:        make(map[string]*hot),
-		held:       make(map[string]held),
+		held:       make(map[string]*held),
 		heldSweep:  1024,
 		pending:    make(map[string]Lease),
 		sending:    make(map[string]Lease),

@@ -31,7 +31,7 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 	if strings.ContainsAny(r.Key, "\r\n") {
 		return Lease{}, invalidf("key %q holds a line break", r.Key)
 	}
-	for _, s := range r.With { // a key is a wake-up's message, which a line break makes a grant
+	for _, s := range r.With { // a key is a wake-up's message, which a line break makes a notice
 		if strings.ContainsAny(s.Key, "\r\n") {
 			return Lease{}, invalidf("key %q: with slot %q holds a line break", r.Key, s.Key)
 		}
@@ -72,7 +72,8 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 		res, err = b.attempt(ctx, acquireArgs{r: r, take: true})
 	} else {
 		b.mu.Lock()
-		queued := b.keys[r.Key].waiting()
+		k := b.keys[r.Key]
+		queued := k != nil && k.waiters.len() > 0
 		b.mu.Unlock()
 		res, err = b.attempt(ctx, acquireArgs{r: r, take: !queued})
 		if err == nil && res.v.ok && queued {
@@ -105,49 +106,38 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 	b.mu.Lock()
 	k := b.keys[r.Key]
 	if k == nil {
-		k = &rkey{wake: make(chan struct{}, 1)}
+		k = &rkey{wake: make(chan bool, 1)}
 		b.keys[r.Key] = k
 	}
-	var behind refusal // the refusal of the head this waiter queues behind
-	if k.waiting() {
-		if err := k.refused.failsAtOnce(ctx, r); err != nil {
-			b.mu.Unlock()
-			return Lease{}, err
-		}
-		if k.refused != nil {
-			behind = *k.refused
-		}
-	}
 	w := &rwaiter{waiter: newWaiter(ctx, r), slot: make(chan Lease, 1)}
+	var behind refusal // the refusal of the head w queues behind (a new k has none)
+	if f := k.refused; f != nil {
+		if left := time.Until(f.at); left > 0 && f.v.fails(r, w.deadline, f.at) {
+			b.mu.Unlock() // w fails at once, as the head would (see verdict.fails)
+			return Lease{}, &LimitError{Key: r.Key, Reason: f.v.reason, RetryAfter: left}
+		}
+		behind = *f
+	}
 	if k.waiters.push(w) {
 		close(w.turn)
 	}
 	b.mu.Unlock()
 	stalled(ctx, r.Key, behind.v, behind.at)
 	defer func() {
-		served := err == nil && !strings.HasPrefix(l.ID, localLease) // a lease of Redis
-		b.leave(r.Key, k, w, &served)
+		b.leave(r.Key, k, w, err == nil && !strings.HasPrefix(l.ID, localLease)) // served by Redis
 	}()
-	tick := time.NewTicker(StallAfter)
-	defer tick.Stop()
 	for {
+		if l, err := b.await(ctx, w, nil, w.turn, StallAfter, nil); err != nil || l.ID != "" {
+			return l, err
+		}
 		select {
-		case <-tick.C:
-			b.tellSilence(ctx, r.Key, w)
 		case <-w.turn:
 			if w.err != nil {
 				return Lease{}, w.err
 			}
-			tick.Stop()
 			return b.lead(ctx, k, w)
-		case l := <-w.slot:
-			if l = b.accept(ctx, l, w); l.ID != "" {
-				return l, nil
-			}
-		case <-ctx.Done():
-			return Lease{}, ctx.Err()
-		case <-b.done:
-			return Lease{}, errClosed()
+		default:
+			b.tellSilence(ctx, r.Key, w)
 		}
 	}
 }
@@ -189,7 +179,7 @@ func (b *Redis) lead(ctx context.Context, k *rkey, w *rwaiter) (Lease, error) {
 			}
 			wait, woken = d, false
 		}
-		if l, err := b.await(ctx, k, w, wait, &woken); err != nil || l.ID != "" {
+		if l, err := b.await(ctx, w, k.wake, nil, wait, &woken); err != nil || l.ID != "" {
 			return l, err
 		}
 	}
@@ -200,9 +190,7 @@ func (b *Redis) lead(ctx context.Context, k *rkey, w *rwaiter) (Lease, error) {
 // or else how long to wait at most before asking again.
 func (b *Redis) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool) (Lease, time.Duration, error) {
 	r := w.req
-	batch, more := b.claimBatch(r.Key, w, r, more)
-	res, err := b.attempt(ctx, acquireArgs{r: r, take: true, batch: len(batch), queue: true, requeue: more, block: b.blockFor(r)})
-	b.deliver(r.Key, batch, res.extra)
+	res, more, err := b.askFor(ctx, w, Lease{}, more)
 	v, now := res.v, res.now
 	at := time.Now().Add(v.at.Sub(now)) // when the refusing limit frees up, on the local clock
 	// Granted, w stays busy, so that no Release hands it a slot on its way
@@ -245,19 +233,22 @@ func (b *Redis) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool) 
 	return Lease{}, d, nil
 }
 
-// await waits, for at most d, for a hand-over to w, a wake-up of k's head
-// (which sets *woken to whether it was this process's turn), ctx or Close.
-func (b *Redis) await(ctx context.Context, k *rkey, w *rwaiter, d time.Duration, woken *bool) (Lease, error) {
+// await waits, for at most d, for a hand-over to w, the wake-up wake of its
+// line's head (which sets *woken to whether it was this process's turn), its
+// turn to head it, ctx or Close; nil channels are not waited for.
+func (b *Redis) await(ctx context.Context, w *rwaiter, wake <-chan bool, turn <-chan struct{}, d time.Duration, woken *bool) (Lease, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-k.wake:
-		b.mu.Lock()
-		*woken, k.targeted = k.targeted, false
-		b.mu.Unlock()
+	case *woken = <-wake:
+	case <-turn:
 	case <-t.C:
-	case l := <-w.slot:
-		return b.accept(ctx, l, w), nil
+	case l := <-w.slot: // handed over by a Release, or none (zero) if the hand-over got none
+		if l.ID != "" && ctx.Err() != nil {
+			b.giveBack(l, w.req) // w's caller has left
+			return Lease{}, ctx.Err()
+		}
+		return l, nil
 	case <-ctx.Done():
 		return Lease{}, ctx.Err()
 	case <-b.done:
@@ -266,23 +257,13 @@ func (b *Redis) await(ctx context.Context, k *rkey, w *rwaiter, d time.Duration,
 	return Lease{}, nil
 }
 
-// reasonYielded is the acquire script's answer to a hand-over that left the
-// slot to another process.
-const reasonYielded Reason = 4
-
 // errClosed is what a waiter gets when the backend is closed under it.
 func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 
-// accept returns l, which a Release handed w, or a zero Lease if the
-// hand-over got none or w's caller has left (l then goes back).
-func (b *Redis) accept(ctx context.Context, l Lease, w *rwaiter) Lease {
-	if l.ID != "" && ctx.Err() != nil {
-		b.giveBack(l, w.req)
-		return Lease{}
-	}
-	return l
-}
-
-// reasonLost is the acquire script's answer to a process that knew another
-// epoch of the key: Redis lost the key's state.
-const reasonLost Reason = 5
+// The acquire script's answers beyond the Reasons: to a hand-over that left
+// the slot to another process (yielded), and to a process that knew another
+// epoch of the key, whose state Redis lost (lost).
+const (
+	reasonYielded Reason = 4
+	reasonLost    Reason = 5
+)

@@ -5,6 +5,7 @@
 package throttle
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,7 +155,7 @@ func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 	}
 	if len(r.Windows) > 0 {
 		blk := &h.block
-		if blk.units < r.units() || !time.Now().Before(blk.until) || !sameLimits(Request{Windows: blk.windows}, Request{Windows: r.Windows}) {
+		if blk.units < r.units() || !time.Now().Before(blk.until) || !slices.Equal(blk.windows, r.Windows) {
 			b.mu.Unlock()
 			return false
 		}
@@ -196,7 +197,7 @@ func (b *Redis) holdLocked(l Lease, era uint64) {
 		b.sweepHeld("")
 		b.heldSweep = max(1024, 2*len(b.held))
 	}
-	b.held[redisID(l.ID)] = held{key: l.Key, id: l.ID, until: l.Expires, era: era}
+	b.held[redisID(l.ID)] = &held{key: l.Key, id: l.ID, until: l.Expires, era: era}
 	b.hotOf(l.Key).holding++
 }
 
@@ -209,7 +210,7 @@ func (b *Redis) sweepHeld(key string) (first time.Time) {
 		switch {
 		case now.After(h.until):
 			delete(b.held, id)
-			b.dropHolding(h.key)
+			b.dropHolding(h.key, 0)
 		case h.key == key && (first.IsZero() || h.until.Before(first)):
 			first = h.until
 		}
@@ -239,16 +240,16 @@ func (b *Redis) eraNow() uint64 {
 func (b *Redis) newEra() { b.era++ }
 
 // ownsLocked reports whether l may be released or extended: it was neither
-// handed on nor released here; h is its entry in held, if known. The caller
-// holds Redis.mu.
-func (b *Redis) ownsLocked(l Lease) (h held, known, ok bool) {
+// handed on nor released here; h is its entry in held (nil: unknown). The
+// caller holds Redis.mu.
+func (b *Redis) ownsLocked(l Lease) (h *held, ok bool) {
 	if b.releasedLater(l.ID) {
-		return held{}, false, false // released already, the script not yet sent
+		return nil, false // released already, the script not yet sent
 	}
-	if h, known = b.held[redisID(l.ID)]; known {
-		return h, true, h.id == l.ID
+	if h = b.held[redisID(l.ID)]; h != nil {
+		return h, h.id == l.ID
 	}
-	return h, false, redisID(l.ID) == l.ID
+	return nil, redisID(l.ID) == l.ID
 }
 
 // unhold forgets l as held, as it is released (ErrLeaseNotHeld, see
@@ -257,15 +258,16 @@ func (b *Redis) ownsLocked(l Lease) (h held, known, ok bool) {
 func (b *Redis) unhold(l Lease) (known bool, era uint64, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	h, known, ok := b.ownsLocked(l)
-	if !ok {
+	h, ok := b.ownsLocked(l)
+	switch {
+	case !ok:
 		return false, 0, ErrLeaseNotHeld
+	case h == nil:
+		return false, 0, nil
 	}
-	if known {
-		delete(b.held, redisID(l.ID))
-		b.hotOf(h.key).leaving++
-	}
-	return known, h.era, nil
+	delete(b.held, redisID(l.ID))
+	b.hotOf(h.key).leaving++
+	return true, h.era, nil
 }
 
 // letGo counts a lease unhold forgot off key.
@@ -276,37 +278,25 @@ func (b *Redis) letGo(key string) {
 }
 
 // letGoLocked is letGo; the caller holds Redis.mu.
-func (b *Redis) letGoLocked(key string) {
-	if h := b.hot[key]; h != nil {
-		h.leaving--
-	}
-	b.dropHolding(key)
-}
+func (b *Redis) letGoLocked(key string) { b.dropHolding(key, 1) }
 
-// blockFor returns the window units an ask for r takes ahead: none while
-// the key's block has enough left for a round of its waiters.
-func (b *Redis) blockFor(r Request) int {
-	if b.cold {
-		return 0
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	waiting := 0
-	if k := b.keys[r.Key]; k != nil {
-		waiting = k.waiters.len()
-	}
+// blockFor returns the window units an ask for r takes ahead, waiting
+// waiters queued: none while the key's block has enough left for a round
+// of them. The caller holds Redis.mu.
+func (b *Redis) blockFor(r Request, waiting int) int {
 	want := blockWant(r, waiting)
-	if h := b.hot[r.Key]; h != nil && h.block.units >= want/4 && time.Now().Before(h.block.until) {
+	if h := b.hot[r.Key]; b.cold || h != nil && h.block.units >= want/4 && time.Now().Before(h.block.until) {
 		return 0
 	}
 	return want
 }
 
-// dropHolding counts one lease fewer held on key. The caller holds
-// Redis.mu.
-func (b *Redis) dropHolding(key string) {
+// dropHolding counts one lease fewer held on key, and leaving (1 or 0)
+// fewer being released. The caller holds Redis.mu.
+func (b *Redis) dropHolding(key string, leaving int) {
 	if h := b.hot[key]; h != nil {
-		if h.holding--; h.idle() {
+		h.holding, h.leaving = h.holding-1, h.leaving-leaving
+		if h.idle() {
 			delete(b.hot, key)
 		}
 	}

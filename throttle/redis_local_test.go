@@ -195,7 +195,7 @@ func TestRedisOrphanHandedOnReleased(t *testing.T) {
 	defer cancel()
 	r := Request{Key: "{c}/orphan", Concurrency: 1, TTL: time.Minute}
 	_, next := handOnLocally(ctx, t, b, r)
-	// As releaseOwn does when Redis is down: forgotten here, kept to retry.
+	// As Release does when Redis is down: forgotten here, kept to retry.
 	if known, _, err := b.unhold(next); !known || err != nil {
 		t.Fatalf("unhold: %v, %v", known, err)
 	}
@@ -254,14 +254,14 @@ func TestRedisReleasingSlotNotAwaited(t *testing.T) {
 	if !holdsAll() {
 		t.Fatal("holdsAll = false while this process holds the only slot")
 	}
-	if known, _, err := b.unhold(l); !known || err != nil { // as releaseOwn does, before its script
+	if known, _, err := b.unhold(l); !known || err != nil { // as Release does, before its script
 		t.Fatalf("unhold: %v, %v", known, err)
 	}
 	if holdsAll() {
 		t.Error("holdsAll = true while the only slot's release is under way: a new head would wait for it in vain")
 	}
 	b.letGo(r.Key)
-	if err := b.releaseOwn(context.Background(), Lease{Key: r.Key, ID: l.ID, Concurrency: 1, Expires: l.Expires}); err != nil {
+	if err := b.Release(context.Background(), Lease{Key: r.Key, ID: l.ID, Concurrency: 1, Expires: l.Expires}); err != nil {
 		t.Fatal(err)
 	}
 }

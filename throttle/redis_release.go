@@ -3,25 +3,20 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
 )
 
-// Release implements Backend. A waiter of this process for the key gets the
-// slot straight away: without Redis while no other process waits for the key
-// (handLocal), else in one round trip (handOver).
-func (b *Redis) Release(ctx context.Context, l Lease) error {
+// Release implements Backend: l's With leases, and then its own slot. A
+// waiter of this process for the key gets the slot straight away: without
+// Redis while no other process waits for the key (handLocal), else in one
+// round trip (handOver).
+func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
 	first := releaseEach(ctx, b, l.With)
 	l.With = nil
-	if err := b.releaseOwn(ctx, l); err != nil {
-		return err
-	}
-	return first
-}
-
-// releaseOwn releases l's own slot (not its With leases).
-func (b *Redis) releaseOwn(ctx context.Context, l Lease) error {
+	defer func() { err = cmp.Or(err, first) }()
 	if strings.HasPrefix(l.ID, localLease) {
 		return b.local.Release(ctx, toLocal(l))
 	}
@@ -76,31 +71,6 @@ func (b *Redis) released(l Lease, held bool, err error) error {
 	return nil
 }
 
-// claimNext claims the first available waiter of key (nil if none) for a
-// slot a Release frees, and reports whether more than one waiter queues.
-func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
-	b.mu.Lock()
-	if k := b.keys[key]; k != nil {
-		if next = k.available(); next != nil {
-			next.claimed = true
-		}
-		more = k.waiters.len() > 1
-	}
-	b.mu.Unlock()
-	return next, more
-}
-
-// handOver releases l and hands its slot to next, the waiter claimed for it.
-func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool) error {
-	// Hand the slot over in one round trip, unless another process has
-	// waited longer for it; this process stays queued if more wait.
-	batch, more := b.claimBatch(l.Key, next, next.req, more)
-	res, err := b.attempt(ctx, acquireArgs{r: next.req, take: true, batch: len(batch), queue: true, release: l, requeue: more, block: b.blockFor(next.req)})
-	b.deliver(l.Key, batch, res.extra)
-	b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded)
-	return b.released(l, res.held, err)
-}
-
 // Extend implements Backend.
 func (b *Redis) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	if ttl < time.Millisecond {
@@ -115,7 +85,7 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 		return fromLocal(b.local.Extend(ctx, toLocal(l), ttl))
 	}
 	b.mu.Lock()
-	_, _, ok := b.ownsLocked(l)
+	_, ok := b.ownsLocked(l)
 	b.mu.Unlock()
 	if !ok {
 		return l, ErrLeaseNotHeld
@@ -137,9 +107,8 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 	}
 	l.Expires = time.UnixMilli(exp)
 	b.mu.Lock()
-	if h, ok := b.held[redisID(l.ID)]; ok && h.id == l.ID {
+	if h := b.held[redisID(l.ID)]; h != nil && h.id == l.ID {
 		h.until = l.Expires
-		b.held[redisID(l.ID)] = h
 	}
 	b.mu.Unlock()
 	return l, nil
