@@ -233,9 +233,14 @@ func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) 
 
 // handOn gives a lease granted for r, which its waiter cannot use, to the
 // first available waiter of the key with the same limits, or back to Redis.
+// A lease of an earlier era goes back: Redis may not count its slot (see
+// REDIS.md, Eras).
 func (b *Redis) handOn(key string, l Lease, r Request) {
 	b.mu.Lock()
-	ws := b.claim(b.keys[key], &r, nil, 1)
+	var ws []*rwaiter
+	if h := b.held[redisID(l.ID)]; h == nil || h.era == b.era {
+		ws = b.claim(b.keys[key], &r, nil, 1)
+	}
 	b.mu.Unlock()
 	if len(ws) == 0 {
 		b.giveBack(l, r)

@@ -265,3 +265,30 @@ func TestRedisReleasingSlotNotAwaited(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A lease its waiter could not use is handed on to another waiter only
+// within the era it was granted in; from an earlier one it goes back to
+// Redis, and the waiter asks for a slot Redis counts.
+func TestRedisHandOnOfAnEarlierEraGoesBack(t *testing.T) {
+	t.Parallel()
+	b, _ := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := Request{Key: "{c}/era-handon", Concurrency: 1, TTL: time.Minute}
+	first, w := heldAndAwaited(ctx, t, b, r)
+	b.suspect() // Redis may have lost its state since first was granted
+	if _, err := b.ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.handOn(r.Key, first, r) // as when the waiter it was granted for left
+	got := <-w
+	if got.err != nil {
+		t.Fatalf("waiter: %v", got.err)
+	}
+	if got.l.ID == first.ID {
+		t.Errorf("the waiter got %q, a lease of the era before, handed on", got.l.ID)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Errorf("Release of the waiter's lease: %v", err)
+	}
+}
