@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -163,9 +164,9 @@ func keysQuery(cl *call, e catalog.Endpoint) url.Values {
 	if e.Token != catalog.RobotKey || cl.cred == nil || cl.cred.fixed == "" {
 		return cl.query
 	}
-	q := make(url.Values, len(cl.query)+1)
-	for k, v := range cl.query {
-		q[k] = v
+	q := maps.Clone(cl.query)
+	if q == nil {
+		q = url.Values{}
 	}
 	q.Set(cl.cred.param, cl.cred.fixed)
 	return q

@@ -7,7 +7,6 @@ package throttle
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -247,13 +246,15 @@ func parseAnswer(raw []any) (answer, error) {
 	if !ok || !ok2 || !ok3 {
 		return bad()
 	}
-	var v []int64 // the nine numbers, the fills, then those refused
-	for _, x := range slices.Concat(raw[:9], fs, refused) {
-		n, ok := x.(int64)
-		if !ok || n < 0 {
-			return bad()
+	v := make([]int64, 0, 9+len(fs)+len(refused)) // the nine numbers, the fills, then those refused
+	for _, part := range [][]any{raw[:9], fs, refused} {
+		for _, x := range part {
+			n, ok := x.(int64)
+			if !ok || n < 0 {
+				return bad()
+			}
+			v = append(v, n)
 		}
-		v = append(v, n)
 	}
 	if v[3] > 1 || v[8] > 1 || v[1] == 0 {
 		return bad()
