@@ -121,7 +121,8 @@ func TestTypedCallRefusesRulesItCannotCount(t *testing.T) {
 // against a server that takes its time.
 func TestDoEnforcesRulesItCanCount(t *testing.T) {
 	t.Parallel()
-	url, peak, calls := inFlightServer(t, 20*time.Millisecond)
+	// 100 ms a call: long enough that two overlap on a loaded machine.
+	url, peak, calls := inFlightServer(t, 100*time.Millisecond)
 	c := doClient(t, url, wecom.WithRule(unwrapped, catalog.Rule{Name: "two-at-a-time", Scope: catalog.ScopeApp, InFlight: 2}))
 	var wg sync.WaitGroup
 	for range 12 {

@@ -56,14 +56,17 @@ func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
 	tests := []struct {
 		name              string
 		base              string
+		attempt           time.Duration
 		wantSent, timeout bool
 	}{
-		{"refused", refused, false, false},
-		{"attempt timeout", base, true, true},
+		// A long attempt timeout where none should fire: on a loaded
+		// machine, a refused dial can take longer than 100 ms to report.
+		{"refused", refused, 30 * time.Second, false, false},
+		{"attempt timeout", base, 100 * time.Millisecond, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := newClient(tt.base, 100*time.Millisecond).Tags.Create(ctx, wecom.TagCreateRequest{Name: "x"})
+			_, err := newClient(tt.base, tt.attempt).Tags.Create(ctx, wecom.TagCreateRequest{Name: "x"})
 			var te *wecom.TransportError
 			if !errors.As(err, &te) || !errors.Is(err, wecom.ErrTransport) {
 				t.Fatalf("err = %v (%T), want a *TransportError matching ErrTransport", err, err)

@@ -260,7 +260,8 @@ func TestSentOrNotDecidesTheSlot(t *testing.T) {
 				wecom.WithTokenSource(wecom.TokenSourceFunc(func(context.Context) (wecom.Token, error) {
 					return wecom.Token{Value: "tok-123456789", ExpiresAt: time.Now().Add(time.Hour)}, nil
 				})),
-				wecom.WithLimits(path, wecom.Limits{Concurrency: 1}), wecom.WithAttemptTimeout(100*time.Millisecond),
+				// 1 s: a loaded machine sends well within it.
+				wecom.WithLimits(path, wecom.Limits{Concurrency: 1}), wecom.WithAttemptTimeout(time.Second),
 				wecom.WithAbandonedHold(time.Hour), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: wecom.NoRetries, MaxConcurrencyRetries: 1, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
 			if err != nil {
 				t.Fatal(err)

@@ -8,5 +8,6 @@ import (
 )
 
 // TestMain gives the Redis tests a private Redis (a node and a 3-master
-// cluster) when REDIS_ADDR or REDIS_CLUSTER_ADDRS is unset.
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+// cluster) when REDIS_ADDR or REDIS_CLUSTER_ADDRS is unset. Most parallel
+// tests here wait on a fake WeCom's latency, not on the CPU: 8 run at once.
+func TestMain(m *testing.M) { os.Exit(redistest.MainWaiting(m, 8)) }

@@ -454,10 +454,12 @@ func (s slowReader) Read(p []byte) (int, error) {
 // transfer.
 func TestMediaUploadLongerThanTheAttemptTimeout(t *testing.T) {
 	t.Parallel()
-	c, srv := mediaClient(t, wecom.WithAttemptTimeout(200*time.Millisecond))
+	// 16 pauses of 50 ms: the transfer outlasts the 500 ms timeout, and a
+	// loaded machine has ten times a pause to answer.
+	c, srv := mediaClient(t, wecom.WithAttemptTimeout(500*time.Millisecond))
 	data := bytes.Repeat([]byte("x"), 64<<10)
 	start := time.Now()
-	m, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "slow", Body: slowReader{bytes.NewReader(data), 4 << 10, 30 * time.Millisecond}, Size: int64(len(data))})
+	m, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "slow", Body: slowReader{bytes.NewReader(data), 4 << 10, 50 * time.Millisecond}, Size: int64(len(data))})
 	if err != nil {
 		t.Fatalf("Upload over %s: %v", time.Since(start), err)
 	}
@@ -482,9 +484,10 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 // the attempt timeout per write still gets the whole file, in one call.
 func TestMediaDownloadSlowWriter(t *testing.T) {
 	t.Parallel()
-	c2, srv := mediaClient(t, wecom.WithAttemptTimeout(100*time.Millisecond))
+	// A timeout a loaded machine's mock answers within; writes slower still.
+	c2, srv := mediaClient(t, wecom.WithAttemptTimeout(400*time.Millisecond))
 	id := srv.AddMedia("wwmedia", "f.bin", "application/octet-stream", make([]byte, 96<<10))
-	w := &slowWriter{d: 150 * time.Millisecond}
+	w := &slowWriter{d: 500 * time.Millisecond}
 	if _, err := c2.Media.Download(context.Background(), id, w); err != nil || w.n.Load() != 96<<10 {
 		t.Fatalf("Download to a slow writer: %v, %d bytes", err, w.n.Load())
 	}

@@ -20,6 +20,7 @@ const listPath = "/cgi-bin/externalcontact/get_corp_tag_list"
 // cancelled at once, so the copies that go on are safe only if the SDK keeps
 // the slots of a call that was sent until WeCom answers it (issue 8 §1).
 func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
+	t.Parallel() // its fleets wait on the mock's latency, as the other tests' do
 	for _, tc := range []struct {
 		latency   time.Duration
 		drain     string

@@ -85,6 +85,7 @@ func TestBulkTagFleetRate(t *testing.T) {
 }
 
 func TestBulkTagRejectsBadFlags(t *testing.T) {
+	t.Parallel() // one case waits for a Redis that is not there
 	for _, args := range [][]string{
 		{"-customers", "0"},
 		{"-workers", "-1"},
