@@ -29,12 +29,26 @@ type hot struct {
 // lost by the subscription delays another process by at most that.
 const localSpan = 200 * time.Millisecond
 
+// localTurns is how many times a slot Redis granted may go on to another
+// waiter of this process while another process waits for the key, before
+// a hand-over through Redis lets the process that waited longest take it:
+// each pass between processes then serves localTurns + 1 calls, not one,
+// at the cost of a wait that much longer for the other process's turn.
+const localTurns = 1
+
 // idle reports whether h says nothing worth keeping.
 func (h *hot) idle() bool { return h.holding <= 0 && h.block.units == 0 }
 
 // mayHandOn reports whether h lets this process hand a slot on without Redis.
 func (b *Redis) mayHandOn(h *hot) bool {
 	return !b.cold && h != nil && !h.contended && time.Now().Before(h.quiet)
+}
+
+// mayTurn reports whether h lets this process hand on a slot that went on
+// locally turns times already: while no other process waits, or, while one
+// does, for localTurns turns.
+func (b *Redis) mayTurn(h *hot, turns int) bool {
+	return b.mayHandOn(h) || !b.cold && h != nil && h.contended && turns < localTurns
 }
 
 // block is window units taken ahead in one acquire script, counted in the
@@ -137,11 +151,12 @@ func (b *Redis) refund(key string, blk block) {
 	}
 }
 
-// handLocal hands the slot of l, granted in era and just released, to next,
-// the waiter claimed for it, without Redis if it may: still in era, no other
-// process waits, half the TTL left, the learned limit not under it, and the
-// key's block covers next's window units. It reports whether it did.
-func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
+// handLocal hands the slot of l, held as from and just released, to next,
+// the waiter claimed for it, without Redis if it may: still in its era, no
+// other process waits or its turns are not over (mayTurn), half the TTL
+// left, the learned limit not under it, and the key's block covers next's
+// window units. It reports whether it did.
+func (b *Redis) handLocal(l Lease, from held, next *rwaiter) bool {
 	r := b.capped(next.req)
 	if len(r.With) > 0 || r.Concurrency < l.Concurrency || b.ref.now().Add(r.LeaseTTL()/2).After(l.Expires) {
 		return false
@@ -149,7 +164,7 @@ func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 	granted := b.ref.now()
 	b.mu.Lock()
 	h := b.hot[l.Key]
-	if era != b.era || !b.mayHandOn(h) {
+	if from.era != b.era || !b.mayTurn(h, from.turns) {
 		b.mu.Unlock()
 		return false
 	}
@@ -165,7 +180,8 @@ func (b *Redis) handLocal(l Lease, era uint64, next *rwaiter) bool {
 	n := l
 	n.ID = redisID(l.ID) + "~" + strconv.FormatUint(b.gen.Add(1), 36)
 	n.Granted, n.With = granted, nil
-	b.holdLocked(n, era)
+	b.holdLocked(n, from.era)
+	b.held[redisID(n.ID)].turns = from.turns + 1
 	b.mu.Unlock()
 	b.settle(l.Key, next, n, false, false)
 	return true
@@ -179,12 +195,14 @@ func redisID(id string) string {
 }
 
 // held is a lease of this process's: its id, when its slot expires by the
-// server's clock, and Redis.era at the grant.
+// server's clock, Redis.era at the grant, and how many times the slot went
+// on locally since Redis granted it (see mayTurn).
 type held struct {
 	key   string
 	id    string
 	until time.Time
 	era   uint64
+	turns int
 }
 
 // holdLocked records l, granted in era, as held by this process. The
@@ -253,21 +271,21 @@ func (b *Redis) ownsLocked(l Lease) (h *held, ok bool) {
 }
 
 // unhold forgets l as held, as it is released (ErrLeaseNotHeld, see
-// ownsLocked): known reports that this process held it, granted in era; the
-// caller then counts it off its key with letGo.
-func (b *Redis) unhold(l Lease) (known bool, era uint64, err error) {
+// ownsLocked): known reports that this process held it, as h; the caller
+// then counts it off its key with letGo.
+func (b *Redis) unhold(l Lease) (known bool, h held, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	h, ok := b.ownsLocked(l)
+	e, ok := b.ownsLocked(l)
 	switch {
 	case !ok:
-		return false, 0, ErrLeaseNotHeld
-	case h == nil:
-		return false, 0, nil
+		return false, h, ErrLeaseNotHeld
+	case e == nil:
+		return false, h, nil
 	}
 	delete(b.held, redisID(l.ID))
-	b.hotOf(h.key).leaving++
-	return true, h.era, nil
+	b.hotOf(e.key).leaving++
+	return true, *e, nil
 }
 
 // letGo counts a lease unhold forgot off key.

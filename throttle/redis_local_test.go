@@ -18,10 +18,11 @@ func hotBackend(t *testing.T) (*Redis, *scriptCounter) {
 	return b, c
 }
 
-// headIdle waits until key's only waiter is queued and not in a round trip.
-func headIdle(t *testing.T, b *Redis, key string) {
+// headIdle waits until key's n waiters are queued and the head is not in a
+// round trip.
+func headIdle(t *testing.T, b *Redis, key string, n int) {
 	t.Helper()
-	queued(t, b, key, 1)
+	queued(t, b, key, n)
 	for range 5000 {
 		b.mu.Lock()
 		head, ok := b.keys[key].waiters.head()
@@ -130,7 +131,7 @@ func TestRedisHandOnChecksTheEraItself(t *testing.T) {
 	defer cancel()
 	r := Request{Key: "{c}/era-race", Concurrency: 1, TTL: time.Minute, Windows: []Window{{Limit: 10000, Period: time.Minute}}}
 	first, w := heldAndAwaited(ctx, t, b, r)
-	known, era, err := b.unhold(first)
+	known, from, err := b.unhold(first)
 	if !known || err != nil {
 		t.Fatalf("unhold: %v, %v", known, err)
 	}
@@ -142,7 +143,7 @@ func TestRedisHandOnChecksTheEraItself(t *testing.T) {
 	if next == nil {
 		t.Fatal("no waiter to claim")
 	}
-	if b.handLocal(first, era, next) {
+	if b.handLocal(first, from, next) {
 		t.Fatal("a lease of the era before was handed on locally")
 	}
 	err = b.handOver(ctx, first, next, more) // as Release goes on
@@ -165,7 +166,7 @@ func heldAndAwaited(ctx context.Context, t *testing.T, b *Redis, r Request) (Lea
 	t.Helper()
 	first := mustTake(t, b, r)
 	w := acquireAsync(ctx, b, r)
-	headIdle(t, b, r.Key)
+	headIdle(t, b, r.Key, 1)
 	return first, w
 }
 
@@ -290,5 +291,72 @@ func TestRedisHandOnOfAnEarlierEraGoesBack(t *testing.T) {
 	}
 	if err := b.Release(ctx, got.l); err != nil {
 		t.Errorf("Release of the waiter's lease: %v", err)
+	}
+}
+
+// While another process waits for the key, a slot Redis granted still goes
+// on locally localTurns times, then a hand-over through Redis yields it to
+// that process: each pass between processes serves localTurns + 1 calls.
+func TestRedisTurnsWhileAnotherWaits(t *testing.T) {
+	t.Parallel()
+	bs := twoProcesses(t)
+	a, b := bs[0], bs[1]
+	for _, p := range bs {
+		p.cold, p.quietFor = false, time.Minute
+		subscribed(t, p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := Request{Key: "{c}/turns", Concurrency: 1, TTL: time.Minute}
+	held := mustTake(t, a, r)
+	bw := acquireAsync(ctx, b, r)
+	headRefused(t, b, r.Key)
+	for range 5000 { // a learns from the notice that b waits
+		a.mu.Lock()
+		h := a.hot[r.Key]
+		told := h != nil && h.contended
+		a.mu.Unlock()
+		if told {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var aw []<-chan acquired
+	for i := range localTurns + 1 {
+		aw = append(aw, acquireAsync(ctx, a, r))
+		queued(t, a, r.Key, i+1) // in this order
+	}
+	headIdle(t, a, r.Key, localTurns+1)
+	for turn := range localTurns {
+		if err := a.Release(ctx, held); err != nil {
+			t.Fatalf("Release %d: %v", turn+1, err)
+		}
+		got := <-aw[turn]
+		if got.err != nil || redisID(got.l.ID) == got.l.ID {
+			t.Fatalf("turn %d: a's waiter got %q, %v; want the slot handed on locally", turn+1, got.l.ID, got.err)
+		}
+		held = got.l
+	}
+	if err := a.Release(ctx, held); err != nil { // the turns are over: b's
+		t.Fatalf("Release: %v", err)
+	}
+	got := <-bw
+	if got.err != nil {
+		t.Fatalf("b: %v", got.err)
+	}
+	select {
+	case res := <-aw[localTurns]:
+		t.Fatalf("a's last waiter got %+v while b holds the only slot", res)
+	default:
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Fatal(err)
+	}
+	res := <-aw[localTurns]
+	if res.err != nil {
+		t.Fatalf("a's last waiter: %v", res.err)
+	}
+	if err := a.Release(ctx, res.l); err != nil {
+		t.Fatal(err)
 	}
 }

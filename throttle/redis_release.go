@@ -23,7 +23,7 @@ func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
 	if !l.ownSlot() {
 		return nil
 	}
-	known, era, err := b.unhold(l)
+	known, from, err := b.unhold(l)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
 		return b.errDown()
 	}
 	if next, more := b.claimNext(l.Key); next != nil {
-		if known && b.handLocal(l, era, next) {
+		if known && b.handLocal(l, from, next) {
 			return nil
 		}
 		return b.handOver(ctx, l, next, more)
