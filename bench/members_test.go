@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -67,15 +66,7 @@ func TestMembersSend(t *testing.T) {
 // singleCPU returns the usec Redis spent in EVAL and EVALSHA so far.
 func singleCPU(t *testing.T, rdb *redis.Client) (usec int64) {
 	t.Helper()
-	cs, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(cs, "\n") {
-		if strings.HasPrefix(line, "cmdstat_eval:") || strings.HasPrefix(line, "cmdstat_evalsha:") {
-			usec += infoField(line, "usec=")
-		}
-	}
+	_, usec = evalStats(t, rdb)
 	return usec
 }
 

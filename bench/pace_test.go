@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// emptyScript is the least a script costs: a call, and no work.
+var emptyScript = redis.NewScript(`return 0`)
+
+// TestScriptCostByPace: the Redis CPU (usec of EVAL and EVALSHA in INFO
+// commandstats) of one script run, back to back and paced as the main job
+// paces them (bulktag at 5 in flight and 20 ms a mark runs a script about
+// every 4 ms): the empty script, and the acquire script taking a customer
+// lock (a key with one slot and no window, a fresh one each time, as
+// `bulktag -customers 2000 -repeat 1` takes them). The figure per mark on
+// the main job reads against it: a script run every few milliseconds costs
+// several times what the same script costs back to back.
+//
+//	REDIS_ADDR=127.0.0.1:6379 go test -run TestScriptCostByPace -v -count=1 .
+func TestScriptCostByPace(t *testing.T) {
+	rdb := newRedis(t)
+	prefix := uniquePrefix(t, rdb)
+	lim := newLimiter(t, rdb, prefix)
+	ctx := context.Background()
+	if err := emptyScript.Run(ctx, rdb, nil).Err(); err != nil { // loads it
+		t.Fatal(err)
+	}
+	runs := map[string]func(n int) error{
+		"empty script": func(int) error { return emptyScript.Run(ctx, rdb, nil).Err() },
+		"customer lock": func(n int) error {
+			_, err := lim.TryAcquire(ctx, throttle.Request{Key: fmt.Sprintf("{wwbench}/pace|wm%08d", n), Concurrency: 1, TTL: time.Minute})
+			return err
+		},
+	}
+	for _, name := range []string{"empty script", "customer lock"} {
+		for _, gap := range []time.Duration{0, time.Millisecond, 4 * time.Millisecond} {
+			calls0, cpu0 := evalStats(t, rdb)
+			n := 0
+			for start := time.Now(); time.Since(start) < 2*time.Second; n++ {
+				if err := runs[name](n + int(gap)); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(gap)
+			}
+			calls, cpu := evalStats(t, rdb)
+			t.Logf("%s, %s between runs: %d runs, %.1f us of Redis CPU a run",
+				name, gap, calls-calls0, float64(cpu-cpu0)/float64(calls-calls0))
+		}
+	}
+}
+
+// evalStats returns the calls and usec of EVAL and EVALSHA so far.
+func evalStats(t *testing.T, rdb *redis.Client) (calls, usec int64) {
+	t.Helper()
+	cs, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(cs, "\n") {
+		if strings.HasPrefix(line, "cmdstat_eval:") || strings.HasPrefix(line, "cmdstat_evalsha:") {
+			calls += infoField(line, "calls=")
+			usec += infoField(line, "usec=")
+		}
+	}
+	return calls, usec
+}
