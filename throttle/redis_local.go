@@ -181,7 +181,9 @@ func (b *Redis) handLocal(l Lease, from held, next *rwaiter) bool {
 	n.ID = redisID(l.ID) + "~" + strconv.FormatUint(b.gen.Add(1), 36)
 	n.Granted, n.With = granted, nil
 	b.holdLocked(n, from.era)
-	b.held[redisID(n.ID)].turns = from.turns + 1
+	if e := b.held[redisID(n.ID)]; e != nil {
+		e.turns = from.turns + 1
+	}
 	b.mu.Unlock()
 	b.settle(l.Key, next, n, false, false)
 	return true
