@@ -2,9 +2,13 @@
 package throttletest
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"runtime"
+	"fmt"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,19 +90,24 @@ func testCancelManyWaiters(t *testing.T, e *env) {
 	for range slots {
 		holders = append(holders, mustAcquire(t, context.Background(), e.b, r))
 	}
-	base := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, waiters)
-	for range waiters {
-		go func() {
-			l, err := e.b.Acquire(ctx, r)
-			if err == nil {
-				// Granted before the cancel reached it: a normal holder.
-				err = e.b.Release(context.Background(), l)
-			}
-			errs <- err
-		}()
-	}
+	// The waiters, and every goroutine they start, carry the label id: what
+	// is left of them is told apart from the goroutines of tests running
+	// beside this one.
+	id := fmt.Sprintf("%s %p", t.Name(), e)
+	pprof.Do(ctx, pprof.Labels("throttletest", id), func(ctx context.Context) {
+		for range waiters {
+			go func() {
+				l, err := e.b.Acquire(ctx, r)
+				if err == nil {
+					// Granted before the cancel reached it: a normal holder.
+					err = e.b.Release(context.Background(), l)
+				}
+				errs <- err
+			}()
+		}
+	})
 	e.settle()
 	var wg sync.WaitGroup
 	wg.Go(cancel)
@@ -127,13 +136,31 @@ func testCancelManyWaiters(t *testing.T, e *env) {
 	}
 	if !e.synthetic { // in a bubble, synctest.Test itself fails on a leaked goroutine
 		deadline := time.Now().Add(200 * e.u)
-		for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		for labeled("throttletest", id) > 0 && time.Now().Before(deadline) {
 			time.Sleep(e.u)
 		}
-		if n := runtime.NumGoroutine(); n > base {
-			t.Errorf("%d goroutines after the cancellations, %d before", n, base)
+		if n := labeled("throttletest", id); n > 0 {
+			t.Errorf("%d goroutines of the waiters left after the cancellations", n)
 		}
 	}
+}
+
+// labeled counts the goroutines labeled key=value (a goroutine inherits
+// the labels of the one that starts it).
+func labeled(key, value string) int {
+	want := fmt.Sprintf("%q:%q", key, value) // as the profile prints labels
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	n, count := 0, 0
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if c, _, ok := strings.Cut(line, " @ "); ok {
+			count, _ = strconv.Atoi(c)
+		}
+		if rest, ok := strings.CutPrefix(line, "# labels: "); ok && strings.Contains(rest, want) {
+			n += count
+		}
+	}
+	return n
 }
 
 func testKeysIndependent(t *testing.T, e *env) {
