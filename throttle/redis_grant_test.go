@@ -28,10 +28,10 @@ import (
 // lasts about that long, so one late notice under a loaded machine's
 // scheduling would decide it: the hot variants run with a 10 ms span, the
 // mechanism unchanged. With the hot path a slot also goes on locally for
-// localTurns turns before it is yielded: one waiter against eight on two
-// slots gets at most a third of one slot's grants, a sixth of all in the
-// worst interleaving (measured: 22-30%); its floor is 15%, under the
-// protocol's 20%.
+// localTurns turns before it is yielded, so the lone waiter of one against
+// eight waits for one of the other process's slots to end a turn of two
+// calls, not one: measured, 22-30% of the grants (28-32% before the turn);
+// its floor is 15%, under the protocol's 20%.
 func TestRedisProcessesTakeTurns(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -310,16 +310,12 @@ func TestRedisTurnsWhileAnotherWaits(t *testing.T) {
 	held := mustTake(t, a, r)
 	bw := acquireAsync(ctx, b, r)
 	headRefused(t, b, r.Key)
-	for range 5000 { // a learns from the notice that b waits
+	eventually(t, "a learns from the notice that b waits", func() bool {
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		h := a.hot[r.Key]
-		told := h != nil && h.contended
-		a.mu.Unlock()
-		if told {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return h != nil && h.contended
+	})
 	var aw []<-chan acquired
 	for i := range localTurns + 1 {
 		aw = append(aw, acquireAsync(ctx, a, r))
@@ -338,9 +334,7 @@ func TestRedisTurnsWhileAnotherWaits(t *testing.T) {
 		held = got.l
 		// a's next head asks for itself, and is refused, before the next
 		// release: asking as the slot frees, it could take it past b.
-		for n := asks; n == asks; n, _ = gs[0].counts() {
-			time.Sleep(time.Millisecond)
-		}
+		eventually(t, "a's next head asks", func() bool { n, _ := gs[0].counts(); return n > asks })
 		headIdle(t, a, r.Key, localTurns-turn)
 	}
 	if err := a.Release(ctx, held); err != nil { // the turns are over: b's
@@ -365,4 +359,16 @@ func TestRedisTurnsWhileAnotherWaits(t *testing.T) {
 	if err := a.Release(ctx, res.l); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// eventually fails the test unless cond holds within 5 seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 5000 {
+		if cond() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%s: not within 5 s", what)
 }
