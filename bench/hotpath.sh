@@ -14,8 +14,10 @@
 # MarkCalls) and its fraction of 5/latency (250/s at 20ms); its ratio to the same
 # build's reference of the same workload in the same round (w1/ref, w2/ref2,
 # w2x3/ref2); from INFO commandstats before and after the run, the EVAL and
-# EVALSHA calls per mark, their Redis CPU (usec) per mark, and all commands
-# per mark (INFO excluded; Redis also counts the commands a script runs); and
+# EVALSHA calls per mark, their Redis CPU (usec) per mark, the Redis
+# process's whole CPU per mark (utime + stime from /proc: scripts, commands
+# and the network, at 10 ms a tick), and all commands per mark (INFO
+# excluded; Redis also counts the commands a script runs); and
 # the mock's 45033 and 45009 answers and max in flight for mark_tag.
 #
 #	OLD=/tmp/old NEW=/tmp/new ROUNDS=3 bash bench/hotpath.sh
@@ -79,12 +81,15 @@ redis-cli -p "$rport" ping >/dev/null
 lat_ms=$(awk -v d="$LATENCY" 'BEGIN { if (d ~ /ms$/) { sub(/ms$/, "", d); print d } else { sub(/s$/, "", d); print d * 1000 } }')
 echo "Redis $(redis-server --version | awk '{print $3}') at 127.0.0.1:$rport (pid $redispid); mock latency $LATENCY; builds: ${names[*]}; rounds: $ROUNDS"
 
-# cmdstats: "EVAL+EVALSHA calls, their usec, calls of every command but INFO".
+# cmdstats: "EVAL+EVALSHA calls, their usec, calls of every command but
+# INFO, and the Redis process's CPU (utime + stime, in clock ticks)".
 cmdstats() {
-	redis-cli -p "$rport" info commandstats | tr -d '\r' | awk -F'[=,:]' '
+	local ticks
+	ticks=$(awk '{ print $14 + $15 }' "/proc/$redispid/stat")
+	redis-cli -p "$rport" info commandstats | tr -d '\r' | awk -F'[=,:]' -v ticks="$ticks" '
 		/^cmdstat_/ { if ($1 != "cmdstat_info") all += $3 }
 		/^cmdstat_eval(sha)?:/ { n += $3; us += $5 }
-		END { printf "%d %d %d\n", n, us, all }'
+		END { printf "%d %d %d %d\n", n, us, all, ticks }'
 }
 
 start_mock() { # start_mock DIR: a fresh mock from DIR on a free port; sets base
@@ -139,7 +144,8 @@ run() {
 	phase=$(marking_phase "$tmp/$name".*.out)
 	python3 - "$tmp/results" "$build" "$round" "$wl" "$procs" "$((procs * customers * repeat))" "$rc" \
 		"$phase" "$lat_ms" "$before" "$after" "$stats" <<'EOF' || rc=1
-import json, sys
+import json, os, sys
+tick = os.sysconf("SC_CLK_TCK")
 out, build, rnd, wl, procs, want, rc, phase, lat = sys.argv[1:10]
 b, a = [list(map(int, s.split())) for s in sys.argv[10:12]]
 st = json.loads(sys.argv[12])
@@ -149,12 +155,14 @@ rate = marks / phase if phase > 0 else float("nan")
 r = dict(build=build, round=int(rnd), wl=wl, procs=int(procs), want=int(want), rc=int(rc),
          marks=marks, phase=phase, rate=rate, pct=100 * rate / (5000 / float(lat)),
          scripts=a[0] - b[0], usec=a[1] - b[1], cmds=a[2] - b[2],
+         rcpu=(a[3] - b[3]) * 1e6 / tick,
          r45033=ref.get("45033", 0), r45009=ref.get("45009", 0),
          mif=(st.get("MaxInFlight") or {}).get("/cgi-bin/externalcontact/mark_tag", 0))
 open(out, "a").write(json.dumps(r) + "\n")
 m = marks or float("nan")
 print(f"{build:>4} round {rnd} {wl:<5} exit {rc}: {marks}/{want} marks in {phase:.3f} s, {rate:.1f} marks/s"
       f" = {r['pct']:.1f}% of 5/latency; scripts/mark {r['scripts'] / m:.2f}, script µs/mark {r['usec'] / m:.1f},"
+      f" Redis process µs/mark {r['rcpu'] / m:.0f},"
       f" cmds/mark {r['cmds'] / m:.2f}; 45033 {r['r45033']}, 45009 {r['r45009']}, max in flight {r['mif']}")
 EOF
 	return $rc
@@ -175,15 +183,15 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 by = {(r["build"], r["round"], r["wl"]): r for r in rows}
 refof = {"w1": "ref", "w2": "ref2", "w2x3": "ref2"}
-print("| build | round | workload | procs | marks | phase s | marks/s | % of 5/lat | vs in-process | scripts/mark | script µs/mark | cmds/mark | 45033 | 45009 | max in flight | exit |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| build | round | workload | procs | marks | phase s | marks/s | % of 5/lat | vs in-process | scripts/mark | script µs/mark | Redis process µs/mark | cmds/mark | 45033 | 45009 | max in flight | exit |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 bad = False
 for r in rows:
     m = r["marks"] or float("nan")
     ref = by.get((r["build"], r["round"], refof.get(r["wl"], "")))
     vs = f"{r['rate'] / ref['rate']:.3f}" if ref else "-"
     print(f"| {r['build']} | {r['round']} | {r['wl']} | {r['procs']} | {r['marks']}/{r['want']} | {r['phase']:.3f} | {r['rate']:.1f} | {r['pct']:.1f}% | {vs} | "
-          + f"{r['scripts'] / m:.2f} | {r['usec'] / m:.1f} | {r['cmds'] / m:.2f}"
+          + f"{r['scripts'] / m:.2f} | {r['usec'] / m:.1f} | {r.get('rcpu', float('nan')) / m:.0f} | {r['cmds'] / m:.2f}"
           + f" | {r['r45033']} | {r['r45009']} | {r['mif']} | {r['rc']} |")
     bad |= r["rc"] != 0 or r["marks"] != r["want"] or r["r45033"] > 0 or r["r45009"] > 0
 sys.exit(1 if bad else 0)
