@@ -55,10 +55,8 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 		return Lease{}, err
 	case down:
 		return b.instead(ctx, r, try, nil)
-	case len(r.With) > 0 && try:
-		return acquireApart(ctx, b, r, false)
 	case len(r.With) > 0:
-		return acquireApart(ctx, b, r, true)
+		return acquireApart(ctx, b, r, !try)
 	case len(r.Members) > 0 && !try:
 		return b.memberLines.acquire(ctx, r, true, b.tryMembers)
 	case !try:

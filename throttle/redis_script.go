@@ -188,8 +188,7 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 			out.extra = append(out.extra, e)
 		}
 		if ans.n > 0 {
-			b.hold(era, l)
-			b.hold(era, out.extra...)
+			b.hold(era, append(out.extra, l)...)
 		}
 		b.noteContended(r.Key, ans.others, sent)
 		if ans.blk > 0 && ans.blockAt > 0 {
