@@ -33,9 +33,10 @@ func lua(name string) string {
 
 // clockSource returns the source of a script that reads the server's clock:
 // the prelude, which defines now (unix ms), then buckets (BucketsPerWindow),
-// then body.
+// lock_mark (lockMark) and lock.lua, then body.
 func clockSource(body string) string {
-	return lua("prelude") + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" + body
+	return lua("prelude") + "local buckets = " + strconv.Itoa(BucketsPerWindow) + "\n" +
+		"local lock_mark = '" + lockMark + "'\n" + lua("lock") + body
 }
 
 // reasonSource returns the source of a script that answers reasons: the
@@ -221,8 +222,17 @@ func (b *Redis) Close() error {
 
 // redisKeys names the Redis keys of a throttle key.
 type redisKeys struct {
-	holders, cooldown, waiting, epoch, learned string
-	windows                                    []string
+	holders, lock, cooldown, waiting, epoch, learned string
+	windows                                          []string
+}
+
+// slots returns the key that holds the slot of lease id: its lock's
+// STRING for a lock (redis_lock.go), else the holders ZSET.
+func (k redisKeys) slots(id string) string {
+	if isLockID(id) {
+		return k.lock
+	}
+	return k.holders
 }
 
 // names returns the Redis keys of throttle key key with the windows ws.
@@ -234,7 +244,7 @@ func (b *Redis) names(key string, ws []Window) redisKeys {
 // in hash tag tag: a member's key takes its request's tag (namesOf).
 func (b *Redis) namesIn(tag, key string, ws []Window) redisKeys {
 	base := b.opt.Prefix + "{" + tag + "}" + key
-	k := redisKeys{holders: base + ":h", cooldown: base + ":c", waiting: base + ":q",
+	k := redisKeys{holders: base + ":h", lock: base + ":s", cooldown: base + ":c", waiting: base + ":q",
 		epoch: base + ":e", learned: base + ":l"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))

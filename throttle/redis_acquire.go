@@ -73,7 +73,7 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 		k := b.keys[r.Key]
 		queued := k != nil && k.waiters.len() > 0
 		b.mu.Unlock()
-		res, err = b.attempt(ctx, acquireArgs{r: r, take: !queued})
+		res, err = b.attempt(ctx, acquireArgs{r: r, take: !queued, plain: !queued})
 		if err == nil && res.v.ok && queued {
 			res.v = verdict{reason: ReasonConcurrency}
 		}

@@ -26,6 +26,9 @@ type RedisConn interface {
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) (any, error)
 	// Eval runs the script's source (EVAL), with the reply of EvalSha.
 	Eval(ctx context.Context, src string, keys []string, args ...any) (any, error)
+	// SetNX sets key to value, expiring after ttl, if key does not exist
+	// (SET key value NX PX ttl), and reports whether it did.
+	SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
 	// Ping sends a PING.
 	Ping(ctx context.Context) error
 	// Subscribe makes a subscription on its own connection to channels.

@@ -192,18 +192,19 @@ func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool)
 func (b *Redis) askFor(ctx context.Context, w *rwaiter, release Lease, more bool) (acquireResult, bool, error) {
 	key := w.req.Key
 	var batch []*rwaiter
-	waiting := 0
+	waiting, plain := 0, release.ID == ""
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil { // nil: w left meanwhile
-		if more && (k.refused == nil || k.refused.v.reason != ReasonConcurrency) {
+		// one slot: a batch would get no more
+		if more && b.capped(w.req).Concurrency > 1 && (k.refused == nil || k.refused.v.reason != ReasonConcurrency) {
 			batch = b.claim(k, &w.req, w, maxBatch-1)
 			more = k.waiters.len()-1 > len(batch)
 		}
-		waiting = k.waiters.len()
+		waiting, plain = k.waiters.len(), plain && k.refused == nil // refused: queued, the script dequeues it
 	}
 	block := b.blockFor(w.req, waiting)
 	b.mu.Unlock()
-	res, err := b.attempt(ctx, acquireArgs{r: w.req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: block})
+	res, err := b.attempt(ctx, acquireArgs{r: w.req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: block, plain: plain && len(batch) == 0})
 	extra := append(res.extra, make([]Lease, len(batch))...) // a waiter the limits left out gets none
 	for i, x := range batch {
 		b.settle(key, x, extra[i], false, false)

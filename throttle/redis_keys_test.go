@@ -44,13 +44,14 @@ func hashTaggedKey(key string) string {
 // window), e (the epoch of the key's state). Group 1 is the throttle key as hashTaggedKey spells it, group 2 the
 // kind.
 func redisKeyShape(prefix string) *regexp.Regexp {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(.+):(h|c|q|r|e|w:[0-9]+)$`)
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(.+):(h|s|c|q|r|e|w:[0-9]+)$`)
 }
 
 // workloadKinds are the kinds of Redis key keysWorkload(d) must leave for
-// each throttle key (a q key is allowed, not required).
+// each throttle key (a q key is allowed, not required): s is the lock the
+// cooldown keeps taken (lua/lock.lua), unused on a key that is no lock.
 func workloadKinds(d time.Duration) []string {
-	return []string{"c", "e", "h", "w:" + strconv.FormatInt((2*d).Milliseconds(), 10), "w:" + strconv.FormatInt((3*d).Milliseconds(), 10)}
+	return []string{"c", "e", "h", "s", "w:" + strconv.FormatInt((2*d).Milliseconds(), 10), "w:" + strconv.FormatInt((3*d).Milliseconds(), 10)}
 }
 
 // kindsOf returns the sorted kinds of the Redis keys rks, less q.
@@ -70,6 +71,7 @@ var (
 	robustLeaseIDShape = regexp.MustCompile(`^[0-9a-f]{24}$`)
 	robustIntegerShape = regexp.MustCompile(`^-?[0-9]+$`)
 	robustEpochShape   = regexp.MustCompile(`^[0-9]+:[0-9a-f]{24}$`)
+	robustLockShape    = regexp.MustCompile(`^(lock:[0-9a-f]{24})?$`) // lockMark
 )
 
 // checkKeys checks every key under prefix: it has a TTL, has one of the
@@ -146,6 +148,10 @@ func keyValues(ctx context.Context, t *testing.T, rdb redis.UniversalClient, k s
 		case strings.HasSuffix(k, ":e"):
 			if !robustEpochShape.MatchString(v) {
 				t.Errorf("key %s holds %q, not an epoch", k, v)
+			}
+		case strings.HasSuffix(k, ":s"):
+			if !robustLockShape.MatchString(v) {
+				t.Errorf("key %s holds %q, not a lock's lease ID or a cooldown's empty mark", k, v)
 			}
 		default:
 			values = append(values, v)

@@ -55,7 +55,7 @@ func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time
 // member's windows, with no slot to release.
 func (b *Redis) refundMembers(l Lease, r Request) {
 	k, granted := b.names(r.Key, nil), l.Granted.UnixMilli()
-	keys, args := []string{k.holders, k.waiting}, []any{"", b.wakePrefix, r.Key, granted, r.units(), 0}
+	keys, args := []string{k.holders, k.waiting, k.cooldown}, []any{"", b.wakePrefix, r.Key, granted, r.units(), 0}
 	members := make([]string, len(r.Members))
 	for i, m := range r.Members {
 		members[i] = MemberKey(r.Key, m)

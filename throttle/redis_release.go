@@ -97,7 +97,8 @@ func (b *Redis) extendOne(ctx context.Context, l Lease, ttl time.Duration) (Leas
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	exp, err := replyInt64(b.extend.run(octx, b.rdb, []string{b.names(l.Key, nil).holders}, redisID(l.ID), ttl.Milliseconds()))
+	k := b.names(l.Key, nil)
+	exp, err := replyInt64(b.extend.run(octx, b.rdb, []string{k.slots(l.ID), k.cooldown}, redisID(l.ID), ttl.Milliseconds()))
 	switch {
 	case err != nil:
 		_, err = b.failed("extend", err)
@@ -130,7 +131,8 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 		octx, cancel := b.opCtx(ctx)
 		defer cancel()
 		var end int64
-		if end, err = replyInt64(b.cooldown.run(octx, b.rdb, []string{b.names(key, nil).cooldown}, max(1, d.Milliseconds()), b.channel, key)); err == nil {
+		k := b.names(key, nil)
+		if end, err = replyInt64(b.cooldown.run(octx, b.rdb, []string{k.cooldown, k.lock}, max(1, d.Milliseconds()), b.channel, key)); err == nil {
 			b.ledger.cooldown(key, end)
 			return nil
 		}
@@ -150,7 +152,7 @@ func (b *Redis) Cooldown(ctx context.Context, key string, d time.Duration) error
 // in windows (nil: none). held: every lease still held its slot.
 func (b *Redis) releaseScript(ctx context.Context, l Lease, windows []Window, units int) (held bool, err error) {
 	k := b.names(l.Key, windows)
-	keys := append(make([]string, 0, 2+len(windows)+2*len(l.With)), k.holders, k.waiting)
+	keys := append(make([]string, 0, 3+len(windows)+3*len(l.With)), k.slots(l.ID), k.waiting, k.cooldown)
 	id, granted := "", int64(0)
 	if l.ownSlot() || len(windows) > 0 {
 		id = redisID(l.ID)
@@ -164,7 +166,7 @@ func (b *Redis) releaseScript(ctx context.Context, l Lease, windows []Window, un
 	}
 	for _, s := range l.With {
 		sk := b.names(s.Key, nil)
-		keys = append(keys, sk.holders, sk.waiting)
+		keys = append(keys, sk.slots(s.ID), sk.waiting, sk.cooldown)
 		args = append(args, redisID(s.ID), s.Key)
 	}
 	defer b.quiet.begin()()

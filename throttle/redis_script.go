@@ -22,6 +22,7 @@ type acquireArgs struct {
 	release Lease   // a hand-over: the lease to release first (release_id)
 	requeue bool    // with a grant, stay queued at the back (requeue)
 	block   int     // window units to take ahead (block, see blockFor)
+	plain   bool    // a lock's take, with no release: a plain SET first (takeLock)
 }
 
 // acquireResult is what one run of the acquire script answered.
@@ -82,6 +83,11 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 // state writes back what this process knows and runs it again.
 func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
 	defer stallAfter(ctx, a.r.Key)()
+	if a.plain && a.take && a.release.ID == "" && isLock(a.r) {
+		if res, got, err := b.takeLock(ctx, a.r); got || err != nil {
+			return res, err
+		}
+	}
 	held := false
 	for try := 0; ; try++ {
 		res, epoch, err := b.attemptOnce(ctx, a)
@@ -107,7 +113,7 @@ func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, erro
 func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, conc int) {
 	r := a.r
 	k := b.names(r.Key, r.Windows)
-	keys = append([]string{k.holders, k.cooldown, k.waiting, k.epoch}, k.windows...)
+	keys = append([]string{k.slots(id), k.cooldown, k.waiting, k.epoch}, k.windows...)
 	epoch, proc := "", ""
 	switch {
 	case len(r.Members) > 0: // every member's windows, under the request's epoch
@@ -164,6 +170,9 @@ func (b *Redis) runScript(ctx context.Context, key string, keys []string, args [
 func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, string, error) {
 	r := a.r
 	id := newLeaseID()
+	if isLock(r) {
+		id = lockMark + id
+	}
 	keys, args, conc := b.script(a, id)
 	sent, era := time.Now(), b.eraNow()
 	ans, err := b.runScript(ctx, r.Key, keys, args)

@@ -16,7 +16,8 @@ import (
 )
 
 // scriptCounter is a go-redis hook that counts the scripts run (EVALSHA,
-// and EVAL when a script was not loaded yet).
+// and EVAL when a script was not loaded yet) and the plain SETs that take
+// locks (takeLock): the round trips of the protocol.
 type scriptCounter struct{ n atomic.Int64 }
 
 func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -28,7 +29,7 @@ func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if name := cmd.Name(); (name == "evalsha" || name == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if name := cmd.Name(); (name == "evalsha" || name == "eval" || name == "set") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
 			c.n.Add(1)
 		}
 		return err

@@ -5,7 +5,8 @@
 -- come from prelude.lua, slide and opening from window.lua, R (the
 -- reasons) from reasonSource.
 --
--- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
+-- KEYS[1]   holders: ZSET lease id -> expiry (unix ms); for a lock (lease ids
+--           start with lock_mark), its STRING (lock.lua)
 -- KEYS[2]   cooldown: STRING, the end of the cooldown (unix ms)
 -- KEYS[3]   waiting processes: ZSET process id -> arrival (unix ms)
 -- KEYS[4]   epoch: STRING "<birth unix ms>:<id>", made by the first script to
@@ -84,12 +85,14 @@ local function answer(a)
 end
 
 -- a hand-over releases its lease first, whatever the answer
-local handover = release_id ~= ''
-if handover or conc > 0 then
+local handover, lock = release_id ~= '', is_lock(lease_id)
+if lock and handover then
+  held = unlock(KEYS[1], KEYS[2], release_id)
+elseif not lock and (handover or conc > 0) then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) -- expired leases
-end
-if handover then
-  held = redis.call('ZREM', KEYS[1], release_id) -- 1 only if not expired
+  if handover then
+    held = redis.call('ZREM', KEYS[1], release_id) -- 1 only if not expired
+  end
 end
 
 if ref > 0 and now > ref + max_age then -- given up by its sender (see max_age)
@@ -167,14 +170,30 @@ if worst > 0 then
 end
 
 if conc > 0 then
-  holding = redis.call('ZCARD', KEYS[1])
+  local first -- when the first held slot expires, if every slot is held
+  if not lock then
+    holding = redis.call('ZCARD', KEYS[1])
+    if holding >= conc then
+      first = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2])
+    end
+  else -- taken here if free and wanted (holding 0: the grant counts it)
+    local free
+    if want > 0 then
+      free = redis.call('SET', KEYS[1], lease_id, 'NX', 'PX', ttl)
+    else
+      free = redis.call('EXISTS', KEYS[1]) == 0
+    end
+    holding = free and 0 or 1
+    if not free then
+      first = now + math.max(0, redis.call('PTTL', KEYS[1]))
+    end
+  end
   room = math.min(room, conc - holding)
-  if holding >= conc then
-    local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if first then
     if proc ~= '' and enqueue() == 1 then -- for a release to wake
       redis.call('PUBLISH', channel, '\n' .. proc .. '\n' .. throttle_key)
     end
-    return refuse(R.concurrency, tonumber(first[2]))
+    return refuse(R.concurrency, first)
   end
 end
 
@@ -201,7 +220,7 @@ for j = 1, nk do
   fills[j] = fills[j] + units
   blk = math.min(blk, free_units[j] - units)
 end
-if conc > 0 then
+if conc > 0 and not lock then
   local add = {'ZADD', KEYS[1], expires, lease_id}
   for j = 2, n do
     add[#add + 1] = expires

@@ -3,11 +3,14 @@
 -- give back the lease's rate window counts: it was granted to a caller that
 -- had given up, so no call started.
 --
--- KEYS[1]   holders: ZSET lease id -> expiry (unix ms)
+-- KEYS[1]   holders: ZSET lease id -> expiry (unix ms); a lock's STRING
+--           for a lease id that starts with lock_mark (lock.lua)
 -- KEYS[2]   waiting processes: ZSET process id -> arrival (unix ms)
--- KEYS[3..] the rate window HASHes of the request, or of its members (only
+-- KEYS[3]   cooldown: STRING, the end of the cooldown (unix ms)
+-- KEYS[4..] the rate window HASHes of the request, or of its members (only
 --           when refunding)
--- then      per With lease: its holders ZSET, its waiting processes ZSET
+-- then      per With lease: its holders (or lock), its waiting processes,
+--           its cooldown
 --
 -- Returns 1 if the lease and its With leases held their slots, 0 if one had
 -- expired or was unknown. now and buckets come from the prelude
@@ -20,17 +23,22 @@
 -- KEYS order, its period (ms), and per With lease its id and throttle key.
 local lease_id, wake_prefix, throttle_key = ARGV[1], ARGV[2], ARGV[3]
 local granted, units, nwith = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local nwin = #KEYS - 2 - 2 * nwith
+local nwin = #KEYS - 3 - 3 * nwith
 
--- free gives back lease id's slot in the holders ZSET and, if it held one
--- or its window counts were refunded, wakes the process that has waited
--- longest on the waiting ZSET (publishing key on wake_prefix .. its id).
--- Returns 1 if the lease still held its slot, 0 if it had expired or was
--- unknown.
-local function free(holders, waiting, id, key, refunded)
-  local score = redis.call('ZSCORE', holders, id)
-  if score then
-    redis.call('ZREM', holders, id)
+-- free gives back lease id's slot in the holders ZSET (or its lock) and, if
+-- it held one or its window counts were refunded, wakes the process that
+-- has waited longest on the waiting ZSET (publishing key on wake_prefix ..
+-- its id). Returns 1 if the lease still held its slot, 0 if it had expired
+-- or was unknown.
+local function free(holders, waiting, cooldown, id, key, refunded)
+  local score
+  if is_lock(id) then
+    score = unlock(holders, cooldown, id) == 1 and math.huge
+  else
+    score = redis.call('ZSCORE', holders, id)
+    if score then
+      redis.call('ZREM', holders, id)
+    end
   end
   if score or refunded then
     local w = redis.call('ZPOPMIN', waiting)
@@ -46,7 +54,7 @@ end
 
 if granted > 0 then
   for i = 1, nwin do
-    local key = KEYS[2 + i]
+    local key = KEYS[3 + i]
     local field = math.floor(granted / math.floor(tonumber(ARGV[6 + i]) / buckets))
     local v = redis.call('HMGET', key, 'lo', field)
     local n = math.min(units, tonumber(v[2] or '0'))
@@ -59,10 +67,10 @@ end
 
 local held = 1
 for i = 1, nwith do
-  local k, a = 2 + nwin + 2 * i, 6 + nwin + 2 * i
-  held = math.min(held, free(KEYS[k - 1], KEYS[k], ARGV[a - 1], ARGV[a], false))
+  local k, a = 3 + nwin + 3 * i, 6 + nwin + 2 * i
+  held = math.min(held, free(KEYS[k - 2], KEYS[k - 1], KEYS[k], ARGV[a - 1], ARGV[a], false))
 end
 if lease_id == '' then
   return held
 end
-return math.min(held, free(KEYS[1], KEYS[2], lease_id, throttle_key, granted > 0))
+return math.min(held, free(KEYS[1], KEYS[2], KEYS[3], lease_id, throttle_key, granted > 0))

@@ -25,6 +25,11 @@ func (c Conn) Eval(ctx context.Context, src string, keys []string, args ...any) 
 	return c.Client.Eval(ctx, src, keys, args...).Result()
 }
 
+// SetNX implements throttle.RedisConn.
+func (c Conn) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return c.Client.SetNX(ctx, key, value, ttl).Result()
+}
+
 // Ping implements throttle.RedisConn.
 func (c Conn) Ping(ctx context.Context) error {
 	return c.Client.Ping(ctx).Err()

@@ -1,0 +1,52 @@
+// Locks on the Redis backend: a key with one slot and no window (a
+// customer's lock beside an API's slot, say) is held as a STRING
+// (lua/lock.lua), which one plain SET NX PX takes, so that an uncontended
+// lock runs no script (REDIS.md, Locks).
+
+package throttle
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// lockMark starts the id of a lease on a lock, so that the scripts that
+// release or extend it find the lock's STRING, not a holders ZSET.
+const lockMark = "lock:"
+
+// isLock reports whether r takes a lock: one slot, no window, no members.
+// The processes sharing a key must agree on its shape, as on its limits.
+func isLock(r Request) bool {
+	return r.Concurrency == 1 && len(r.Windows) == 0 && len(r.Members) == 0
+}
+
+// isLockID reports whether the lease of id holds a lock.
+func isLockID(id string) bool { return strings.HasPrefix(id, lockMark) }
+
+// takeLock takes the lock r asks for with one plain SET NX PX, and reports
+// whether it got it. A lock held or cooling down is left to the acquire
+// script, which queues this process for a wake-up and says until when. A
+// round trip that failed may have taken it: the lease is then kept as an
+// orphan, released when Redis answers again.
+func (b *Redis) takeLock(ctx context.Context, r Request) (acquireResult, bool, error) {
+	id, ttl := lockMark+newLeaseID(), r.LeaseTTL()
+	now, sent, era := b.ref.now(), time.Now(), b.eraNow() // now: before Redis's, so Expires is early
+	l := Lease{Key: r.Key, ID: id, Granted: now, Expires: now.Add(ttl), Concurrency: 1}
+	octx, cancel := b.opCtx(ctx)
+	defer cancel()
+	defer b.quiet.begin()()
+	got, err := b.rdb.SetNX(octx, b.names(r.Key, nil).lock, id, ttl)
+	switch {
+	case err != nil:
+		if !refused(err) {
+			b.orphan(l)
+		}
+		return acquireResult{}, false, err
+	case !got:
+		return acquireResult{}, false, nil
+	}
+	b.hold(era, l)
+	b.noteContended(r.Key, false, sent)
+	return acquireResult{lease: l, v: verdict{ok: true}, now: now}, true, nil
+}
