@@ -14,7 +14,9 @@
 # MarkCalls) and its fraction of 5/latency (250/s at 20ms); its ratio to the same
 # build's reference of the same workload in the same round (w1/ref, w2/ref2,
 # w2x3/ref2); from INFO commandstats before and after the run, the EVAL and
-# EVALSHA calls per mark, their Redis CPU (usec) per mark, the Redis
+# EVALSHA calls per mark, the Redis CPU (usec) per mark of those and of SET
+# (the plain SET NX PX that takes an uncontended lock; a SET inside a
+# script, as a contended lock's, counts twice: an upper bound), the Redis
 # process's whole CPU per mark (utime + stime from /proc: scripts, commands
 # and the network, at 10 ms a tick), and all commands per mark (INFO
 # excluded; Redis also counts the commands a script runs); and
@@ -81,14 +83,16 @@ redis-cli -p "$rport" ping >/dev/null
 lat_ms=$(awk -v d="$LATENCY" 'BEGIN { if (d ~ /ms$/) { sub(/ms$/, "", d); print d } else { sub(/s$/, "", d); print d * 1000 } }')
 echo "Redis $(redis-server --version | awk '{print $3}') at 127.0.0.1:$rport (pid $redispid); mock latency $LATENCY; builds: ${names[*]}; rounds: $ROUNDS"
 
-# cmdstats: "EVAL+EVALSHA calls, their usec, calls of every command but
-# INFO, and the Redis process's CPU (utime + stime, in clock ticks)".
+# cmdstats: "EVAL+EVALSHA calls, their usec and SET's, calls of every
+# command but INFO, and the Redis process's CPU (utime + stime, in clock
+# ticks)".
 cmdstats() {
 	local ticks
 	ticks=$(awk '{ print $14 + $15 }' "/proc/$redispid/stat")
 	redis-cli -p "$rport" info commandstats | tr -d '\r' | awk -F'[=,:]' -v ticks="$ticks" '
 		/^cmdstat_/ { if ($1 != "cmdstat_info") all += $3 }
 		/^cmdstat_eval(sha)?:/ { n += $3; us += $5 }
+		/^cmdstat_set:/ { us += $5 }
 		END { printf "%d %d %d %d\n", n, us, all, ticks }'
 }
 
@@ -161,7 +165,7 @@ r = dict(build=build, round=int(rnd), wl=wl, procs=int(procs), want=int(want), r
 open(out, "a").write(json.dumps(r) + "\n")
 m = marks or float("nan")
 print(f"{build:>4} round {rnd} {wl:<5} exit {rc}: {marks}/{want} marks in {phase:.3f} s, {rate:.1f} marks/s"
-      f" = {r['pct']:.1f}% of 5/latency; scripts/mark {r['scripts'] / m:.2f}, script µs/mark {r['usec'] / m:.1f},"
+      f" = {r['pct']:.1f}% of 5/latency; scripts/mark {r['scripts'] / m:.2f}, script+SET µs/mark {r['usec'] / m:.1f},"
       f" Redis process µs/mark {r['rcpu'] / m:.0f},"
       f" cmds/mark {r['cmds'] / m:.2f}; 45033 {r['r45033']}, 45009 {r['r45009']}, max in flight {r['mif']}")
 EOF
@@ -183,7 +187,7 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 by = {(r["build"], r["round"], r["wl"]): r for r in rows}
 refof = {"w1": "ref", "w2": "ref2", "w2x3": "ref2"}
-print("| build | round | workload | procs | marks | phase s | marks/s | % of 5/lat | vs in-process | scripts/mark | script µs/mark | Redis process µs/mark | cmds/mark | 45033 | 45009 | max in flight | exit |")
+print("| build | round | workload | procs | marks | phase s | marks/s | % of 5/lat | vs in-process | scripts/mark | script+SET µs/mark | Redis process µs/mark | cmds/mark | 45033 | 45009 | max in flight | exit |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 bad = False
 for r in rows:

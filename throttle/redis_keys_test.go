@@ -38,7 +38,8 @@ func hashTaggedKey(key string) string {
 }
 
 // redisKeyShape is the only form a key of the backend may take: the prefix, the
-// hash-tagged throttle key, and the kind of data: h (lease holders), c
+// hash-tagged throttle key, and the kind of data: h (lease holders), s (a
+// lock's holder, or a cooldown's empty mark), c
 // (cooldown), q (processes waiting for a slot), r (the With slots each
 // waits with; none in these tests' workload), w:<period ms> (a rate
 // window), e (the epoch of the key's state). Group 1 is the throttle key as hashTaggedKey spells it, group 2 the

@@ -4,6 +4,7 @@ package throttletest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,4 +204,34 @@ func testExtendKeepsSlot(t *testing.T, e *env) {
 		t.Errorf("waiter granted at %v, before the extended expiry %v", l.Granted, ext.Expires)
 	}
 	mustRelease(t, e.b, l)
+}
+
+// testExtendShortens: Extend to less than a lease has left moves its
+// expiry earlier, and the slot frees up then: on a key of one slot (a
+// lock) as on a key of several.
+func testExtendShortens(t *testing.T, e *env) {
+	ctx := context.Background()
+	for _, conc := range []int{1, 2} {
+		r := throttle.Request{Key: "shorten" + strconv.Itoa(conc), Concurrency: conc, TTL: time.Hour}
+		var held []throttle.Lease
+		for range conc {
+			held = append(held, mustAcquire(t, ctx, e.b, r))
+		}
+		ext, err := e.b.Extend(ctx, held[0], 5*e.u)
+		if err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		if !ext.Expires.Before(held[0].Expires) {
+			t.Fatalf("Extend moved expiry from %v to %v, want earlier", held[0].Expires, ext.Expires)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 100*e.u)
+		l := mustAcquire(t, wctx, e.b, r)
+		cancel()
+		if l.Granted.Before(ext.Expires) {
+			t.Errorf("concurrency %d: waiter granted at %v, before the shortened expiry %v", conc, l.Granted, ext.Expires)
+		}
+		for _, h := range append(held[1:], l) {
+			mustRelease(t, e.b, h)
+		}
+	}
 }

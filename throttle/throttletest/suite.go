@@ -67,12 +67,14 @@ func Run(t *testing.T, h Harness) {
 		{"ReleaseTwice", testReleaseTwice},
 		{"TTLFreesSlot", testTTLFreesSlot},
 		{"ExtendKeepsSlot", testExtendKeepsSlot},
+		{"ExtendShortens", testExtendShortens},
 		{"RateWindowsNeverExceeded", func(t *testing.T, e *env) {
 			testRateWindows(t, e, []throttle.Window{{Limit: 20, Period: 10 * e.u}, {Limit: 50, Period: 40 * e.u}}, 160*e.u)
 		}},
 		{"RateWindowsThroughput", testRateThroughput},
 		{"AllOrNothing", testAllOrNothing},
 		{"Cooldown", testCooldown},
+		{"CooldownOutlastsHolder", testCooldownOutlastsHolder},
 		{"DeadlineFailsFast", testDeadlineFailsFast},
 		{"CancelManyWaiters", testCancelManyWaiters},
 		{"KeysIndependent", testKeysIndependent},

@@ -344,3 +344,25 @@ func testWaitersBehindFailOnWindow(t *testing.T, e *env) {
 		t.Errorf("the patient waiter, cancelled: %v", err)
 	}
 }
+
+// testCooldownOutlastsHolder: a cooldown keeps a key's slots from a new
+// holder until it ends, even when the holders' leases end first,
+// unreleased (their process died): on a key of one slot (a lock) as on a
+// key of several.
+func testCooldownOutlastsHolder(t *testing.T, e *env) {
+	ctx := context.Background()
+	for _, conc := range []int{1, 2} {
+		r := throttle.Request{Key: "cool-outlast" + strconv.Itoa(conc), Concurrency: conc, TTL: 5 * e.u}
+		for range conc {
+			mustAcquire(t, ctx, e.b, r) // never released
+		}
+		if err := e.b.Cooldown(ctx, r.Key, 100*e.u); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * e.u) // the holders' leases end
+		_, err := e.b.TryAcquire(ctx, r)
+		if le := limitError(t, err, throttle.ReasonCooldown); le.RetryAfter <= 0 {
+			t.Errorf("concurrency %d: RetryAfter = %s, want the rest of the cooldown", conc, le.RetryAfter)
+		}
+	}
+}
