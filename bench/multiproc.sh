@@ -9,7 +9,8 @@
 # end, as the copies report), the mean round trip the copies report and the
 # fraction of 5/(mean round trip), the limiter scripts Redis ran per mark
 # (EVALSHA and EVAL calls in INFO commandstats, before and after the run: other
-# clients of the same Redis would add theirs), and the mock's 45033 and 45009
+# clients of the same Redis would add theirs) and SETs per mark (a free lock's
+# plain SET NX PX; also the token store's), and the mock's 45033 and 45009
 # counts, max in flight and gettoken calls.
 #
 #	bash bench/multiproc.sh        # REDIS (default 127.0.0.1:6379), PORT (default 18099)
@@ -35,14 +36,15 @@ mockpid=""
 redis_host=${REDIS%:*}
 redis_port=${REDIS##*:}
 
-# scripts: EVALSHA + EVAL calls Redis has run (0 without redis-cli).
+# scripts: EVALSHA + EVAL calls Redis has run, a space, SET calls (0 0
+# without redis-cli).
 scripts() {
 	if ! command -v redis-cli >/dev/null; then
-		echo 0
+		echo 0 0
 		return
 	fi
 	redis-cli -h "$redis_host" -p "$redis_port" info commandstats |
-		awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { n += $3 } END { print n + 0 }'
+		awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { n += $3 } /^cmdstat_set:/ { s += $3 } END { print n + 0, s + 0 }'
 }
 
 cleanup() {
@@ -105,7 +107,9 @@ run() {
 		fi
 	done
 	end=$(date +%s.%N)
-	local nscripts=$(($(scripts) - scripts0))
+	local scripts1 nscripts nsets
+	scripts1=$(scripts)
+	nscripts=$((${scripts1% *} - ${scripts0% *})) nsets=$((${scripts1#* } - ${scripts0#* }))
 	[[ $mode == local ]] && nscripts=0
 	local stats
 	stats=$(curl -fsS "$base/mock/stats")
@@ -126,12 +130,12 @@ run() {
 			sum += n * ms; tot += n
 		}
 		END { if (tot) printf "%.3f", sum / tot; else print "nan" }')
-	python3 - "$stats" "$start" "$end" "$procs" "$customers" "$rtt" "$lat_ms" "$phase" "$nscripts" <<'EOF'
+	python3 - "$stats" "$start" "$end" "$procs" "$customers" "$rtt" "$lat_ms" "$phase" "$nscripts" "$nsets" <<'EOF'
 import json, sys
 st = json.loads(sys.argv[1])
 start, end = float(sys.argv[2]), float(sys.argv[3])
 procs, customers, rtt, lat = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
-phase, nscripts = float(sys.argv[8]), int(sys.argv[9])
+phase, nscripts, nsets = float(sys.argv[8]), int(sys.argv[9]), int(sys.argv[10])
 wall = end - start
 marks = st["MarkCalls"]
 rate = marks / wall
@@ -145,7 +149,7 @@ prate = marks / phase
 print(f"   marking phase (first copy's start to last copy's end): {phase:.3f} s, {prate:.1f} marks/s = {100 * prate / bound:.1f}% of 5/latency")
 print(f"   mean round trip reported by the copies: {rtt:.3f} ms; 5/(mean round trip) = {5000 / rtt:.1f}/s, achieved {100 * rate / (5000 / rtt):.1f}% of it")
 if nscripts:
-    print(f"   Redis: {nscripts} limiter scripts = {nscripts / marks:.2f} per mark (the token store's GET/SET not counted)")
+    print(f"   Redis: {nscripts} limiter scripts = {nscripts / marks:.2f} per mark, {nsets} SETs = {nsets / marks:.2f} per mark (the token store's among them)")
 print(f"   mock: 45033 answered {ref.get('45033', 0)}, 45009 answered {ref.get('45009', 0)}, max in flight (mark_tag) {mif}, gettoken calls {st['GetTokenCalls']}")
 EOF
 	return $rc
