@@ -260,10 +260,5 @@ func (k *learnedKey) tell(key string, configured int, refused bool) (int, *Chang
 // key returns key's state, making it (as told configured) if new. l.mu is
 // held.
 func (l *Learner) key(key string, configured int) *learnedKey {
-	k := l.keys[key]
-	if k == nil {
-		k = &learnedKey{told: configured}
-		l.keys[key] = k
-	}
-	return k
+	return getOrMake(l.keys, key, func() *learnedKey { return &learnedKey{told: configured} })
 }

@@ -42,12 +42,9 @@ type keyState struct {
 
 // state returns key's state, made if it has none.
 func (m *Memory) state(key string) *keyState {
-	ks := m.keys[key]
-	if ks == nil {
-		ks = &keyState{holders: make(map[string]time.Time), windows: make(map[time.Duration]*history)}
-		m.keys[key] = ks
-	}
-	return ks
+	return getOrMake(m.keys, key, func() *keyState {
+		return &keyState{holders: make(map[string]time.Time), windows: make(map[time.Duration]*history)}
+	})
 }
 
 // check decides whether r can be granted on ks, its key's state, at now,
@@ -139,10 +136,8 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	if v.ok { // no line: taken now, without a waiter
 		l, err := m.take(ks, r, now)
 		m.mu.Unlock()
-		if e, ok := err.(*LimitError); ok && wait {
-			return acquireApart(ctx, m, r, true) // a With slot (e.Key) is busy
-		} else if ok {
-			return Lease{}, e
+		if err != nil && wait { // take's only error: a With slot is busy
+			return acquireApart(ctx, m, r, true)
 		}
 		return l, err
 	}
@@ -162,7 +157,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 		m.giveUp(ks, &w)
 		return Lease{}, ctx.Err()
 	}
-	if e, ok := w.err.(*LimitError); ok && e.Key != r.Key && wait {
+	if e, ok := w.err.(*LimitError); ok && e.Key != r.Key {
 		return acquireApart(ctx, m, r, true) // a With slot is busy: it holds nothing here
 	}
 	return w.lease, w.err
@@ -359,12 +354,9 @@ func (ks *keyState) admit(r Request, ns int64, epoch time.Time) verdict {
 // count counts units at ns in each of ws.
 func (ks *keyState) count(ws []Window, ns int64, units int) {
 	for _, w := range ws {
-		h := ks.windows[w.Period]
-		if h == nil {
-			h = &history{period: int64(w.Period), width: int64(w.Period) / BucketsPerWindow}
-			ks.windows[w.Period] = h
-		}
-		h.add(ns, units)
+		getOrMake(ks.windows, w.Period, func() *history {
+			return &history{period: int64(w.Period), width: int64(w.Period) / BucketsPerWindow}
+		}).add(ns, units)
 	}
 }
 

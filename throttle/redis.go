@@ -134,7 +134,7 @@ type Redis struct {
 	held             map[string]*held  // by Redis lease id
 	heldSweep        int               // held's size at which expired entries go
 	gen              atomic.Uint64     // names the leases handed on locally
-	era              uint64            // bumped when Redis may have lost its state (newEra)
+	era              atomic.Uint64     // bumped when Redis may have lost its state (REDIS.md, Eras)
 	cold             bool              // tests of the Redis protocol: no hot path
 	pending, sending map[string]Lease  // releases to send later and being sent (redis_later.go)
 	quietFor         time.Duration     // localSpan, longer in tests that must not race it
@@ -227,9 +227,9 @@ type redisKeys struct {
 }
 
 // slots returns the key that holds the slot of lease id: its lock's
-// STRING for a lock (redis_lock.go), else the holders ZSET.
+// STRING for a lock's lease (redis_lock.go), else the holders ZSET.
 func (k redisKeys) slots(id string) string {
-	if isLockID(id) {
+	if strings.HasPrefix(id, lockMark) {
 		return k.lock
 	}
 	return k.holders

@@ -102,11 +102,7 @@ func (b *Redis) acquireFailed(ctx context.Context, r Request, try bool, err erro
 // then leads.
 func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 	b.mu.Lock()
-	k := b.keys[r.Key]
-	if k == nil {
-		k = &rkey{wake: make(chan bool, 1)}
-		b.keys[r.Key] = k
-	}
+	k := getOrMake(b.keys, r.Key, func() *rkey { return &rkey{wake: make(chan bool, 1)} })
 	w := &rwaiter{waiter: newWaiter(ctx, r), slot: make(chan Lease, 1)}
 	var behind refusal // the refusal of the head w queues behind (a new k has none)
 	if f := k.refused; f != nil {
@@ -259,9 +255,13 @@ func (b *Redis) await(ctx context.Context, w *rwaiter, wake <-chan bool, turn <-
 func errClosed() error { return fmt.Errorf("%w: closed", ErrUnavailable) }
 
 // The acquire script's answers beyond the Reasons: to a hand-over that left
-// the slot to another process (yielded), and to a process that knew another
-// epoch of the key, whose state Redis lost (lost).
+// the slot to another process (yielded), to a process that knew another
+// epoch of the key, whose state Redis lost (lost), and to a request it ran
+// after this process would have given up on it (stale, see serverRef): it
+// took nothing, and only a wrong estimate of the server's clock gets it an
+// answer: wait and ask again.
 const (
 	reasonYielded Reason = 4
 	reasonLost    Reason = 5
+	reasonStale   Reason = 8
 )

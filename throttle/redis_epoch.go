@@ -63,31 +63,18 @@ func (rec *keyRecord) holds(nowMs int64) bool {
 }
 
 func (l *ledger) record(key string) *keyRecord {
-	rec := l.keys[key]
-	if rec == nil {
-		rec = &keyRecord{windows: make(map[int64]*grantLog)}
-		l.keys[key] = rec
-	}
-	return rec
+	return getOrMake(l.keys, key, func() *keyRecord { return &keyRecord{windows: make(map[int64]*grantLog)} })
 }
 
-// epoch returns the epoch last seen for key, or "" when no window of key
-// holds anything to write back (its epoch key may then have expired: no loss).
-func (l *ledger) epoch(key string) string {
+// epoch returns the epoch last seen for key, or "" when nothing of key is
+// left to write back (its epoch key may then have expired: no loss): in
+// its windows, or, for group, a request's key with Members, in its
+// members' records.
+func (l *ledger) epoch(key string, group bool) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if rec := l.keys[key]; rec != nil && rec.holds(l.ref.now().UnixMilli()) {
-		return rec.epoch
-	}
-	return ""
-}
-
-// groupEpoch is epoch for key, a request's key with Members: "" when none
-// of its members' records holds anything any more.
-func (l *ledger) groupEpoch(key string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if rec := l.keys[key]; rec != nil && rec.until > l.ref.now().UnixMilli() {
+	now := l.ref.now().UnixMilli()
+	if rec := l.keys[key]; rec != nil && (group && rec.until > now || !group && rec.holds(now)) {
 		return rec.epoch
 	}
 	return ""
@@ -109,18 +96,13 @@ func (l *ledger) cooldown(key string, ms int64) {
 }
 
 // add records a grant of units (0: a refusal) at ms (the server's clock) in
-// every window of ws, and fills, when known, what each window counted then
-// (the acquire script's answer, in ws's order).
-func (l *ledger) add(key string, ws []Window, ms int64, units int, fills []int64) {
-	l.addMembers(key, nil, ws, ms, units, fills)
-}
-
-// addMembers is add for the members of a request on key (see
-// Request.Members; none: key's own windows): fills holds each member's
-// windows in turn. The members' records take key's epoch. Every sweepEvery
-// records it forgets the keys with nothing left to write back: no grant in
-// a window, no cooldown in force. Their epoch goes with them.
-func (l *ledger) addMembers(key string, members []string, ws []Window, ms int64, units int, fills []int64) {
+// every window of ws, on key's own windows or, for a request with members
+// (see Request.Members), on each member's, and fills, when known, what each
+// window counted then (the acquire script's answer, in ws's order, each
+// member's in turn). The members' records take key's epoch. Every
+// sweepEvery records it forgets the keys with nothing left to write back:
+// no grant in a window, no cooldown in force. Their epoch goes with them.
+func (l *ledger) add(key string, members []string, ws []Window, ms int64, units int, fills []int64) {
 	n := max(1, len(members))
 	if len(ws) == 0 || units == 0 && len(fills) != len(ws)*n {
 		return
@@ -130,20 +112,16 @@ func (l *ledger) addMembers(key string, members []string, ws []Window, ms int64,
 	g := l.record(key)
 	for i := range n {
 		rec := g
-		if members != nil {
+		if len(members) > 0 {
 			rec = l.record(MemberKey(key, members[i]))
 			rec.group, rec.epoch = key, g.epoch
 		}
 		for j, w := range ws {
 			p := w.Period.Milliseconds()
-			if members != nil {
+			if len(members) > 0 {
 				g.until = max(g.until, ms+p*(BucketsPerWindow+1)/BucketsPerWindow+1)
 			}
-			h := rec.windows[p]
-			if h == nil {
-				h = &grantLog{history: history{period: p, width: p / BucketsPerWindow}}
-				rec.windows[p] = h
-			}
+			h := getOrMake(rec.windows, p, func() *grantLog { return &grantLog{history: history{period: p, width: p / BucketsPerWindow}} })
 			h.prune(ms)
 			h.limit = w.Limit
 			if len(fills) == len(ws)*n && ms >= h.seenAt {
@@ -194,12 +172,6 @@ func (l *ledger) keysWhere(f func(*keyRecord) bool) []string {
 	return keys
 }
 
-// grouped returns the members' keys recorded for key, a request's key with
-// Members.
-func (l *ledger) grouped(key string) []string {
-	return l.keysWhere(func(rec *keyRecord) bool { return rec.group == key })
-}
-
 // snapshot returns what this process would write back for key: the epoch
 // it knew ("" when no window holds anything), for a member's key its
 // request's key, the windows, and restore.lua's ARGV from the cooldown on.
@@ -240,13 +212,10 @@ func (b *Redis) restore(ctx context.Context, key string) error {
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
 	now, err := replyAs[string](b.restoreSc.run(octx, b.rdb, keys, append([]any{epoch, newLeaseID()}, argv...)...))
-	if err != nil {
-		return err
-	}
-	if now != epoch {
+	if err == nil && now != epoch {
 		b.ledger.learn(key, now)
 	}
-	return nil
+	return err
 }
 
 // restoreAll restores every key whose epoch this process knows; the probe

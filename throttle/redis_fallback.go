@@ -45,11 +45,7 @@ func (b *Redis) instead(ctx context.Context, r Request, try bool, cause error) (
 	if b.opt.Fallback != FallBackLocal {
 		return Lease{}, cmp.Or(cause, b.errDown())
 	}
-	acquire := b.local.Acquire
-	if try {
-		acquire = b.local.TryAcquire
-	}
-	l, err := acquire(ctx, b.share(r))
+	l, err := b.local.acquire(ctx, b.share(r), !try)
 	if l.ownSlot() {
 		// The fleet's cap, not this process's share of it: what a refusal
 		// of the call says about WeCom (see LimitStore) is about the fleet.

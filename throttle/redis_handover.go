@@ -1,10 +1,8 @@
 // This process's line of waiters for each key on the Redis backend (rkey,
 // rwaiter; see line.go), and hand-overs: the messages a process receives
 // (dispatch), wake-ups passed on (passOn), the waiters claimed for a slot
-// (claim), and leases handed over (handOver, settle), handed on (handOn)
-// or given back (giveBack). A head's ask and a hand-over take leases for the
-// waiters behind too (askFor), so that one round trip serves as many of
-// them as the limits allow.
+// (claim), and leases handed over (handOver, settle; for a batch, askFor),
+// handed on (handOn) or given back (giveBack).
 
 package throttle
 
@@ -239,7 +237,7 @@ func (b *Redis) settle(key string, w *rwaiter, l Lease, requeued, yielded bool) 
 func (b *Redis) handOn(key string, l Lease, r Request) {
 	b.mu.Lock()
 	var ws []*rwaiter
-	if h := b.held[redisID(l.ID)]; h == nil || h.era == b.era {
+	if h := b.held[redisID(l.ID)]; h == nil || h.era == b.era.Load() {
 		ws = b.claim(b.keys[key], &r, nil, 1)
 	}
 	b.mu.Unlock()

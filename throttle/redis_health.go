@@ -87,7 +87,7 @@ func (b *Redis) suspect() {
 // startProbe starts a new era, and the probe after delay unless it runs.
 // The caller holds b.mu.
 func (b *Redis) startProbe(delay time.Duration) {
-	b.newEra()
+	b.era.Add(1)
 	if !b.probing {
 		b.probing = true
 		b.signal()

@@ -24,7 +24,7 @@ const (
 // (unhold) and no waiter of it wants, when it may: it reports whether it
 // did. Its letGo comes when the release has been sent.
 func (b *Redis) later(l Lease) bool {
-	if b.cold || !l.ownSlot() || time.Until(l.Expires) < laterLeft {
+	if b.cold || time.Until(l.Expires) < laterLeft { // l holds a slot: Release saw to it
 		return false
 	}
 	b.mu.Lock()
@@ -129,7 +129,7 @@ func (b *Redis) send(ls []Lease) {
 	b.mu.Lock()
 	for _, l := range ls {
 		delete(b.sending, redisID(l.ID))
-		b.letGoLocked(l.Key)
+		b.dropHolding(l.Key, 1)
 	}
 	b.signal() // wakes those waiting for a send to end
 	b.mu.Unlock()

@@ -31,9 +31,7 @@ const localSpan = 200 * time.Millisecond
 
 // localTurns is how many times a slot Redis granted may go on to another
 // waiter of this process while another process waits for the key, before
-// a hand-over through Redis lets the process that waited longest take it:
-// each pass between processes then serves localTurns + 1 calls, not one,
-// at the cost of a wait that much longer for the other process's turn.
+// a hand-over through Redis yields it (REDIS.md, The hot path).
 const localTurns = 1
 
 // idle reports whether h says nothing worth keeping.
@@ -91,14 +89,7 @@ func blockWant(r Request, waiting int) int {
 
 // hotOf returns the hot state of key, made if missing. The caller holds
 // Redis.mu.
-func (b *Redis) hotOf(key string) *hot {
-	h := b.hot[key]
-	if h == nil {
-		h = &hot{}
-		b.hot[key] = h
-	}
-	return h
-}
+func (b *Redis) hotOf(key string) *hot { return getOrMake(b.hot, key, func() *hot { return &hot{} }) }
 
 // noteContended records, for a key with hot state, whether another process
 // waits for its slots, as told by a notice or by the answer to a request
@@ -119,7 +110,7 @@ func (b *Redis) noteContended(key string, yes bool, sent time.Time) {
 // addBlock keeps units taken ahead for r's windows, counted at at (unix
 // ms), usable until until; what is left of a block goes back (refund).
 func (b *Redis) addBlock(r Request, units int, at int64, until time.Time) {
-	b.ledger.add(r.Key, r.Windows, at, units, nil)
+	b.ledger.add(r.Key, nil, r.Windows, at, units, nil)
 	b.mu.Lock()
 	h := b.hotOf(r.Key)
 	old := h.block
@@ -157,14 +148,13 @@ func (b *Redis) refund(key string, blk block) {
 // left, the learned limit not under it, and the key's block covers next's
 // window units. It reports whether it did.
 func (b *Redis) handLocal(l Lease, from held, next *rwaiter) bool {
-	r := b.capped(next.req)
-	if len(r.With) > 0 || r.Concurrency < l.Concurrency || b.ref.now().Add(r.LeaseTTL()/2).After(l.Expires) {
+	r, granted := b.capped(next.req), b.ref.now()
+	if r.Concurrency < l.Concurrency || granted.Add(r.LeaseTTL()/2).After(l.Expires) {
 		return false
 	}
-	granted := b.ref.now()
 	b.mu.Lock()
 	h := b.hot[l.Key]
-	if from.era != b.era || !b.mayTurn(h, from.turns) {
+	if from.era != b.era.Load() || !b.mayTurn(h, from.turns) {
 		b.mu.Unlock()
 		return false
 	}
@@ -180,10 +170,7 @@ func (b *Redis) handLocal(l Lease, from held, next *rwaiter) bool {
 	n := l
 	n.ID = redisID(l.ID) + "~" + strconv.FormatUint(b.gen.Add(1), 36)
 	n.Granted, n.With = granted, nil
-	b.holdLocked(n, from.era)
-	if e := b.held[redisID(n.ID)]; e != nil {
-		e.turns = from.turns + 1
-	}
+	b.holdLocked(n, from.era, from.turns+1)
 	b.mu.Unlock()
 	b.settle(l.Key, next, n, false, false)
 	return true
@@ -207,9 +194,9 @@ type held struct {
 	turns int
 }
 
-// holdLocked records l, granted in era, as held by this process. The
-// caller holds Redis.mu.
-func (b *Redis) holdLocked(l Lease, era uint64) {
+// holdLocked records l, granted in era and handed on turns times since, as
+// held by this process. The caller holds Redis.mu.
+func (b *Redis) holdLocked(l Lease, era uint64, turns int) {
 	if !l.ownSlot() {
 		return
 	}
@@ -217,7 +204,7 @@ func (b *Redis) holdLocked(l Lease, era uint64) {
 		b.sweepHeld("")
 		b.heldSweep = max(1024, 2*len(b.held))
 	}
-	b.held[redisID(l.ID)] = &held{key: l.Key, id: l.ID, until: l.Expires, era: era}
+	b.held[redisID(l.ID)] = &held{key: l.Key, id: l.ID, until: l.Expires, era: era, turns: turns}
 	b.hotOf(l.Key).holding++
 }
 
@@ -243,21 +230,10 @@ func (b *Redis) sweepHeld(key string) (first time.Time) {
 func (b *Redis) hold(era uint64, ls ...Lease) {
 	b.mu.Lock()
 	for _, l := range ls {
-		b.holdLocked(l, era)
+		b.holdLocked(l, era, 0)
 	}
 	b.mu.Unlock()
 }
-
-// eraNow returns the current era.
-func (b *Redis) eraNow() uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.era
-}
-
-// newEra records that Redis may have lost its state (REDIS.md, Eras). The
-// caller holds Redis.mu.
-func (b *Redis) newEra() { b.era++ }
 
 // ownsLocked reports whether l may be released or extended: it was neither
 // handed on nor released here; h is its entry in held (nil: unknown). The
@@ -293,12 +269,9 @@ func (b *Redis) unhold(l Lease) (known bool, h held, err error) {
 // letGo counts a lease unhold forgot off key.
 func (b *Redis) letGo(key string) {
 	b.mu.Lock()
-	b.letGoLocked(key)
+	b.dropHolding(key, 1)
 	b.mu.Unlock()
 }
-
-// letGoLocked is letGo; the caller holds Redis.mu.
-func (b *Redis) letGoLocked(key string) { b.dropHolding(key, 1) }
 
 // blockFor returns the window units an ask for r takes ahead, waiting
 // waiters queued: none while the key's block has enough left for a round

@@ -7,7 +7,6 @@ package throttle
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -21,9 +20,6 @@ func isLock(r Request) bool {
 	return r.Concurrency == 1 && len(r.Windows) == 0 && len(r.Members) == 0
 }
 
-// isLockID reports whether the lease of id holds a lock.
-func isLockID(id string) bool { return strings.HasPrefix(id, lockMark) }
-
 // takeLock takes the lock r asks for with one plain SET NX PX, and reports
 // whether it got it. A lock held or cooling down is left to the acquire
 // script, which queues this process for a wake-up and says until when. A
@@ -31,7 +27,7 @@ func isLockID(id string) bool { return strings.HasPrefix(id, lockMark) }
 // orphan, released when Redis answers again.
 func (b *Redis) takeLock(ctx context.Context, r Request) (acquireResult, bool, error) {
 	id, ttl := lockMark+newLeaseID(), r.LeaseTTL()
-	now, sent, era := b.ref.now(), time.Now(), b.eraNow() // now: before Redis's, so Expires is early
+	now, sent, era := b.ref.now(), time.Now(), b.era.Load() // now: before Redis's, so Expires is early
 	l := Lease{Key: r.Key, ID: id, Granted: now, Expires: now.Add(ttl), Concurrency: 1}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()

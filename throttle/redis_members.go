@@ -16,7 +16,7 @@ func (b *Redis) restoreLost(ctx context.Context, r Request, epoch string) error 
 	if len(r.Members) == 0 {
 		return b.restore(ctx, r.Key)
 	}
-	for _, key := range b.ledger.grouped(r.Key) {
+	for _, key := range b.ledger.keysWhere(func(rec *keyRecord) bool { return rec.group == r.Key }) {
 		if err := b.restore(ctx, key); err != nil {
 			return err
 		}
@@ -33,14 +33,13 @@ func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time
 	if err != nil {
 		return Lease{}, verdict{}, time.Time{}, err
 	}
-	var l Lease
 	if down {
-		l, err = b.instead(ctx, r, false, nil)
+		l, err := b.instead(ctx, r, false, nil)
 		return l, verdict{ok: true}, time.Time{}, err
 	}
 	res, err := b.attempt(ctx, acquireArgs{r: r, take: true})
 	if err != nil {
-		l, err = b.acquireFailed(ctx, r, false, err)
+		l, err := b.acquireFailed(ctx, r, false, err)
 		return l, verdict{ok: true}, time.Time{}, err
 	}
 	if res.v.ok && ctx.Err() != nil {
@@ -67,8 +66,7 @@ func (b *Redis) refundMembers(l Lease, r Request) {
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
 	defer b.quiet.begin()()
-	if _, err := b.release.run(octx, b.rdb, keys, args...); err != nil {
-		return // counted until the windows slide past it: never over a limit
+	if _, err := b.release.run(octx, b.rdb, keys, args...); err == nil { // on failure counted until the windows slide past it: never over a limit
+		b.ledger.remove(r.Windows, granted, r.units(), members...)
 	}
-	b.ledger.remove(r.Windows, granted, r.units(), members...)
 }

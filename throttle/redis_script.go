@@ -34,12 +34,6 @@ type acquireResult struct {
 	held  bool // the lease released (acquireArgs.release) still held its slot
 }
 
-// reasonStale is the acquire script's answer to a request it ran after
-// this process would have given up on it (see serverRef): it took nothing.
-// Only a wrong estimate of the server's clock gets it an answer: wait and
-// ask again.
-const reasonStale Reason = 8
-
 // serverRef is a time the server answered this process (unix ms) and when
 // the answer came by the monotonic clock, so that a request can say, in the
 // server's time and without this process's clock, when it is void.
@@ -83,29 +77,24 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 // state writes back what this process knows and runs it again.
 func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
 	defer stallAfter(ctx, a.r.Key)()
-	if a.plain && a.take && a.release.ID == "" && isLock(a.r) {
+	if a.plain && isLock(a.r) {
 		if res, got, err := b.takeLock(ctx, a.r); got || err != nil {
 			return res, err
 		}
 	}
-	held := false
-	for try := 0; ; try++ {
-		res, epoch, err := b.attemptOnce(ctx, a)
-		held = held || res.held
-		if err == nil && res.v.reason == reasonLost && try == 0 {
-			b.mu.Lock()
-			b.newEra()
-			b.mu.Unlock()
-			if err = b.restoreLost(ctx, a.r, epoch); err == nil {
-				continue // written back before it takes more: ask again
-			}
+	res, epoch, err := b.attemptOnce(ctx, a)
+	if err == nil && res.v.reason == reasonLost { // Redis lost the key's state: a new era (REDIS.md, Eras)
+		b.era.Add(1)
+		if err = b.restoreLost(ctx, a.r, epoch); err == nil { // written back before it takes more: ask again
+			held := res.held // a hand-over's release, made by the first run
+			res, _, err = b.attemptOnce(ctx, a)
+			res.held = res.held || held
 		}
-		res.held = held
-		if err == nil && (res.v.reason == reasonLost || res.v.reason == reasonStale) {
-			res.v = verdict{reason: ReasonConcurrency} // lost again at once, or run late: wait, and ask again
-		}
-		return res, err
 	}
+	if err == nil && (res.v.reason == reasonLost || res.v.reason == reasonStale) {
+		res.v = verdict{reason: ReasonConcurrency} // lost again at once, or run late: wait, and ask again
+	}
+	return res, err
 }
 
 // script returns the acquire script's KEYS and ARGV for a, the lease to be
@@ -117,12 +106,12 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	epoch, proc := "", ""
 	switch {
 	case len(r.Members) > 0: // every member's windows, under the request's epoch
-		keys, epoch = keys[:4], b.ledger.groupEpoch(r.Key)
+		keys, epoch = keys[:4], b.ledger.epoch(r.Key, true)
 		for _, m := range r.Members {
 			keys = append(keys, b.namesIn(hashTag(r.Key), MemberKey(r.Key, m), r.Windows).windows...)
 		}
 	case len(r.Windows) > 0:
-		epoch = b.ledger.epoch(r.Key)
+		epoch = b.ledger.epoch(r.Key, false)
 	}
 	if a.queue {
 		proc = b.proc
@@ -174,17 +163,13 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		id = lockMark + id
 	}
 	keys, args, conc := b.script(a, id)
-	sent, era := time.Now(), b.eraNow()
+	sent, era := time.Now(), b.era.Load()
 	ans, err := b.runScript(ctx, r.Key, keys, args)
 	if err != nil {
 		return acquireResult{}, "", err
 	}
 	out := acquireResult{held: ans.held, v: verdict{ok: ans.reason == 0, reason: ans.reason}, now: time.UnixMilli(ans.now)}
-	if units := r.units() * ans.n; len(r.Members) > 0 { // n: 0 for a refusal or a check
-		b.ledger.addMembers(r.Key, r.Members, r.Windows, ans.now, units, ans.fills)
-	} else {
-		b.ledger.add(r.Key, r.Windows, ans.now, units, ans.fills)
-	}
+	b.ledger.add(r.Key, r.Members, r.Windows, ans.now, r.units()*ans.n, ans.fills) // n: 0 for a refusal or a check
 	switch {
 	case out.v.ok:
 		l := Lease{Key: r.Key, ID: id, Granted: out.now}

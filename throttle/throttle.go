@@ -326,3 +326,13 @@ func (e *LimitError) Is(target error) bool { return target == ErrLimited }
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
 }
+
+// getOrMake returns m[k], made with mk and stored there if missing.
+func getOrMake[K comparable, V any](m map[K]*V, k K, mk func() *V) *V {
+	v := m[k]
+	if v == nil {
+		v = mk()
+		m[k] = v
+	}
+	return v
+}

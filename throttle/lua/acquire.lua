@@ -25,9 +25,8 @@ local ttl = tonumber(ARGV[3]) -- lease TTL (ms)
 local want = tonumber(ARGV[4])
 local proc = ARGV[5] -- process id, queued on KEYS[3] when refused a slot ('': not)
 -- release_id: a lease of this process to release first ('': none), a
--- hand-over. Its slot goes to this acquisition, unless another process has
--- waited longer: then this one yields: it wakes that process, which asks
--- for the slot, and waits its turn, queued if it was not.
+-- hand-over: its slot goes to this acquisition, unless another process has
+-- waited longer (this one then yields, R.yielded below).
 local release_id = ARGV[6]
 -- wake_prefix: a process listens for wake-ups on wake_prefix .. its id; the
 -- message is throttle_key
@@ -95,16 +94,19 @@ elseif not lock and (handover or conc > 0) then
   end
 end
 
-if ref > 0 and now > ref + max_age then -- given up by its sender (see max_age)
+-- refuse: a hand-over that cannot use the freed slot passes it on
+local function refuse(reason, at)
   if handover then wake() end
-  return answer({reason = R.stale})
+  return answer({reason = reason, at = at})
 end
 
--- The epoch: a process that knew another one has grants that Redis lost
--- (restarted empty, flushed): it writes them back (restore.lua) before it
--- takes more. A process that knew none learns it. The epoch key lives as
--- long as the longest window's HASH: its expiry is set with it, and renewed
--- whenever a window's is.
+if ref > 0 and now > ref + max_age then -- given up by its sender (see max_age)
+  return refuse(R.stale)
+end
+
+-- The epoch (REDIS.md, Redis restarted empty): a process that knew another
+-- one writes back its grants (restore.lua) before it takes more; one that
+-- knew none learns it. It lives as long as the longest window's HASH.
 local etl = 0
 for i = 1, nw do
   local period = period_of(i)
@@ -135,12 +137,6 @@ if handover and conc > 0 then
   end
 end
 
--- refuse: a hand-over that cannot use the freed slot passes it on
-local function refuse(reason, at)
-  if handover then wake() end
-  return answer({reason = reason, at = at})
-end
-
 local cd = tonumber(redis.call('GET', KEYS[2]) or '0')
 if cd > now then
   return refuse(R.cooldown, cd)
@@ -151,11 +147,10 @@ local worst = 0
 local by_reserve = true -- every window refused would admit but for its reserve
 local wins = {}
 local room = want -- the leases every limit admits, up to want
-local free_units = {} -- per window, the units it admits
 for j = 1, nk do
   local limit, period, m = limit_of(j), period_of(j), math.ceil(j / nw)
   local width, lo, total, fresh, curn, rend, reserve = slide(KEYS[4 + j], period, limit, KEYS[4], etl)
-  wins[j] = {width, lo, fresh, total, curn}
+  wins[j] = {width, lo, fresh, total, curn, limit - total - reserve} -- and the units it admits
   fills[j] = total + reserve
   if total + reserve + weight > limit then
     if refused[#refused] ~= m then refused[#refused + 1] = m end
@@ -163,7 +158,6 @@ for j = 1, nk do
     worst = math.max(worst, opening(KEYS[4 + j], period, width, lo, total, limit, reserve, rend, weight))
   end
   room = math.min(room, math.floor((limit - total - reserve) / weight))
-  free_units[j] = limit - total - reserve
 end
 if worst > 0 then
   return refuse(by_reserve and R.reserve or R.rate, worst)
@@ -208,7 +202,7 @@ local expires = conc > 0 and now + ttl or 0
 local blk = nw > 0 and block or 0
 for j = 1, nk do
   local key = KEYS[4 + j]
-  local width, lo, fresh, total, curn = unpack(wins[j])
+  local width, lo, fresh, total, curn, admits = unpack(wins[j])
   local idx, units = math.floor(now / width), n * weight
   if not fresh then
     redis.call('HSET', key, idx, curn + units, 't', total + units)
@@ -218,7 +212,7 @@ for j = 1, nk do
     redis.call('PEXPIRE', KEYS[4], etl)
   end
   fills[j] = fills[j] + units
-  blk = math.min(blk, free_units[j] - units)
+  blk = math.min(blk, admits - units)
 end
 if conc > 0 and not lock then
   local add = {'ZADD', KEYS[1], expires, lease_id}

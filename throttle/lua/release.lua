@@ -28,8 +28,7 @@ local nwin = #KEYS - 3 - 3 * nwith
 -- free gives back lease id's slot in the holders ZSET (or its lock) and, if
 -- it held one or its window counts were refunded, wakes the process that
 -- has waited longest on the waiting ZSET (publishing key on wake_prefix ..
--- its id). Returns 1 if the lease still held its slot, 0 if it had expired
--- or was unknown.
+-- its id). Returns 1 if the lease still held its slot, else 0.
 local function free(holders, waiting, cooldown, id, key, refunded)
   local score
   if is_lock(id) then
@@ -46,10 +45,7 @@ local function free(holders, waiting, cooldown, id, key, refunded)
       redis.call('PUBLISH', wake_prefix .. w[1], key)
     end
   end
-  if not score or tonumber(score) <= now then
-    return 0
-  end
-  return 1
+  return score and tonumber(score) > now and 1 or 0
 end
 
 if granted > 0 then

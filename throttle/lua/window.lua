@@ -9,8 +9,7 @@
 -- tenths of a second, up to 2 * buckets - 1 (199) otherwise), and 'lo', the
 -- oldest bucket still counted, and 't', the total of the buckets from 'lo'
 -- on. Buckets that leave the window are dropped as the window slides, at
--- most once per bucket width, so a call usually costs one read of 'lo' and
--- 't' and two increments.
+-- most once per bucket width.
 --
 -- The HASH's expiry is renewed whenever 'lo' moves, which a take on an
 -- active window does at least once per bucket width: every take since the
