@@ -36,6 +36,9 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 			return Lease{}, invalidf("key %q: with slot %q holds a line break", r.Key, s.Key)
 		}
 	}
+	if r.Concurrency > 0 && r.TTL > 0 && r.TTL < time.Millisecond {
+		return Lease{}, invalidf("key %q: TTL %s: the Redis backend counts in milliseconds", r.Key, r.TTL)
+	}
 	for _, w := range r.Windows {
 		if w.Period < BucketsPerWindow*time.Millisecond {
 			return Lease{}, invalidf("key %q: window %s: the Redis backend counts in milliseconds, so periods start at %s", r.Key, w, BucketsPerWindow*time.Millisecond)

@@ -175,6 +175,13 @@ func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 // in one round trip, unless another process has waited longer for it; this
 // process stays queued if more wait.
 func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool) error {
+	if strings.HasPrefix(l.ID, lockMark) != isLock(next.req) { // the key in two shapes: l goes back apart, next asks
+		b.settle(l.Key, next, Lease{}, false, false)
+		octx, cancel := b.opCtx(ctx)
+		defer cancel()
+		held, err := b.releaseScript(octx, l, nil, 0)
+		return b.released(l, held, err)
+	}
 	res, more, err := b.askFor(ctx, next, l, more)
 	b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded)
 	return b.released(l, res.held, err)
@@ -194,7 +201,7 @@ func (b *Redis) askFor(ctx context.Context, w *rwaiter, release Lease, more bool
 	b.mu.Lock()
 	if k := b.keys[key]; k != nil { // nil: w left meanwhile
 		// one slot: a batch would get no more
-		if more && b.capped(w.req).Concurrency > 1 && (k.refused == nil || k.refused.v.reason != ReasonConcurrency) {
+		if more && b.capped(w.req).Concurrency != 1 && (k.refused == nil || k.refused.v.reason != ReasonConcurrency) {
 			batch = b.claim(k, &w.req, w, maxBatch-1)
 			more = k.waiters.len()-1 > len(batch)
 		}

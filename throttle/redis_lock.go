@@ -7,7 +7,6 @@ package throttle
 
 import (
 	"context"
-	"time"
 )
 
 // lockMark starts the id of a lease on a lock, so that the scripts that
@@ -21,13 +20,16 @@ func isLock(r Request) bool {
 }
 
 // takeLock takes the lock r asks for with one plain SET NX PX, and reports
-// whether it got it. A lock held or cooling down is left to the acquire
-// script, which queues this process for a wake-up and says until when. A
-// round trip that failed may have taken it: the lease is then kept as an
-// orphan, released when Redis answers again.
+// whether it got it; one held or cooling down is left to the acquire
+// script, as are all before a script told the server's time (Expires is
+// reckoned on it). A lease whose SET failed may hold it: an orphan, given
+// back when Redis answers. The SET tells nothing of waiting processes.
 func (b *Redis) takeLock(ctx context.Context, r Request) (acquireResult, bool, error) {
 	id, ttl := lockMark+newLeaseID(), r.LeaseTTL()
-	now, sent, era := b.ref.now(), time.Now(), b.era.Load() // now: before Redis's, so Expires is early
+	if ref, _ := b.ref.deadline(0); ref == 0 {
+		return acquireResult{}, false, nil
+	}
+	now, era := b.ref.now(), b.era.Load() // now: before Redis's, so Expires is early
 	l := Lease{Key: r.Key, ID: id, Granted: now, Expires: now.Add(ttl), Concurrency: 1}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
@@ -43,6 +45,5 @@ func (b *Redis) takeLock(ctx context.Context, r Request) (acquireResult, bool, e
 		return acquireResult{}, false, nil
 	}
 	b.hold(era, l)
-	b.noteContended(r.Key, false, sent)
 	return acquireResult{lease: l, v: verdict{ok: true}, now: now}, true, nil
 }

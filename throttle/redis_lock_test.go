@@ -16,7 +16,8 @@ import (
 )
 
 // A lock (one slot, no window) free in Redis is taken with one plain SET
-// and no script, by TryAcquire and by Acquire alike; Redis then holds the
+// and no script, by TryAcquire and by Acquire alike, once a script has
+// told the process the server's time (its first lock goes by script); Redis then holds the
 // lease's id under the key's s name, expiring with the lease. A held lock
 // is refused through the script (which queues a waiter for a wake-up).
 func TestRedisLockTakenWithOneSET(t *testing.T) {
@@ -27,6 +28,14 @@ func TestRedisLockTakenWithOneSET(t *testing.T) {
 	b, prefix := robustBackend(t, rdb, throttle.RedisOptions{})
 	ctx := context.Background()
 	r := throttle.Request{Key: "{corp}/customer-a", Concurrency: 1, TTL: time.Minute}
+	counter.reset()
+	first, err := b.TryAcquire(ctx, throttle.Request{Key: "{corp}/first", Concurrency: 1, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, n := counter.scripts(), counter.count("set"); s == 0 || n != 0 {
+		t.Errorf("the first lock ran %d scripts and %d SETs, want the script alone: it tells the server's time, on which a lease expires", s, n)
+	}
 	counter.reset()
 	l, err := b.TryAcquire(ctx, r)
 	if err != nil {
@@ -59,7 +68,7 @@ func TestRedisLockTakenWithOneSET(t *testing.T) {
 	if s, n := counter.scripts(), counter.count("set"); s != 0 || n != 1 {
 		t.Errorf("Acquire of a free lock ran %d scripts and %d SETs, want 0 and 1", s, n)
 	}
-	for _, held := range []throttle.Lease{l, waited} {
+	for _, held := range []throttle.Lease{first, l, waited} {
 		if err := b.Release(ctx, held); err != nil {
 			t.Fatal(err)
 		}
@@ -118,6 +127,13 @@ func TestRedisLockLostAnswerGivenBack(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 	ctx := context.Background()
 	r := throttle.Request{Key: "{corp}/customer-lost", Concurrency: 1, TTL: time.Hour}
+	first, err := b.TryAcquire(ctx, throttle.Request{Key: "{corp}/first", Concurrency: 1, TTL: time.Minute}) // a script: the server's time
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
 	hook.lose.Store(true)
 	if _, err := b.TryAcquire(ctx, r); !errors.Is(err, throttle.ErrUnavailable) {
 		t.Fatalf("TryAcquire whose SET answer was lost = %v, want ErrUnavailable", err)

@@ -17,8 +17,8 @@ if cur >= untl then
   return cur
 end
 redis.call('SET', KEYS[1], untl, 'PXAT', untl)
-if not redis.call('SET', KEYS[2], '', 'NX', 'PXAT', untl) then
-  redis.call('PEXPIREAT', KEYS[2], untl, 'GT')
+if not redis.call('SET', KEYS[2], '', 'NX', 'PXAT', untl) and redis.call('PTTL', KEYS[2]) < untl - now then
+  redis.call('PEXPIREAT', KEYS[2], untl)
 end
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return untl

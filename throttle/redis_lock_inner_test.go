@@ -1,0 +1,150 @@
+package throttle
+
+// Locks held as STRINGs, from the inside: clocks, batches, hot state and a
+// key asked for in two shapes.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wecomkit/wecom/internal/redistest"
+)
+
+// cmdNames is a go-redis hook that counts the commands sent, by name.
+type cmdNames struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *cmdNames) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *cmdNames) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (c *cmdNames) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.mu.Lock()
+		if c.n == nil {
+			c.n = make(map[string]int)
+		}
+		c.n[cmd.Name()]++
+		c.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (c *cmdNames) count(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
+}
+
+// Waiters of a key with rate windows and no concurrency limit are served
+// in a batch, as those of a key of several slots are (only a key of one
+// slot asks alone: a batch would get no more).
+func TestRedisBatchesWindowOnlyKeys(t *testing.T) {
+	b, rec := withBackend(t, redistest.Single(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := Request{Key: "{corp}/rate-only", WaitCooldown: true, Windows: []Window{{Limit: 100, Period: time.Minute}}}
+	warm := mustTake(t, b, r)
+	_ = b.Release(ctx, warm)
+	if err := b.Cooldown(ctx, r.Key, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	var got []<-chan acquired
+	for range 8 {
+		got = append(got, acquireAsync(ctx, b, r))
+	}
+	queued(t, b, r.Key, 8)
+	headRefused(t, b, r.Key)
+	rec.runs()
+	for _, ch := range got {
+		if a := <-ch; a.err != nil {
+			t.Fatal(a.err)
+		}
+	}
+	n := rec.runs()
+	t.Logf("8 waiters of a window-only key took %d scripts after the cooldown", n)
+	if n > 2 {
+		t.Errorf("8 waiters took %d scripts after the cooldown, want 1 (2 at most): no batch for Concurrency 0", n)
+	}
+}
+
+// A lock taken with a plain SET tells nothing of processes queued for it:
+// unlike a script's answer, it does not open the window in which the slot
+// goes on locally without limit (at most localTurns turns, as while
+// another process waits).
+func TestRedisLockSETAssumesNoQuiet(t *testing.T) {
+	b, _ := hotBackend(t)
+	ctx := context.Background()
+	r := Request{Key: "{corp}/seen", Concurrency: 1, TTL: time.Minute}
+	rdb := client(b)
+	if err := rdb.ZAdd(ctx, b.names(r.Key, nil).waiting, redis.Z{Score: float64(time.Now().UnixMilli()), Member: "other-process"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, mustTake(t, b, Request{Key: "{corp}/first", Concurrency: 1, TTL: time.Minute})); err != nil { // a script: the server's time
+		t.Fatal(err)
+	}
+	runs := &cmdNames{}
+	client(b).AddHook(runs)
+	l := mustTake(t, b, r)
+	if runs.count("set") != 1 || runs.count("evalsha") != 0 {
+		t.Fatalf("the lock took %d SETs and %d scripts, want a plain SET: the test tests nothing", runs.count("set"), runs.count("evalsha"))
+	}
+	defer func() { _ = b.Release(ctx, l) }()
+	b.mu.Lock()
+	h := b.hot[r.Key]
+	contended := h != nil && h.contended
+	may := b.mayHandOn(h)
+	b.mu.Unlock()
+	t.Logf("waiting in Redis: %v; contended=%v mayHandOn=%v", waitingProcs(t, b, r.Key), contended, may)
+	if may {
+		t.Errorf("after a plain SET with another process queued: contended=%v mayHandOn=%v, want mayHandOn false", contended, may)
+	}
+}
+
+// One process asking for one key in two shapes (a lock, and one slot with
+// a window) is unsupported, but a Release of the lock with a waiter of the
+// other shape queued gives the lock back rather than leave it held until
+// its TTL: the hand-over goes apart.
+func TestRedisKeyInTwoShapesLeaksNoLock(t *testing.T) {
+	b, _ := withBackend(t, redistest.Single(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lockR := Request{Key: "{c}/mixed", Concurrency: 1, TTL: time.Minute}
+	winR := Request{Key: "{c}/mixed", Concurrency: 1, TTL: time.Minute, Windows: []Window{{Limit: 1, Period: time.Minute}}}
+	w1 := mustTake(t, b, winR) // uses the window up
+	if err := b.Release(ctx, w1); err != nil {
+		t.Fatal(err)
+	}
+	l := mustTake(t, b, lockR)
+	wctx, wcancel := context.WithCancel(context.Background()) // no deadline: a rate refusal does not fail it
+	defer wcancel()
+	ww := acquireAsync(wctx, b, winR) // refused by its window: waits in line
+	headRefused(t, b, winR.Key)
+	err := b.Release(ctx, l)
+	v, _ := client(b).Get(ctx, b.names(lockR.Key, nil).lock).Result()
+	pttl := client(b).PTTL(ctx, b.names(lockR.Key, nil).lock).Val()
+	t.Logf("Release(lock) = %v; lock STRING now %q (PTTL %s)", err, v, pttl)
+	if v == l.ID {
+		t.Errorf("the lock's STRING is still held by the released lease %q for %s", l.ID, pttl)
+	}
+	wcancel()
+	<-ww
+}
+
+// The Redis backend counts a lease's TTL in milliseconds: a slot's TTL
+// under one is refused, not sent as a PX 0 Redis would refuse after a
+// hand-over freed the slot.
+func TestRedisRefusesTTLUnderAMillisecond(t *testing.T) {
+	b, _ := withBackend(t, redistest.Single(t))
+	_, err := b.TryAcquire(context.Background(), Request{Key: "{c}/tiny", Concurrency: 1, TTL: 500 * time.Microsecond})
+	if !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("TryAcquire with a TTL of 500us = %v, want ErrInvalidRequest", err)
+	}
+}
