@@ -44,10 +44,9 @@ func (b *Redis) mayHandOn(h *hot) bool {
 
 // mayTurn reports whether h lets this process hand on a slot that went on
 // locally turns times already: while no other process waits, or, while one
-// does or none is known not to (a lock's plain SET tells nothing), for
-// localTurns turns.
+// does, for localTurns turns.
 func (b *Redis) mayTurn(h *hot, turns int) bool {
-	return b.mayHandOn(h) || !b.cold && h != nil && turns < localTurns
+	return b.mayHandOn(h) || !b.cold && h != nil && h.contended && turns < localTurns
 }
 
 // block is window units taken ahead in one acquire script, counted in the

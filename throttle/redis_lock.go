@@ -1,12 +1,11 @@
-// Locks on the Redis backend: a key with one slot and no window (a
-// customer's lock beside an API's slot, say) is held as a STRING
-// (lua/lock.lua), which one plain SET NX PX takes, so that an uncontended
-// lock runs no script (REDIS.md, Locks).
+// Locks on the Redis backend: a key with one slot and no window is held as
+// a STRING that one plain SET NX PX takes (REDIS.md, Locks).
 
 package throttle
 
 import (
 	"context"
+	"time"
 )
 
 // lockMark starts the id of a lease on a lock, so that the scripts that
@@ -23,13 +22,13 @@ func isLock(r Request) bool {
 // whether it got it; one held or cooling down is left to the acquire
 // script, as are all before a script told the server's time (Expires is
 // reckoned on it). A lease whose SET failed may hold it: an orphan, given
-// back when Redis answers. The SET tells nothing of waiting processes.
+// back when Redis answers.
 func (b *Redis) takeLock(ctx context.Context, r Request) (acquireResult, bool, error) {
 	id, ttl := lockMark+newLeaseID(), r.LeaseTTL()
 	if ref, _ := b.ref.deadline(0); ref == 0 {
 		return acquireResult{}, false, nil
 	}
-	now, era := b.ref.now(), b.era.Load() // now: before Redis's, so Expires is early
+	now, sent, era := b.ref.now(), time.Now(), b.era.Load() // now: before Redis's, so Expires is early
 	l := Lease{Key: r.Key, ID: id, Granted: now, Expires: now.Add(ttl), Concurrency: 1}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
@@ -45,5 +44,6 @@ func (b *Redis) takeLock(ctx context.Context, r Request) (acquireResult, bool, e
 		return acquireResult{}, false, nil
 	}
 	b.hold(era, l)
+	b.noteContended(r.Key, false, sent) // as a lost notice would: localSpan at most
 	return acquireResult{lease: l, v: verdict{ok: true}, now: now}, true, nil
 }

@@ -6,42 +6,11 @@ package throttle
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/wecomkit/wecom/internal/redistest"
 )
-
-// cmdNames is a go-redis hook that counts the commands sent, by name.
-type cmdNames struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *cmdNames) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *cmdNames) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (c *cmdNames) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.mu.Lock()
-		if c.n == nil {
-			c.n = make(map[string]int)
-		}
-		c.n[cmd.Name()]++
-		c.mu.Unlock()
-		return next(ctx, cmd)
-	}
-}
-
-func (c *cmdNames) count(name string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[name]
-}
 
 // Waiters of a key with rate windows and no concurrency limit are served
 // in a batch, as those of a key of several slots are (only a key of one
@@ -72,39 +41,6 @@ func TestRedisBatchesWindowOnlyKeys(t *testing.T) {
 	t.Logf("8 waiters of a window-only key took %d scripts after the cooldown", n)
 	if n > 2 {
 		t.Errorf("8 waiters took %d scripts after the cooldown, want 1 (2 at most): no batch for Concurrency 0", n)
-	}
-}
-
-// A lock taken with a plain SET tells nothing of processes queued for it:
-// unlike a script's answer, it does not open the window in which the slot
-// goes on locally without limit (at most localTurns turns, as while
-// another process waits).
-func TestRedisLockSETAssumesNoQuiet(t *testing.T) {
-	b, _ := hotBackend(t)
-	ctx := context.Background()
-	r := Request{Key: "{corp}/seen", Concurrency: 1, TTL: time.Minute}
-	rdb := client(b)
-	if err := rdb.ZAdd(ctx, b.names(r.Key, nil).waiting, redis.Z{Score: float64(time.Now().UnixMilli()), Member: "other-process"}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Release(ctx, mustTake(t, b, Request{Key: "{corp}/first", Concurrency: 1, TTL: time.Minute})); err != nil { // a script: the server's time
-		t.Fatal(err)
-	}
-	runs := &cmdNames{}
-	client(b).AddHook(runs)
-	l := mustTake(t, b, r)
-	if runs.count("set") != 1 || runs.count("evalsha") != 0 {
-		t.Fatalf("the lock took %d SETs and %d scripts, want a plain SET: the test tests nothing", runs.count("set"), runs.count("evalsha"))
-	}
-	defer func() { _ = b.Release(ctx, l) }()
-	b.mu.Lock()
-	h := b.hot[r.Key]
-	contended := h != nil && h.contended
-	may := b.mayHandOn(h)
-	b.mu.Unlock()
-	t.Logf("waiting in Redis: %v; contended=%v mayHandOn=%v", waitingProcs(t, b, r.Key), contended, may)
-	if may {
-		t.Errorf("after a plain SET with another process queued: contended=%v mayHandOn=%v, want mayHandOn false", contended, may)
 	}
 }
 
