@@ -229,7 +229,7 @@ type redisKeys struct {
 // slots returns the key that holds the slot of lease id: its lock's
 // STRING for a lock's lease (redis_lock.go), else the holders ZSET.
 func (k redisKeys) slots(id string) string {
-	if strings.HasPrefix(id, lockMark) {
+	if isLockID(id) {
 		return k.lock
 	}
 	return k.holders

@@ -175,13 +175,6 @@ func (b *Redis) claimNext(key string) (next *rwaiter, more bool) {
 // in one round trip, unless another process has waited longer for it; this
 // process stays queued if more wait.
 func (b *Redis) handOver(ctx context.Context, l Lease, next *rwaiter, more bool) error {
-	if strings.HasPrefix(l.ID, lockMark) != isLock(next.req) { // the key in two shapes: l goes back apart, next asks
-		b.settle(l.Key, next, Lease{}, false, false)
-		octx, cancel := b.opCtx(ctx)
-		defer cancel()
-		held, err := b.releaseScript(octx, l, nil, 0)
-		return b.released(l, held, err)
-	}
 	res, more, err := b.askFor(ctx, next, l, more)
 	b.settle(l.Key, next, res.lease, more, err == nil && res.v.reason == reasonYielded)
 	return b.released(l, res.held, err)
@@ -205,11 +198,11 @@ func (b *Redis) askFor(ctx context.Context, w *rwaiter, release Lease, more bool
 			batch = b.claim(k, &w.req, w, maxBatch-1)
 			more = k.waiters.len()-1 > len(batch)
 		}
-		waiting, plain = k.waiters.len(), plain && k.refused == nil // refused: queued, the script dequeues it
+		waiting, plain = k.waiters.len(), plain && k.refused == nil // refused: queued, the script dequeues it (a lock claims no batch)
 	}
 	block := b.blockFor(w.req, waiting)
 	b.mu.Unlock()
-	res, err := b.attempt(ctx, acquireArgs{r: w.req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: block, plain: plain && len(batch) == 0})
+	res, err := b.attempt(ctx, acquireArgs{r: w.req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: block, plain: plain})
 	extra := append(res.extra, make([]Lease, len(batch))...) // a waiter the limits left out gets none
 	for i, x := range batch {
 		b.settle(key, x, extra[i], false, false)

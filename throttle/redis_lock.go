@@ -5,6 +5,7 @@ package throttle
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -18,16 +19,19 @@ func isLock(r Request) bool {
 	return r.Concurrency == 1 && len(r.Windows) == 0 && len(r.Members) == 0
 }
 
+// isLockID reports whether the lease of id holds a lock.
+func isLockID(id string) bool { return strings.HasPrefix(id, lockMark) }
+
 // takeLock takes the lock r asks for with one plain SET NX PX, and reports
 // whether it got it; one held or cooling down is left to the acquire
 // script, as are all before a script told the server's time (Expires is
 // reckoned on it). A lease whose SET failed may hold it: an orphan, given
 // back when Redis answers.
 func (b *Redis) takeLock(ctx context.Context, r Request) (acquireResult, bool, error) {
-	id, ttl := lockMark+newLeaseID(), r.LeaseTTL()
 	if ref, _ := b.ref.deadline(0); ref == 0 {
 		return acquireResult{}, false, nil
 	}
+	id, ttl := lockMark+newLeaseID(), r.LeaseTTL()
 	now, sent, era := b.ref.now(), time.Now(), b.era.Load() // now: before Redis's, so Expires is early
 	l := Lease{Key: r.Key, ID: id, Granted: now, Expires: now.Add(ttl), Concurrency: 1}
 	octx, cancel := b.opCtx(ctx)

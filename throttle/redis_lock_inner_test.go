@@ -1,7 +1,7 @@
 package throttle
 
-// Locks held as STRINGs, from the inside: clocks, batches, hot state and a
-// key asked for in two shapes.
+// Locks held as STRINGs, from the inside: a key asked for in two shapes,
+// and a TTL Redis cannot count.
 
 import (
 	"context"
@@ -11,38 +11,6 @@ import (
 
 	"github.com/wecomkit/wecom/internal/redistest"
 )
-
-// Waiters of a key with rate windows and no concurrency limit are served
-// in a batch, as those of a key of several slots are (only a key of one
-// slot asks alone: a batch would get no more).
-func TestRedisBatchesWindowOnlyKeys(t *testing.T) {
-	b, rec := withBackend(t, redistest.Single(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	r := Request{Key: "{corp}/rate-only", WaitCooldown: true, Windows: []Window{{Limit: 100, Period: time.Minute}}}
-	warm := mustTake(t, b, r)
-	_ = b.Release(ctx, warm)
-	if err := b.Cooldown(ctx, r.Key, 300*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	var got []<-chan acquired
-	for range 8 {
-		got = append(got, acquireAsync(ctx, b, r))
-	}
-	queued(t, b, r.Key, 8)
-	headRefused(t, b, r.Key)
-	rec.runs()
-	for _, ch := range got {
-		if a := <-ch; a.err != nil {
-			t.Fatal(a.err)
-		}
-	}
-	n := rec.runs()
-	t.Logf("8 waiters of a window-only key took %d scripts after the cooldown", n)
-	if n > 2 {
-		t.Errorf("8 waiters took %d scripts after the cooldown, want 1 (2 at most): no batch for Concurrency 0", n)
-	}
-}
 
 // One process asking for one key in two shapes (a lock, and one slot with
 // a window) is unsupported, but a Release of the lock with a waiter of the

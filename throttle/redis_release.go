@@ -39,7 +39,9 @@ func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
 		b.orphan(l)
 		return b.errDown()
 	}
-	if next, more := b.claimNext(l.Key); next != nil {
+	if next, more := b.claimNext(l.Key); next != nil && isLockID(l.ID) != isLock(next.req) {
+		b.settle(l.Key, next, Lease{}, false, false) // the key in two shapes: next asks, l goes back below
+	} else if next != nil {
 		if known && b.handLocal(l, from, next) {
 			return nil
 		}
