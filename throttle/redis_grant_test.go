@@ -28,10 +28,11 @@ import (
 // lasts about that long, so one late notice under a loaded machine's
 // scheduling would decide it: the hot variants run with a 10 ms span, the
 // mechanism unchanged. With the hot path a slot also goes on locally for
-// localTurns turns before it is yielded, so the lone waiter of one against
-// eight waits for one of the other process's slots to end a turn of two
-// calls, not one: measured, 22-30% of the grants (28-32% before the turn);
-// its floor is 15%, under the protocol's 20%.
+// localTurns turns (within that span) before it is yielded, so the lone
+// waiter of one against eight gets about its waiters' share of the calls
+// (1 in 9), not its process's half: measured 9-11% with 7 turns (22-30%
+// with 1); its floor is 6%, where a waiter kept out for more than its
+// turns would fall.
 func TestRedisProcessesTakeTurns(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -43,7 +44,7 @@ func TestRedisProcessesTakeTurns(t *testing.T) {
 		{"4 against 4", [2]int{4, 4}, 0.35, false},
 		{"1 against 8", [2]int{1, 8}, 0.20, false},
 		{"hot path, 4 against 4", [2]int{4, 4}, 0.35, true},
-		{"hot path, 1 against 8", [2]int{1, 8}, 0.15, true},
+		{"hot path, 1 against 8", [2]int{1, 8}, 0.06, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bs := twoProcesses(t)

@@ -29,10 +29,10 @@ type hot struct {
 // lost by the subscription delays another process by at most that.
 const localSpan = 200 * time.Millisecond
 
-// localTurns is how many times a slot Redis granted may go on to another
-// waiter of this process while another process waits for the key, before
+// localTurns is how many times, within localSpan of its grant, a slot Redis
+// granted may go on locally while another process waits for the key, before
 // a hand-over through Redis yields it (REDIS.md, The hot path).
-const localTurns = 1
+const localTurns = 7
 
 // idle reports whether h says nothing worth keeping.
 func (h *hot) idle() bool { return h.holding <= 0 && h.block.units == 0 }
@@ -42,11 +42,12 @@ func (b *Redis) mayHandOn(h *hot) bool {
 	return !b.cold && h != nil && !h.contended && time.Now().Before(h.quiet)
 }
 
-// mayTurn reports whether h lets this process hand on a slot that went on
-// locally turns times already: while no other process waits, or, while one
-// does, for localTurns turns.
-func (b *Redis) mayTurn(h *hot, turns int) bool {
-	return b.mayHandOn(h) || !b.cold && h != nil && h.contended && turns < localTurns
+// mayTurn reports whether h lets this process hand on the slot held as
+// from: while no other process waits, or, while one does, for localTurns
+// turns within quietFor (localSpan) of Redis's grant.
+func (b *Redis) mayTurn(h *hot, from held) bool {
+	return b.mayHandOn(h) || !b.cold && h != nil && h.contended &&
+		from.turns < localTurns && time.Since(from.since) < b.quietFor
 }
 
 // block is window units taken ahead in one acquire script, counted in the
@@ -154,7 +155,7 @@ func (b *Redis) handLocal(l Lease, from held, next *rwaiter) bool {
 	}
 	b.mu.Lock()
 	h := b.hot[l.Key]
-	if from.era != b.era.Load() || !b.mayTurn(h, from.turns) {
+	if from.era != b.era.Load() || !b.mayTurn(h, from) {
 		b.mu.Unlock()
 		return false
 	}
@@ -170,7 +171,7 @@ func (b *Redis) handLocal(l Lease, from held, next *rwaiter) bool {
 	n := l
 	n.ID = redisID(l.ID) + "~" + strconv.FormatUint(b.gen.Add(1), 36)
 	n.Granted, n.With = granted, nil
-	b.holdLocked(n, from.era, from.turns+1)
+	b.holdLocked(n, held{era: from.era, turns: from.turns + 1, since: from.since})
 	b.mu.Unlock()
 	b.settle(l.Key, next, n, false, false)
 	return true
@@ -184,19 +185,19 @@ func redisID(id string) string {
 }
 
 // held is a lease of this process's: its id, when its slot expires by the
-// server's clock, Redis.era at the grant, and how many times the slot went
-// on locally since Redis granted it (see mayTurn).
+// server's clock, Redis.era at the grant, and since Redis granted the slot
+// (at since, the local clock) how many times it went on locally (mayTurn).
 type held struct {
-	key   string
-	id    string
-	until time.Time
-	era   uint64
-	turns int
+	key, id string
+	until   time.Time
+	era     uint64
+	turns   int
+	since   time.Time
 }
 
-// holdLocked records l, granted in era and handed on turns times since, as
-// held by this process. The caller holds Redis.mu.
-func (b *Redis) holdLocked(l Lease, era uint64, turns int) {
+// holdLocked records l as held by this process, its slot granted and handed
+// on as from says. The caller holds Redis.mu.
+func (b *Redis) holdLocked(l Lease, from held) {
 	if !l.ownSlot() {
 		return
 	}
@@ -204,7 +205,8 @@ func (b *Redis) holdLocked(l Lease, era uint64, turns int) {
 		b.sweepHeld("")
 		b.heldSweep = max(1024, 2*len(b.held))
 	}
-	b.held[redisID(l.ID)] = &held{key: l.Key, id: l.ID, until: l.Expires, era: era, turns: turns}
+	from.key, from.id, from.until = l.Key, l.ID, l.Expires
+	b.held[redisID(l.ID)] = &from
 	b.hotOf(l.Key).holding++
 }
 
@@ -230,7 +232,7 @@ func (b *Redis) sweepHeld(key string) (first time.Time) {
 func (b *Redis) hold(era uint64, ls ...Lease) {
 	b.mu.Lock()
 	for _, l := range ls {
-		b.holdLocked(l, era, 0)
+		b.holdLocked(l, held{era: era, since: time.Now()})
 	}
 	b.mu.Unlock()
 }

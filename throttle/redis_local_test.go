@@ -361,6 +361,54 @@ func TestRedisTurnsWhileAnotherWaits(t *testing.T) {
 	}
 }
 
+// While another process waits, a slot goes on locally only within quietFor
+// (localSpan) of Redis's grant, whatever turns are left: a process whose
+// calls are slow yields after one.
+func TestRedisTurnsEndWithTheSpan(t *testing.T) {
+	t.Parallel()
+	bs, _ := gatedBackends(t, 2)
+	a, b := bs[0], bs[1]
+	for _, p := range bs {
+		p.cold, p.quietFor = false, 100*time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := Request{Key: "{c}/span", Concurrency: 1, TTL: time.Minute}
+	held := mustTake(t, a, r)
+	granted := time.Now()
+	bw := acquireAsync(ctx, b, r)
+	headRefused(t, b, r.Key)
+	eventually(t, "a learns from the notice that b waits", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		h := a.hot[r.Key]
+		return h != nil && h.contended
+	})
+	aw := acquireAsync(ctx, a, r)
+	headIdle(t, a, r.Key, 1)
+	time.Sleep(time.Until(granted.Add(a.quietFor)))
+	if err := a.Release(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	var got acquired
+	select {
+	case got = <-bw:
+	case res := <-aw:
+		t.Fatalf("a's waiter got %q past the span, b still waiting", res.l.ID)
+	}
+	if got.err != nil {
+		t.Fatalf("b: %v", got.err)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-aw; res.err != nil {
+		t.Fatalf("a's waiter: %v", res.err)
+	} else if err := a.Release(ctx, res.l); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // eventually fails the test unless cond holds within 5 seconds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

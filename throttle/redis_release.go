@@ -9,14 +9,15 @@ import (
 	"time"
 )
 
-// Release implements Backend: l's With leases, and then its own slot. A
+// Release implements Backend: l's own slot, and then its With leases (so
+// that the key's next call does not wait for a lock's round trip). A
 // waiter of this process for the key gets the slot straight away: without
 // Redis while no other process waits for the key (handLocal), else in one
 // round trip (handOver).
 func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
-	first := releaseEach(ctx, b, l.With)
+	with := l.With
 	l.With = nil
-	defer func() { err = cmp.Or(err, first) }()
+	defer func() { err = cmp.Or(err, releaseEach(ctx, b, with)) }()
 	if strings.HasPrefix(l.ID, localLease) {
 		return b.local.Release(ctx, toLocal(l))
 	}

@@ -6,6 +6,7 @@ package throttle
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,5 +77,75 @@ func TestRedisWithKeyLineBreak(t *testing.T) {
 	}
 	if _, err := b.Acquire(context.Background(), r); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("Acquire: %v, want ErrInvalidRequest", err)
+	}
+}
+
+// scriptHold is a go-redis hook that, once armed, holds every run of one
+// script until opened.
+type scriptHold struct {
+	s          *script
+	armed      atomic.Bool
+	held, open chan struct{}
+	once       sync.Once
+}
+
+func (h *scriptHold) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptHold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *scriptHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); h.armed.Load() && len(args) > 1 && (args[1] == h.s.hash || args[1] == h.s.src) {
+			h.once.Do(func() { close(h.held) })
+			select {
+			case <-h.open:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// Release gives a lease's own slot back before its With leases, so that the
+// key's next waiter does not wait for a lock's round trip: with the release
+// script held, the waiter gets the slot all the same.
+func TestRedisReleaseHandsOnBeforeItsLocks(t *testing.T) {
+	t.Parallel()
+	b, _ := gatedBackend(t) // cold: every release runs a script
+	hold := &scriptHold{s: b.release, held: make(chan struct{}), open: make(chan struct{})}
+	client(b).AddHook(hold)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call := func(customer string) Request {
+		return Request{Key: "{rel}/api", Concurrency: 1, TTL: time.Minute,
+			With: []Request{{Key: "{rel}/customer/" + customer, Concurrency: 1, TTL: time.Minute}}}
+	}
+	first := mustTake(t, b, call("a"))
+	next := acquireAsync(ctx, b, call("b"))
+	headRefused(t, b, "{rel}/api")
+	hold.armed.Store(true)
+	released := make(chan error, 1)
+	go func() { released <- b.Release(ctx, first) }()
+	<-hold.held // the lock's release is held: the slot must go on all the same
+	var got acquired
+	select {
+	case got = <-next:
+		close(hold.open)
+	case <-time.After(5 * time.Second):
+		t.Error("the next call waits for the release of the first call's lock")
+		close(hold.open)
+		got = <-next
+	}
+	if got.err != nil {
+		t.Fatalf("the next call: %v", got.err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Fatal(err)
 	}
 }
