@@ -307,15 +307,7 @@ func TestRedisTurnsWhileAnotherWaits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r := Request{Key: "{c}/turns", Concurrency: 1, TTL: time.Minute}
-	held := mustTake(t, a, r)
-	bw := acquireAsync(ctx, b, r)
-	headRefused(t, b, r.Key)
-	eventually(t, "a learns from the notice that b waits", func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		h := a.hot[r.Key]
-		return h != nil && h.contended
-	})
+	held, bw := heldWhileBWaits(ctx, t, a, b, r)
 	var aw []<-chan acquired
 	for i := range localTurns + 1 {
 		aw = append(aw, acquireAsync(ctx, a, r))
@@ -374,16 +366,8 @@ func TestRedisTurnsEndWithTheSpan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r := Request{Key: "{c}/span", Concurrency: 1, TTL: time.Minute}
-	held := mustTake(t, a, r)
-	granted := time.Now()
-	bw := acquireAsync(ctx, b, r)
-	headRefused(t, b, r.Key)
-	eventually(t, "a learns from the notice that b waits", func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		h := a.hot[r.Key]
-		return h != nil && h.contended
-	})
+	held, bw := heldWhileBWaits(ctx, t, a, b, r)
+	granted := time.Now() // after the grant
 	aw := acquireAsync(ctx, a, r)
 	headIdle(t, a, r.Key, 1)
 	time.Sleep(time.Until(granted.Add(a.quietFor)))
@@ -407,6 +391,22 @@ func TestRedisTurnsEndWithTheSpan(t *testing.T) {
 	} else if err := a.Release(ctx, res.l); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// heldWhileBWaits takes r's only slot on a, then has b wait for it, and
+// waits until a learns from the notice that b waits.
+func heldWhileBWaits(ctx context.Context, t *testing.T, a, b *Redis, r Request) (Lease, <-chan acquired) {
+	t.Helper()
+	held := mustTake(t, a, r)
+	bw := acquireAsync(ctx, b, r)
+	headRefused(t, b, r.Key)
+	eventually(t, "a learns from the notice that b waits", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		h := a.hot[r.Key]
+		return h != nil && h.contended
+	})
+	return held, bw
 }
 
 // eventually fails the test unless cond holds within 5 seconds.
