@@ -9,11 +9,10 @@ import (
 	"time"
 )
 
-// Release implements Backend: l's own slot, and then its With leases (so
-// that the key's next call does not wait for a lock's round trip). A
-// waiter of this process for the key gets the slot straight away: without
-// Redis while no other process waits for the key (handLocal), else in one
-// round trip (handOver).
+// Release implements Backend: l's own slot, then its With leases (the next
+// call need not wait for a lock's round trip). A waiter of this process for
+// the key gets the slot at once: without Redis while no other process waits
+// for it (handLocal), else in one round trip (handOver).
 func (b *Redis) Release(ctx context.Context, l Lease) (err error) {
 	with := l.With
 	l.With = nil
