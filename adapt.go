@@ -29,7 +29,7 @@ type adaptive struct {
 // when it keeps them (throttle.LimitStore: Memory and Redis do), so that
 // every client sharing it learns at once; otherwise in this client.
 func WithAdaptiveLimits(a throttle.AIMD) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if a.Backoff < 0 || a.Backoff >= 1 || a.Quiet < 0 {
 			return invalid("adaptive limits", "backoff %v not in [0, 1) or negative quiet period %s", a.Backoff, a.Quiet)
 		}
@@ -41,22 +41,22 @@ func WithAdaptiveLimits(a throttle.AIMD) Option {
 // WithoutAdaptiveLimits turns learning off: the configured limits hold
 // whatever WeCom answers.
 func WithoutAdaptiveLimits() Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		c.adaptive.off = true
 		return nil
 	}
 }
 
 // newLearner returns the client's Learner, or nil when learning is off.
-func (c *Client) newLearner() *throttle.Learner {
-	if c.adaptive.off {
+func (p *pipeline) newLearner() *throttle.Learner {
+	if p.cfg.adaptive.off {
 		return nil
 	}
-	store, ok := c.limiter.(throttle.LimitStore)
+	store, ok := p.cfg.limiter.(throttle.LimitStore)
 	if !ok {
 		store = throttle.NewMemory()
 	}
-	return throttle.NewLearner(store, c.adaptive.aimd, 0)
+	return throttle.NewLearner(store, p.cfg.adaptive.aimd, 0)
 }
 
 // apiSlot is the calls-in-flight cap of its API an attempt asks or was
@@ -66,20 +66,22 @@ type apiSlot struct{ limit, configured int }
 // adapt lowers the calls-in-flight cap of the call's API in reqs to the
 // limit learned for it, and returns what it asked under and the changes
 // to report.
-func (c *Client) adapt(ctx context.Context, cl *call, reqs []leaseRequest) (slot apiSlot, changes []LimitChange) {
-	if c.learner == nil {
+func (p *pipeline) adapt(ctx context.Context, cl *call, reqs []leaseRequest) (slot apiSlot, changes []LimitChange) {
+	if p.learner == nil {
 		return apiSlot{}, nil
 	}
-	key := c.apiKey(cl.path)
+	key := p.apiKey(cl.path)
 	for i := range reqs {
 		if reqs[i].Key != key || reqs[i].Concurrency == 0 {
 			continue
 		}
-		limit, ch := c.learner.Limit(ctx, key, reqs[i].Concurrency)
+		limit, ch := p.learner.Limit(ctx, key, reqs[i].Concurrency)
 		slot = apiSlot{limit: limit, configured: reqs[i].Concurrency}
 		reqs[i].Concurrency = limit
 		if ch != nil {
-			changes = append(changes, *c.limitChange(ctx, cl.path, slot.configured, ch))
+			lc := limitChange(cl.path, slot.configured, ch)
+			p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, logMessage, lc.attrs()...)
+			changes = append(changes, lc)
 		}
 	}
 	return slot, changes
@@ -88,11 +90,11 @@ func (c *Client) adapt(ctx context.Context, cl *call, reqs []leaseRequest) (slot
 // granted returns the cap the API's slot was granted under, which may be
 // lower than adapt asked for: the backend caps every acquisition by the
 // limit learned on its key when it keeps learned limits.
-func (c *Client) granted(cl *call, slot apiSlot, leases []throttle.Lease) apiSlot {
+func (p *pipeline) granted(cl *call, slot apiSlot, leases []throttle.Lease) apiSlot {
 	if slot.limit == 0 {
 		return slot
 	}
-	key := c.apiKey(cl.path)
+	key := p.apiKey(cl.path)
 	for _, l := range leases {
 		if l.Key == key && l.Concurrency > 0 {
 			slot.limit = l.Concurrency
@@ -103,19 +105,21 @@ func (c *Client) granted(cl *call, slot apiSlot, leases []throttle.Lease) apiSlo
 
 // refused learns from a 45033 to a call that held a slot of its API's
 // calls-in-flight cap, and returns the change to report, if any.
-func (c *Client) refused(ctx context.Context, cl *call, slot apiSlot) *LimitChange {
-	if c.learner == nil || slot.limit == 0 {
+func (p *pipeline) refused(ctx context.Context, cl *call, slot apiSlot) *LimitChange {
+	if p.learner == nil || slot.limit == 0 {
 		return nil
 	}
-	ch, err := c.learner.Refused(ctx, c.apiKey(cl.path), slot.configured, slot.limit)
+	ch, err := p.learner.Refused(ctx, p.apiKey(cl.path), slot.configured, slot.limit)
 	if err != nil {
-		c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: the limit learned from a 45033 holds in this client only",
+		p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: the limit learned from a 45033 holds in this client only",
 			slog.String("path", cl.path), slog.String("error", err.Error()))
 	}
 	if ch == nil {
 		return nil
 	}
-	return c.limitChange(ctx, cl.path, slot.configured, ch)
+	lc := limitChange(cl.path, slot.configured, ch)
+	p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, logMessage, lc.attrs()...)
+	return &lc
 }
 
 // LimitChange is a change of the calls-in-flight limit the client applies
@@ -134,9 +138,16 @@ type LimitChange struct {
 	Refused bool
 }
 
-func (c *Client) limitChange(ctx context.Context, path string, configured int, ch *throttle.Change) *LimitChange {
-	lc := &LimitChange{Path: path, From: ch.From, To: ch.To, Configured: configured, Refused: ch.Refused}
-	c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: calls-in-flight limit learned from WeCom",
-		slog.String("path", path), slog.Int("from", ch.From), slog.Int("to", ch.To), slog.Bool("refused", ch.Refused))
-	return lc
+// limitChange is ch, a change of the limit learned for path, as the
+// observer is told of it.
+func limitChange(path string, configured int, ch *throttle.Change) LimitChange {
+	return LimitChange{Path: path, From: ch.From, To: ch.To, Configured: configured, Refused: ch.Refused}
+}
+
+// logMessage is the log line of a LimitChange.
+const logMessage = "wecom: calls-in-flight limit learned from WeCom"
+
+// attrs are the attributes of c's log line.
+func (c LimitChange) attrs() []slog.Attr {
+	return []slog.Attr{slog.String("path", c.Path), slog.Int("from", c.From), slog.Int("to", c.To), slog.Bool("refused", c.Refused)}
 }

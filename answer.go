@@ -1,18 +1,12 @@
-// One HTTP exchange and the reading of its answer: what is WeCom's
-// answer, and what is not.
+// The check step: what is WeCom's answer, and what is not.
 
 package wecom
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptrace"
-	"net/url"
 )
 
 // envelope is the part of every answer the pipeline reads.
@@ -21,47 +15,14 @@ type envelope struct {
 	ErrMsg  string `json:"errmsg"`
 }
 
-// send makes one HTTP exchange, bounded by ctx (the attempt's), and decodes
-// its answer into the error a caller sees. unanswered reports a request that
-// may be running at WeCom while no answer (no HTTP status) came back: it was
-// written to a connection, or the transport cannot tell.
-func (c *Client) send(ctx context.Context, cl *call, q url.Values) (unanswered bool, err error) {
-	if cl.upload != nil || cl.download != nil {
-		return c.sendStream(ctx, cl, q)
-	}
-	var w wire
-	req := c.http.R().SetContext(httptrace.WithClientTrace(ctx, w.trace())).
-		SetQueryParamsFromValues(q).SetDoNotParseResponse(true)
-	if cl.body != nil {
-		req.SetHeader("Content-Type", "application/json").SetBody(cl.body)
-	}
-	resp, err := req.Execute(cl.method, c.baseURL+cl.path)
-	if err != nil {
-		answered := resp != nil && resp.RawResponse != nil
-		sent := answered || w.mayHaveArrived()
-		return sent && !answered, &TransportError{Path: cl.path, Sent: sent, Timeout: ctx.Err() != nil, Err: c.redactErr(err)}
-	}
-	body := resp.RawBody()
-	defer body.Close()
-	raw, err := io.ReadAll(io.LimitReader(body, 16<<20))
-	if err != nil {
-		// The answer began: WeCom is done with the call.
-		return false, &TransportError{Path: cl.path, Sent: true, Timeout: ctx.Err() != nil, Err: fmt.Errorf("reading the answer: %w", c.redactErr(err))}
-	}
-	if resp.StatusCode() != http.StatusOK {
-		return false, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode()}
-	}
-	return false, c.answer(cl, raw)
-}
-
 // answer decodes the JSON answer raw of cl (its HTTP status 200) into
 // cl.out, or into the error a caller sees.
-func (c *Client) answer(cl *call, raw []byte) error {
+func (p *pipeline) answer(cl *call, raw []byte) error {
 	// errmsg, or a proxy's body, may echo the request: its token, our secret.
-	err := c.redactErr(decode(cl.path, cl.omitsErrcode, raw, cl.out))
+	err := p.redactErr(decode(cl.path, cl.omitsErrcode, raw, cl.out))
 	var ae *APIError
 	if errors.As(err, &ae) {
-		ae.CorpID, ae.AgentID = c.corpID, c.agentID
+		ae.CorpID, ae.AgentID = p.cfg.corpID, p.cfg.agentID
 	}
 	return err
 }

@@ -22,7 +22,10 @@ import (
 // appchat/send names only the chat, the client keeps the members of the
 // chats it created, changed or read (see Send); Client.Do refuses
 // appchat/send.
-type AppChatService service
+type AppChatService struct {
+	client *Client
+	chats  chatBook // the members of the chats it created, changed or read
+}
 
 // AppChatCreateRequest is a new chat (appchat/create, document/path/90245).
 // WeCom creates at most 1,000 a day per corp.
@@ -93,10 +96,10 @@ func (s *AppChatService) Create(ctx context.Context, r AppChatCreateRequest) (st
 	var out struct {
 		ChatID string `json:"chatid"`
 	}
-	if err := s.client.do(ctx, &call{id: catalog.AppChatCreate, body: r, out: &out}); err != nil {
+	if err := s.client.p.run(ctx, &call{id: catalog.AppChatCreate, body: r, out: &out}); err != nil {
 		return "", err
 	}
-	s.client.chats.put(out.ChatID, r.Members, s.client.now())
+	s.chats.put(out.ChatID, r.Members, s.client.p.cfg.now())
 	return out.ChatID, nil
 }
 
@@ -141,12 +144,12 @@ func (s *AppChatService) Update(ctx context.Context, r AppChatUpdateRequest) err
 	case slices.Contains(r.AddMembers, "") || slices.Contains(r.RemoveMembers, ""):
 		return invalid("appchat update", "an empty userid")
 	}
-	err := s.client.do(ctx, &call{id: catalog.AppChatUpdate, body: r})
+	err := s.client.p.run(ctx, &call{id: catalog.AppChatUpdate, body: r})
 	if err != nil {
-		s.client.chats.forget(r.ChatID)
+		s.chats.forget(r.ChatID)
 		return err
 	}
-	s.client.chats.change(r.ChatID, r.AddMembers, r.RemoveMembers)
+	s.chats.change(r.ChatID, r.AddMembers, r.RemoveMembers)
 	return nil
 }
 
@@ -158,10 +161,10 @@ func (s *AppChatService) Get(ctx context.Context, chatID string) (AppChat, error
 	var out struct {
 		ChatInfo AppChat `json:"chat_info"`
 	}
-	if err := s.client.do(ctx, &call{id: catalog.AppChatGet, query: url.Values{"chatid": {chatID}}, out: &out}); err != nil {
+	if err := s.client.p.run(ctx, &call{id: catalog.AppChatGet, query: url.Values{"chatid": {chatID}}, out: &out}); err != nil {
 		return AppChat{}, err
 	}
-	s.client.chats.put(chatID, out.ChatInfo.Members, s.client.now())
+	s.chats.put(chatID, out.ChatInfo.Members, s.client.p.cfg.now())
 	return out.ChatInfo, nil
 }
 
@@ -184,7 +187,7 @@ func (s *AppChatService) Send(ctx context.Context, m AppChatMessage) error {
 	if err != nil {
 		return err
 	}
-	members, ok := s.client.chats.get(m.ChatID, s.client.now())
+	members, ok := s.chats.get(m.ChatID, s.client.p.cfg.now())
 	if !ok || m.FreshMembers {
 		chat, err := s.Get(ctx, m.ChatID)
 		if err != nil {
@@ -195,9 +198,9 @@ func (s *AppChatService) Send(ctx context.Context, m AppChatMessage) error {
 	if len(members) == 0 {
 		return fmt.Errorf("wecom: %s: WeCom told no member of chat %q, whom its message counts: not sent", catalog.AppChatSend, m.ChatID)
 	}
-	err = s.client.do(ctx, &call{id: catalog.AppChatSend, body: body, chatMembers: members})
+	err = s.client.p.run(ctx, &call{id: catalog.AppChatSend, body: body, chatMembers: members})
 	if code := errcodeOf(err); code == CodeChatNotFound || code == CodeChatNotOwned {
-		s.client.chats.forget(m.ChatID)
+		s.chats.forget(m.ChatID)
 	}
 	return err
 }

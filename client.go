@@ -1,57 +1,23 @@
 package wecom
 
 import (
-	"log/slog"
-	"net/http"
+	"context"
+	"net/url"
 	"strings"
-	"time"
-
-	"github.com/go-resty/resty/v2"
-
-	"github.com/wecomkit/wecom/throttle"
 )
 
 // DefaultBaseURL is WeCom's API endpoint.
 const DefaultBaseURL = "https://qyapi.weixin.qq.com"
 
 // Client calls the WeCom server API for one app of one corp. It is safe for
-// concurrent use, cheap to create, and starts no goroutine: run one Client per
-// (corp, app) and let them share one limiter backend, one token store and one
-// HTTP transport through the options.
+// concurrent use and cheap to create: run one Client per (corp, app) and let
+// them share one limiter backend, one token store and one HTTP transport
+// through the options. It starts goroutines only for work that outlives a
+// call: an attempt whose caller gave up runs on until WeCom answers (see
+// Drain), a token is refreshed ahead of its expiry, and the leases of a
+// call slower than half their TTL are renewed.
 type Client struct {
-	corpID          string
-	secret          string
-	agentID         int
-	baseURL         string
-	http            *resty.Client
-	limiter         throttle.Backend
-	tokens          *credential // the corp's access token
-	suite           *credential // WithSuite's suite_access_token, or nil
-	suiteCfg        *suiteConfig
-	provider        *credential // WithProvider's provider_access_token, or nil
-	robot           *credential // a Robot's webhook key, or nil
-	providerCfg     *providerConfig
-	jsapi, agentTkt *credential // the JS-SDK tickets
-	overrides       map[string]*override
-	endpoints       map[string]*endpointLimits
-	generic         *endpointLimits
-	egress          string
-	now             func() time.Time
-	retry           RetryPolicy
-	logger          *slog.Logger
-	observer        Observer
-	stallObserver   StallObserver
-	stalls          stallLog
-	waitOnRateLimit bool
-	attemptTimeout  time.Duration
-	leaseTTLOpt     time.Duration
-	abandonedHold   time.Duration
-	adaptive        adaptive
-	learner         *throttle.Learner
-	blocks          blockLog
-	near            nearCache
-	background      tracker
-	chats           chatBook // the members of app group chats (AppChats)
+	p *pipeline // every call goes through it
 
 	// Tags calls the contact tag (通讯录标签) APIs.
 	Tags *TagService
@@ -74,107 +40,59 @@ type service struct{ client *Client }
 // own (pass one to WithTransport to share connections among clients), throttles with a private in-process limiter and caches
 // tokens in memory.
 func New(corpID, secret string, opts ...Option) (*Client, error) {
-	c, err := newClient(corpID, secret, opts)
+	cfg, err := newConfig(corpID, secret, opts)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case corpID == "" || strings.ContainsAny(corpID, " \t\r\n{}|"):
 		return nil, invalid("corp id", "%q is empty or holds a space, brace or bar", corpID)
-	case secret == "" && c.tokens.source == nil:
+	case secret == "" && cfg.tokenSource == nil:
 		return nil, invalid("secret", "empty (give a secret, or WithTokenSource)")
-	case secret == "" && c.agentID == 0:
+	case secret == "" && cfg.agentID == 0:
 		return nil, invalid("agent id", "required with a token source and no secret, to keep apps' tokens apart")
 	}
-	return c, c.finish()
-}
-
-// newClient returns a client with its defaults and opts applied.
-func newClient(corpID, secret string, opts []Option) (*Client, error) {
-	c := &Client{
-		corpID:         corpID,
-		secret:         secret,
-		baseURL:        DefaultBaseURL,
-		overrides:      make(map[string]*override),
-		now:            time.Now,
-		retry:          DefaultRetryPolicy(),
-		logger:         slog.New(slog.DiscardHandler),
-		attemptTimeout: 30 * time.Second,
-		leaseTTLOpt:    DefaultLeaseTTL,
+	p, err := newPipeline(cfg)
+	if err != nil {
+		return nil, err
 	}
-	c.tokens = &credential{store: NewMemoryTokenStore(), refreshAhead: 5 * time.Minute, badFor: time.Minute}
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, invalid("option", "nil")
-		}
-		if err := opt(c); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
-}
-
-// finish completes a client whose options are in: its transport, limiter,
-// credentials, limits and services.
-func (c *Client) finish() error {
-	if c.http == nil {
-		c.http = newResty(&http.Client{Transport: defaultTransport()})
-	}
-	if c.limiter == nil {
-		c.limiter = throttle.NewMemory()
-	}
-	c.tokens.initCorp(c)
-	c.tokens.env = c.credentialEnv()
-	if c.robot != nil {
-		c.robot.env = c.credentialEnv()
-	}
-	c.initTickets()
-	if c.suiteCfg != nil {
-		c.initSuite()
-	}
-	if c.providerCfg != nil {
-		c.initProvider()
-	}
-	c.learner = c.newLearner()
-	if err := c.resolveLimits(); err != nil {
-		return err
-	}
+	c := &Client{p: p}
 	c.Tags = &TagService{client: c}
 	c.CustomerTags = &CustomerTagService{client: c}
 	c.Customers = &CustomerService{client: c}
 	c.Media = &MediaService{client: c}
 	c.Messages = &MessageService{client: c}
 	c.AppChats = &AppChatService{client: c}
-	return nil
+	return c, nil
 }
+
+// Drain waits until every attempt of the client that may outlive its caller
+// has ended, or until ctx ends (then it returns ctx.Err()). An attempt whose
+// caller gave up goes on until WeCom answers or the attempt timeout fires,
+// and gives its slots back only then; a program that is shutting down calls
+// Drain (with a deadline) after its last call returns, so that the slots
+// those attempts hold go back to the fleet instead of waiting for their TTL.
+func (c *Client) Drain(ctx context.Context) error { return c.p.background.wait(ctx) }
 
 // CorpID returns the corp id the client calls for.
-func (c *Client) CorpID() string { return c.corpID }
+func (c *Client) CorpID() string { return c.p.cfg.corpID }
 
-// defaultTransport is http.DefaultTransport with enough idle connections per
-// host for the calls in flight: the standard 2 would reopen a TCP (and TLS)
-// connection for most calls of a busy client. When http.DefaultTransport is
-// not an *http.Transport (httpmock.Activate, a tracing wrapper), it is used
-// as it is.
-func defaultTransport() http.RoundTripper {
-	t, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return http.DefaultTransport
-	}
-	t = t.Clone()
-	t.MaxIdleConnsPerHost = 64
-	return t
+// Do calls an API the SDK does not wrap, through the same pipeline as every
+// typed method: limits (DefaultLimits of path, or its override), token,
+// retries, errors. method is GET or POST; the access_token is added to query;
+// body (POST only) is sent as JSON; the answer is decoded into out if out is
+// not nil. GETs are retried after -1 and transport errors; POSTs are not, as
+// Do cannot know they are safe to repeat.
+//
+// A path the SDK wraps keeps what the catalog says of it: its method,
+// whether it is safe to repeat, and the limits it counts per resource (the
+// customer mark_tag edits), per member or in units, read from query and
+// body by the endpoint's Keys as for its typed method. A request that does
+// not say what they count is refused, as is a path without Keys whose
+// limits (added by WithRule, say) count per resource, per member or in
+// units: the error names the rule, and nothing is sent. Do also refuses a
+// path a slip or two away from a wrapped one (another case, a doubled or
+// trailing slash), which would escape that endpoint's limits.
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	return c.p.run(ctx, &call{method: method, path: path, query: query, body: body, out: out})
 }
-
-func newResty(hc *http.Client) *resty.Client {
-	r := resty.NewWithClient(hc)
-	r.SetLogger(quietLogger{}) // resty's own logs may carry URLs with tokens
-	r.SetRetryCount(0)
-	return r
-}
-
-type quietLogger struct{}
-
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Warnf(string, ...any)  {}
-func (quietLogger) Debugf(string, ...any) {}

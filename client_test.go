@@ -179,7 +179,7 @@ func TestRejectedTokenRefetchedOnce(t *testing.T) {
 				t.Errorf("%d API calls, want 100 (one rejected and one retry each)", n)
 			}
 			// A late report about the old token keeps the new one.
-			f.c.tokens.invalidate(ctx, "TOKEN-2")
+			f.c.p.corp().invalidate(ctx, "TOKEN-2")
 			before := ts.fetches.Load()
 			if _, err := f.c.Tags.List(ctx); err != nil {
 				t.Fatal(err)
@@ -226,7 +226,7 @@ func TestConcurrencyLimitedRetried(t *testing.T) {
 		`{"errcode":0,"errmsg":"ok"}`))
 	var attempts []Attempt
 	var mu sync.Mutex
-	f.c.observer = func(_ context.Context, a Attempt) {
+	f.c.p.cfg.observer = func(_ context.Context, a Attempt) {
 		mu.Lock()
 		attempts = append(attempts, a)
 		mu.Unlock()
@@ -396,7 +396,7 @@ func TestNoLeaseLeftBehind(t *testing.T) {
 		<-release
 		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","taglist":[]}`), nil
 	})
-	if _, err := f.c.tokens.token(context.Background()); err != nil {
+	if _, err := f.c.p.corp().token(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var holders sync.WaitGroup
@@ -424,7 +424,7 @@ func TestNoLeaseLeftBehind(t *testing.T) {
 	waiters.Wait()
 	close(release)
 	holders.Wait()
-	key := f.c.apiKey(catalog.TagList.Path())
+	key := f.c.p.apiKey(catalog.TagList.Path())
 	free := func() int {
 		var ls []throttle.Lease
 		for {
@@ -442,7 +442,7 @@ func TestNoLeaseLeftBehind(t *testing.T) {
 	if n := free(); n != 2 {
 		t.Fatalf("%d of 2 slots free after the cancellations", n)
 	}
-	f.c.observer = func(context.Context, Attempt) { panic("observer bug") }
+	f.c.p.cfg.observer = func(context.Context, Attempt) { panic("observer bug") }
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -565,7 +565,7 @@ func TestTokenRefreshedAhead(t *testing.T) {
 		if n := ts.fetches.Load(); n != 2 {
 			t.Errorf("%d fetches after the refresh window opened, want 2", n)
 		}
-		if got, _ := f.c.tokens.token(ctx); got != "TOKEN-2" {
+		if got, _ := f.c.p.corp().token(ctx); got != "TOKEN-2" {
 			t.Errorf("token after refresh = %s", got)
 		}
 	})
@@ -654,11 +654,11 @@ func TestSharedTokenStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if other.tokens.key == a.c.tokens.key {
-		t.Fatalf("two apps share the token key %q", other.tokens.key)
+	if other.p.corp().key == a.c.p.corp().key {
+		t.Fatalf("two apps share the token key %q", other.p.corp().key)
 	}
-	if strings.Contains(other.tokens.key, "another-secret") || strings.Contains(a.c.tokens.key, testSecret) {
-		t.Errorf("a token key holds the secret: %q", a.c.tokens.key)
+	if strings.Contains(other.p.corp().key, "another-secret") || strings.Contains(a.c.p.corp().key, testSecret) {
+		t.Errorf("a token key holds the secret: %q", a.c.p.corp().key)
 	}
 }
 
@@ -766,7 +766,7 @@ func TestSameTokenUntilExpiry(t *testing.T) {
 // panic in the observer, instead of killing the process.
 func TestObserverPanicDuringTokenFetch(t *testing.T) {
 	f := setup(t)
-	f.c.observer = func(_ context.Context, a Attempt) {
+	f.c.p.cfg.observer = func(_ context.Context, a Attempt) {
 		if a.Path == catalog.GetToken.Path() {
 			panic("observer bug")
 		}
@@ -874,7 +874,7 @@ func TestRefusedTokenNotTakenBackFromTheStore(t *testing.T) {
 	if _, err := f.c.Tags.List(ctx); f.record(err) != nil {
 		t.Fatalf("List after the token was refused, the store keeping it: %v", err)
 	}
-	if got, _ := f.c.tokens.token(ctx); got == "TOKEN-1" {
+	if got, _ := f.c.p.corp().token(ctx); got == "TOKEN-1" {
 		t.Errorf("token %s: the refused one, taken back from the store", got)
 	}
 }

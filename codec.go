@@ -6,7 +6,6 @@
 package wecom
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -14,8 +13,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptrace"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,77 +276,6 @@ func contentRange(v string) (start, total int64, err error) {
 		return 0, 0, fmt.Errorf("bad Content-Range %q", v)
 	}
 	return start, total, nil
-}
-
-// sendStream is send for a call with an upload or a download: the request
-// goes through the client's http.Client (not resty, which buffers a
-// multipart body whole), with its length when it has a body.
-func (c *Client) sendStream(ctx context.Context, cl *call, q url.Values) (unanswered bool, err error) {
-	// The attempt timeout bounds the wait for the answer and every pause of
-	// the transfer, not the transfer: a large file on a slow link goes on
-	// as long as it moves.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	t := &ticker{t: time.AfterFunc(c.attemptTimeout, cancel), d: c.attemptTimeout}
-	defer t.pause()
-	var (
-		w      wire
-		body   io.Reader
-		length int64
-		ctype  string
-	)
-	if cl.upload != nil {
-		var v *view
-		if v, body, length, ctype, err = cl.upload.body(t); err != nil {
-			return false, err
-		}
-		defer v.end()
-	}
-	if cl.download != nil {
-		cl.download.g.mu.Lock()
-		cl.download.t = t
-		cl.download.g.mu.Unlock()
-	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, w.trace()), cl.method, c.baseURL+cl.path+"?"+q.Encode(), body)
-	if err != nil {
-		return false, invalid("request", "%s: %v", cl.path, c.redactErr(err))
-	}
-	if body != nil {
-		req.ContentLength = length
-		req.Header.Set("Content-Type", ctype)
-	}
-	if cl.download != nil {
-		req.Header.Set("Range", cl.download.rangeHeader())
-	}
-	resp, err := c.http.GetClient().Do(req)
-	if err != nil {
-		sent := w.mayHaveArrived()
-		return sent, &TransportError{Path: cl.path, Sent: sent, Timeout: ctx.Err() != nil, Err: c.redactErr(err)}
-	}
-	defer resp.Body.Close()
-	if cl.download != nil && resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && cl.download.past() {
-		cl.download.ended()
-		return false, nil
-	}
-	ok := resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent
-	if cl.download != nil && ok && isFileAnswer(resp.Header) {
-		if err := cl.download.receive(resp); err != nil {
-			return false, &TransportError{Path: cl.path, Sent: true, Timeout: ctx.Err() != nil, Err: fmt.Errorf("reading the file: %w", c.redactErr(err))}
-		}
-		return false, nil
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return false, &TransportError{Path: cl.path, Sent: true, Timeout: ctx.Err() != nil, Err: fmt.Errorf("reading the answer: %w", c.redactErr(err))}
-	}
-	if resp.StatusCode != http.StatusOK {
-		return false, &ResponseError{Path: cl.path, StatusCode: resp.StatusCode}
-	}
-	err = c.answer(cl, raw)
-	if err == nil && cl.download != nil {
-		err = &ResponseError{Path: cl.path, StatusCode: resp.StatusCode, Err: errors.New("a JSON success instead of the file")}
-	}
-	return false, err
 }
 
 // isFileAnswer reports whether an answer of media/get is the file rather

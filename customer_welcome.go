@@ -139,5 +139,5 @@ func (s *CustomerService) Welcome(ctx context.Context, m WelcomeMessage) error {
 	if len(m.Attachments) > 0 {
 		body["attachments"] = m.Attachments
 	}
-	return s.client.do(ctx, &call{id: catalog.SendWelcomeMsg, body: body})
+	return s.client.p.run(ctx, &call{id: catalog.SendWelcomeMsg, body: body})
 }

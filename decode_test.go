@@ -97,8 +97,8 @@ func TestRetryPolicyDefaults(t *testing.T) {
 			t.Errorf("WithRetryPolicy(%+v): err %v, want error %t", tt.in, err, tt.wantErr)
 			continue
 		}
-		if err == nil && c.retry != tt.want {
-			t.Errorf("WithRetryPolicy(%+v) = %+v, want %+v", tt.in, c.retry, tt.want)
+		if err == nil && c.p.cfg.retry != tt.want {
+			t.Errorf("WithRetryPolicy(%+v) = %+v, want %+v", tt.in, c.p.cfg.retry, tt.want)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func rowEndpoints() []failureEndpoint {
 			if e.Answer == catalog.FileAnswer {
 				cl.download = &download{w: io.Discard, chunk: catalog.MediaChunkBytes, total: -1}
 			}
-			return c.do(ctx, cl)
+			return c.p.run(ctx, cl)
 		}})
 	}
 	return eps
@@ -173,7 +173,7 @@ func typedEndpoints() []failureEndpoint {
 		{name: "AppChats.Send", id: catalog.AppChatSend, call: func(ctx context.Context, c *Client) error {
 			// The chat's members are known, as after a Create: the send
 			// is the call's only request.
-			c.chats.put("CHATID", []string{"zhangsan", "lisi"}, c.now())
+			c.AppChats.chats.put("CHATID", []string{"zhangsan", "lisi"}, c.p.cfg.now())
 			return c.AppChats.Send(ctx, AppChatMessage{ChatID: "CHATID", Content: &TextMessage{Content: "hello"}})
 		}},
 		{name: "JSAPITicket", id: catalog.JSAPITicket, call: func(ctx context.Context, c *Client) error {
@@ -443,7 +443,7 @@ func testEndpointFailure(t *testing.T, ep failureEndpoint) {
 			f := setup(t)
 			f.respond(ep.method, ep.path, `{"errcode":0,"errmsg":"ok"}`)
 			if warm {
-				if _, err := f.c.tokens.token(context.Background()); f.record(err) != nil {
+				if _, err := f.c.p.corp().token(context.Background()); f.record(err) != nil {
 					t.Fatalf("warming the token: %v", err)
 				}
 			}
@@ -463,7 +463,7 @@ func testEndpointFailure(t *testing.T, ep failureEndpoint) {
 				return
 			}
 			// Let a token fetch the call may have started finish inside the test.
-			if _, err := f.c.tokens.token(context.Background()); f.record(err) != nil {
+			if _, err := f.c.p.corp().token(context.Background()); f.record(err) != nil {
 				t.Errorf("token after the cancelled call: %v", err)
 			}
 		})

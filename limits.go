@@ -150,16 +150,16 @@ type lastBlock struct {
 // was not enough. After a block to the end of the day, a new day starts
 // again from the shortest. Limits.BlockFor, when set, is the block whatever
 // comes.
-func (c *Client) block(path string, el *endpointLimits, now time.Time) time.Duration {
+func (p *pipeline) block(path string, el *endpointLimits, now time.Time) time.Duration {
 	if el.blockFor > 0 {
 		return el.blockFor
 	}
 	ps := el.periods()
-	key := c.apiKey(path)
-	c.blocks.mu.Lock()
-	defer c.blocks.mu.Unlock()
+	key := p.apiKey(path)
+	p.blocks.mu.Lock()
+	defer p.blocks.mu.Unlock()
 	level := 0
-	if prev, ok := c.blocks.last[key]; ok {
+	if prev, ok := p.blocks.last[key]; ok {
 		switch {
 		case now.Before(prev.end): // one incident: a call sent before the block began
 			level = prev.level
@@ -169,10 +169,10 @@ func (c *Client) block(path string, el *endpointLimits, now time.Time) time.Dura
 		}
 	}
 	d := ps[level].BlockAt(now).Sub(now)
-	if c.blocks.last == nil {
-		c.blocks.last = make(map[string]lastBlock)
+	if p.blocks.last == nil {
+		p.blocks.last = make(map[string]lastBlock)
 	}
-	c.blocks.last[key] = lastBlock{level: level, end: now.Add(d)}
+	p.blocks.last[key] = lastBlock{level: level, end: now.Add(d)}
 	return d
 }
 
@@ -188,26 +188,26 @@ type override struct {
 // resolveLimits builds the client's table: every catalog endpoint and every
 // overridden path, with their overrides applied. An override of a path one
 // typo away from a wrapped one is an error: it would silently change nothing.
-func (c *Client) resolveLimits() error {
-	c.endpoints = make(map[string]*endpointLimits)
+func (p *pipeline) resolveLimits() error {
+	p.endpoints = make(map[string]*endpointLimits)
 	for _, e := range catalog.Endpoints() {
-		c.endpoints[string(e.ID)] = &endpointLimits{ep: e, rules: e.Rules}
+		p.endpoints[string(e.ID)] = &endpointLimits{ep: e, rules: e.Rules}
 	}
-	c.generic = &endpointLimits{rules: catalog.Generic()}
-	for path, o := range c.overrides {
-		el, ok := c.endpoints[path]
+	p.generic = &endpointLimits{rules: catalog.Generic()}
+	for path, o := range p.cfg.overrides {
+		el, ok := p.endpoints[path]
 		if !ok {
 			if near := nearEndpoint(path); near != "" {
 				return invalid("limits path", "%q is not an endpoint the SDK wraps: did you mean %q?", path, near)
 			}
 			el = &endpointLimits{ep: catalog.Endpoint{ID: catalog.ID(path)}, rules: catalog.Generic()}
-			c.endpoints[path] = el
+			p.endpoints[path] = el
 		}
 		if err := o.resolve(el); err != nil {
 			return err
 		}
 	}
-	return c.checkShared()
+	return p.checkShared()
 }
 
 // counted fails, naming the rule, when a rule of cl's endpoint counts what
@@ -235,7 +235,7 @@ func counted(cl *call, rules []catalog.Rule) error {
 // group, such as mark_tag's and remark's per-customer lock) disagree on it
 // after the overrides: they would count one key under different caps, or
 // one would not take the lock the others wait for.
-func (c *Client) checkShared() error {
+func (p *pipeline) checkShared() error {
 	caps := make(map[string]map[string]int) // group -> path -> cap (0: none)
 	note := func(path string, r catalog.Rule, n int) {
 		if r.Scope != catalog.ScopeShared {
@@ -251,7 +251,7 @@ func (c *Client) checkShared() error {
 			note(string(e.ID), r, 0)
 		}
 	}
-	for path, el := range c.endpoints {
+	for path, el := range p.endpoints {
 		for _, r := range el.rules {
 			note(path, r, r.InFlight+r.Limit)
 		}
@@ -340,23 +340,23 @@ const nearCacheSize = 1024
 
 // nearWrapped returns the wrapped endpoint path is a slip away from, or ""
 // (path itself wrapped, or near none).
-func (c *Client) nearWrapped(path string) string {
-	c.near.mu.Lock()
-	near, ok := c.near.paths[path]
-	c.near.mu.Unlock()
+func (p *pipeline) nearWrapped(path string) string {
+	p.near.mu.Lock()
+	near, ok := p.near.paths[path]
+	p.near.mu.Unlock()
 	if ok {
 		return near
 	}
 	if near = nearEndpoint(path); near == path {
 		near = ""
 	}
-	c.near.mu.Lock()
-	defer c.near.mu.Unlock()
-	if c.near.paths == nil {
-		c.near.paths = make(map[string]string)
+	p.near.mu.Lock()
+	defer p.near.mu.Unlock()
+	if p.near.paths == nil {
+		p.near.paths = make(map[string]string)
 	}
-	if len(c.near.paths) < nearCacheSize {
-		c.near.paths[path] = near
+	if len(p.near.paths) < nearCacheSize {
+		p.near.paths[path] = near
 	}
 	return near
 }
@@ -395,18 +395,13 @@ func editDistance(a, b string, most int) int {
 }
 
 // limitsFor returns how the client limits a call of path.
-func (c *Client) limitsFor(path string) *endpointLimits {
-	if el, ok := c.endpoints[path]; ok {
+func (p *pipeline) limitsFor(path string) *endpointLimits {
+	if el, ok := p.endpoints[path]; ok {
 		return el
 	}
-	return c.generic
+	return p.generic
 }
 
 // DefaultLeaseTTL is how long a concurrency slot outlives a process that died
 // holding it. Live calls renew their slots, however long they take.
 const DefaultLeaseTTL = 15 * time.Second
-
-func (c *Client) leaseTTL() time.Duration { return c.leaseTTLOpt }
-
-// fetchTimeout bounds a token fetch, its retries included.
-func (c *Client) fetchTimeout() time.Duration { return 2*c.attemptTimeout + 15*time.Second }

@@ -18,7 +18,7 @@ import (
 
 // withClock sets the clock that names CST days and times blocks.
 func withClock(now func() time.Time) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		c.now = now
 		return nil
 	}
@@ -76,7 +76,7 @@ func TestOverridesStartFromTheDefaults(t *testing.T) {
 	t.Parallel()
 	mark := catalog.MarkTag.Path()
 	rule := func(c *Client, path, name string) (catalog.Rule, bool) {
-		return c.limitsFor(path).rule(name)
+		return c.p.limitsFor(path).rule(name)
 	}
 	t.Run("partial keeps the windows", func(t *testing.T) {
 		c := newTestClient(t, WithLimits(mark, Limits{Concurrency: 3}))
@@ -88,7 +88,7 @@ func TestOverridesStartFromTheDefaults(t *testing.T) {
 		want = slices.DeleteFunc(want, func(n string) bool { return n == catalog.RuleFetch })
 		want = append(want, catalog.RuleInFlight, catalog.RuleCustomer)
 		slices.Sort(want)
-		if got := names(c.limitsFor(mark).rules); !slices.Equal(got, want) {
+		if got := names(c.p.limitsFor(mark).rules); !slices.Equal(got, want) {
 			t.Errorf("rules %v, want %v", got, want)
 		}
 		if m, _ := rule(c, mark, catalog.RulePerMinute); m.Limit != 10000 {
@@ -139,13 +139,13 @@ func TestOverridesStartFromTheDefaults(t *testing.T) {
 	})
 	t.Run("a path the SDK does not wrap", func(t *testing.T) {
 		c := newTestClient(t, WithLimits("/cgi-bin/user/get", Limits{Concurrency: 2}))
-		got := names(c.limitsFor("/cgi-bin/user/get").rules)
+		got := names(c.p.limitsFor("/cgi-bin/user/get").rules)
 		want := append(names(catalog.Generic()), catalog.RuleInFlight)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("rules %v, want %v", got, want)
 		}
-		if got := names(c.limitsFor("/cgi-bin/user/list").rules); !slices.Equal(got, names(catalog.Generic())) {
+		if got := names(c.p.limitsFor("/cgi-bin/user/list").rules); !slices.Equal(got, names(catalog.Generic())) {
 			t.Errorf("another unwrapped path: %v", got)
 		}
 	})
@@ -279,7 +279,7 @@ func TestRequestsFromRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestClient(t, tc.opts...)
-			reqs := c.requests(tc.cl, c.limitsFor(tc.cl.path), now)
+			reqs := c.p.requests(tc.cl, c.p.limitsFor(tc.cl.path), now)
 			var got []want
 			for _, r := range reqs {
 				got = append(got, want{r.Key, r.Concurrency, r.Windows, r.day, r.Members})
@@ -345,7 +345,7 @@ func TestBlockEscalates(t *testing.T) {
 	t.Parallel()
 	path := catalog.TagList.Path()
 	c := newTestClient(t, WithLimits(path, Limits{PerDay: 1000}))
-	el := c.limitsFor(path)
+	el := c.p.limitsFor(path)
 	t0 := time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC) // 12:00 CST
 	for _, tc := range []struct {
 		name string
@@ -359,13 +359,13 @@ func TestBlockEscalates(t *testing.T) {
 		{"a new day starts again", t0.Add(12*time.Hour + 30*time.Second), time.Minute},
 		{"long after", t0.Add(72 * time.Hour), time.Minute},
 	} {
-		if got := c.block(path, el, tc.at); got != tc.want {
+		if got := c.p.block(path, el, tc.at); got != tc.want {
 			t.Errorf("%s: block %s, want %s", tc.name, got, tc.want)
 		}
 	}
 	fixed := newTestClient(t, WithLimits(path, Limits{BlockFor: 7 * time.Minute}))
 	for range 3 {
-		if got := fixed.block(path, fixed.limitsFor(path), t0); got != 7*time.Minute {
+		if got := fixed.p.block(path, fixed.p.limitsFor(path), t0); got != 7*time.Minute {
 			t.Errorf("BlockFor: %s", got)
 		}
 	}
@@ -445,20 +445,20 @@ func TestRenewSkipsLeasesWithoutSlot(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t)
 	ctx := context.Background()
-	window, err := c.limiter.Acquire(ctx, throttle.Request{Key: "w", Windows: []throttle.Window{{Limit: 5, Period: time.Minute}}})
+	window, err := c.p.cfg.limiter.Acquire(ctx, throttle.Request{Key: "w", Windows: []throttle.Window{{Limit: 5, Period: time.Minute}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot, err := c.limiter.Acquire(ctx, throttle.Request{Key: "s", Concurrency: 1, TTL: DefaultLeaseTTL})
+	slot, err := c.p.cfg.limiter.Acquire(ctx, throttle.Request{Key: "s", Concurrency: 1, TTL: DefaultLeaseTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := c.limiter.Acquire(ctx, throttle.Request{Key: "l", Concurrency: 1, TTL: DefaultLeaseTTL})
+	last, err := c.p.cfg.limiter.Acquire(ctx, throttle.Request{Key: "l", Concurrency: 1, TTL: DefaultLeaseTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	leases := []throttle.Lease{window, slot, last}
-	lost, err := c.renewEarlier(ctx, leases)
+	lost, err := c.p.renewEarlier(ctx, leases)
 	if lost || err != nil {
 		t.Fatalf("renewEarlier = lost %t, %v; want the slot renewed and nothing lost", lost, err)
 	}

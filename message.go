@@ -164,7 +164,7 @@ func (s *MessageService) SendReady(ctx context.Context, m Message) (SendResult, 
 // send sends m; with tryMembers, it takes the members' windows only if
 // they have room now.
 func (s *MessageService) send(ctx context.Context, m Message, tryMembers bool) (SendResult, error) {
-	body, err := s.client.messageBody(m)
+	body, err := messageBody(m, s.client.p.cfg.agentID)
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -174,14 +174,14 @@ func (s *MessageService) send(ctx context.Context, m Message, tryMembers bool) (
 	}
 	var out sendAnswer
 	cl.out = &out
-	err = s.client.do(ctx, cl)
+	err = s.client.p.run(ctx, cl)
 	return SendResult{MsgID: out.MsgID, ResponseCode: out.ResponseCode, InvalidUsers: out.InvalidUser,
 		InvalidParties: out.InvalidParty, InvalidTags: out.InvalidTag, UnlicensedUsers: out.UnlicensedUser}, err
 }
 
 // messageBody checks m and returns its JSON body.
-func (c *Client) messageBody(m Message) (json.RawMessage, error) {
-	agent := cmp.Or(m.AgentID, c.agentID)
+func messageBody(m Message, agentID int) (json.RawMessage, error) {
+	agent := cmp.Or(m.AgentID, agentID)
 	users := distinctUserIDs(m.ToUser)
 	var errs []error
 	switch {

@@ -49,19 +49,19 @@ const (
 // without room. The result's invalid lists are WeCom's arrays; MsgID is
 // empty, as WeCom's page shows none.
 func (s *MessageService) SendLinked(ctx context.Context, m LinkedMessage) (SendResult, error) {
-	body, err := s.client.linkedBody(m)
+	body, err := linkedBody(m, s.client.p.cfg.agentID)
 	if err != nil {
 		return SendResult{}, err
 	}
 	var out sendAnswer
-	err = s.client.do(ctx, &call{id: catalog.LinkedMessageSend, body: body, out: &out})
+	err = s.client.p.run(ctx, &call{id: catalog.LinkedMessageSend, body: body, out: &out})
 	return SendResult{MsgID: out.MsgID, InvalidUsers: out.InvalidUser, InvalidParties: out.InvalidParty,
 		InvalidTags: out.InvalidTag, UnlicensedUsers: out.UnlicensedUser}, err
 }
 
 // linkedBody checks m and returns its JSON body.
-func (c *Client) linkedBody(m LinkedMessage) (json.RawMessage, error) {
-	agent := cmp.Or(m.AgentID, c.agentID)
+func linkedBody(m LinkedMessage, agentID int) (json.RawMessage, error) {
+	agent := cmp.Or(m.AgentID, agentID)
 	empty := func(s string) bool { return s == "" }
 	var errs []error
 	switch {

@@ -50,19 +50,24 @@ type Attempt struct {
 // panic reaches the caller, or is logged when the caller has gone.
 type Observer func(ctx context.Context, a Attempt)
 
-func (c *Client) observe(ctx context.Context, a Attempt) {
-	if c.observer != nil {
-		c.observer(ctx, a)
+// observe tells the observer of an attempt. One whose caller has gone
+// (a.Detached) has no caller for a panic to reach: an observer's panic is
+// logged, as is panicked, a panic of the attempt itself, whose observer is
+// then not called.
+func (p *pipeline) observe(ctx context.Context, a Attempt, panicked any) {
+	if panicked != nil {
+		p.cfg.logger.LogAttrs(ctx, slog.LevelError, "wecom: a call whose caller had gone panicked", slog.String("path", a.Path), slog.Any("panic", panicked))
+		return
 	}
-}
-
-// observeDetached observes an attempt whose caller has gone. A panic in the
-// observer has no caller to reach: it is logged instead of ending the process.
-func (c *Client) observeDetached(ctx context.Context, a Attempt) {
-	defer func() {
-		if p := recover(); p != nil {
-			c.logger.LogAttrs(ctx, slog.LevelError, "wecom: observer panicked", slog.String("path", a.Path), slog.Any("panic", p))
-		}
-	}()
-	c.observe(ctx, a)
+	if p.cfg.observer == nil {
+		return
+	}
+	if a.Detached {
+		defer func() {
+			if r := recover(); r != nil {
+				p.cfg.logger.LogAttrs(ctx, slog.LevelError, "wecom: observer panicked", slog.String("path", a.Path), slog.Any("panic", r))
+			}
+		}()
+	}
+	p.cfg.observer(ctx, a)
 }

@@ -6,11 +6,14 @@
 package wecom
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/go-resty/resty/v2"
 
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/throttle"
@@ -18,12 +21,111 @@ import (
 
 // Option configures a Client. Options validate their input: New fails on a bad
 // one.
-type Option func(*Client) error
+type Option func(*config) error
+
+// config is what the options set, with its defaults (newConfig); New
+// validates it and the pipeline reads it, never changing it.
+type config struct {
+	corpID, secret string
+	agentID        int
+	baseURL        string
+	http           *resty.Client
+	limiter        throttle.Backend
+	overrides      map[string]*override
+	egress         string
+	now            func() time.Time
+	retry          RetryPolicy
+	logger         *slog.Logger
+	observer       Observer
+	stallObserver  StallObserver
+	// waitOnRateLimit: a call waits out a cooldown or a spent day when its
+	// deadline allows, rather than failing at once.
+	waitOnRateLimit bool
+	attemptTimeout  time.Duration
+	leaseTTL        time.Duration
+	abandonedHold   time.Duration // 0: leaseTTL
+	adaptive        adaptive
+	// The corp's access token: where it is kept, or where it comes from.
+	tokenStore           TokenStore
+	tokenSource          TokenSource
+	refreshAhead, badFor time.Duration
+	suite                *suiteConfig    // WithSuite, or nil
+	provider             *providerConfig // WithProvider, or nil
+	robotKey             string          // a Robot's webhook key, or ""
+}
+
+// newConfig returns the defaults with opts applied.
+func newConfig(corpID, secret string, opts []Option) (*config, error) {
+	c := &config{
+		corpID:         corpID,
+		secret:         secret,
+		baseURL:        DefaultBaseURL,
+		overrides:      make(map[string]*override),
+		now:            time.Now,
+		retry:          DefaultRetryPolicy(),
+		logger:         slog.New(slog.DiscardHandler),
+		attemptTimeout: 30 * time.Second,
+		leaseTTL:       DefaultLeaseTTL,
+		tokenStore:     NewMemoryTokenStore(),
+		refreshAhead:   5 * time.Minute,
+		badFor:         time.Minute,
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalid("option", "nil")
+		}
+		if err := opt(c); err != nil {
+			return nil, err
+		}
+	}
+	if c.http == nil {
+		c.http = newResty(&http.Client{Transport: defaultTransport()})
+	}
+	if c.limiter == nil {
+		c.limiter = throttle.NewMemory()
+	}
+	return c, nil
+}
+
+// holdFor is how long the slots of an abandoned call stay taken.
+func (c *config) holdFor() time.Duration { return cmp.Or(c.abandonedHold, c.leaseTTL) }
+
+// fetchTimeout bounds a token fetch, its retries included.
+func (c *config) fetchTimeout() time.Duration { return 2*c.attemptTimeout + 15*time.Second }
+
+// defaultTransport is http.DefaultTransport with enough idle connections per
+// host for the calls in flight: the standard 2 would reopen a TCP (and TLS)
+// connection for most calls of a busy client. When http.DefaultTransport is
+// not an *http.Transport (httpmock.Activate, a tracing wrapper), it is used
+// as it is.
+func defaultTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}
+
+func newResty(hc *http.Client) *resty.Client {
+	r := resty.NewWithClient(hc)
+	r.SetLogger(quietLogger{}) // resty's own logs may carry URLs with tokens
+	r.SetRetryCount(0)
+	r.SetPreRequestHook(streamBody) // a file goes as it is read
+	return r
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Warnf(string, ...any)  {}
+func (quietLogger) Debugf(string, ...any) {}
 
 // WithBaseURL sets the API endpoint (default DefaultBaseURL), for a proxy or a
 // mock server.
 func WithBaseURL(u string) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return invalid("base URL", "%q is not an http(s) URL", u)
@@ -36,7 +138,7 @@ func WithBaseURL(u string) Option {
 // WithHTTPClient sets the HTTP client. It is copied, never modified. A nil
 // Transport means http.DefaultTransport, as in net/http.
 func WithHTTPClient(hc *http.Client) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if hc == nil {
 			return invalid("HTTP client", "nil")
 		}
@@ -52,7 +154,7 @@ func WithHTTPClient(hc *http.Client) Option {
 // WithTransport sets the HTTP transport, shared as it is (share one among
 // clients).
 func WithTransport(rt http.RoundTripper) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if rt == nil {
 			return invalid("transport", "nil")
 		}
@@ -63,7 +165,7 @@ func WithTransport(rt http.RoundTripper) Option {
 
 // WithAgentID sets the app's agent id, sent where an API asks for it.
 func WithAgentID(id int) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if id <= 0 {
 			return invalid("agent id", "%d is not positive", id)
 		}
@@ -76,7 +178,7 @@ func WithAgentID(id int) Option {
 // Clients sharing a backend share every limit; use one backend per process,
 // or a distributed one for a fleet.
 func WithLimiter(b throttle.Backend) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if b == nil {
 			return invalid("limiter", "nil")
 		}
@@ -132,7 +234,7 @@ func WithoutRule(path, name string) Option {
 }
 
 func withOverride(path string, change func(*override)) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
 			return invalid("limits path", "%q is not an absolute path without query", path)
 		}
@@ -154,7 +256,7 @@ func withOverride(path string, change func(*override)) Option {
 // it they are not applied. They live on keys of their own, so each call
 // takes one more acquisition (a round trip with the Redis backend).
 func WithEgress(name string) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if name == "" || strings.ContainsAny(name, " \t\r\n{}|") {
 			return invalid("egress", "%q is empty or holds a space, brace or bar", name)
 		}
@@ -166,7 +268,7 @@ func WithEgress(name string) Option {
 // WithRetryPolicy sets the retry policy (default DefaultRetryPolicy); zero
 // fields take their defaults.
 func WithRetryPolicy(p RetryPolicy) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		p, err := p.withDefaults()
 		if err != nil {
 			return err
@@ -179,7 +281,7 @@ func WithRetryPolicy(p RetryPolicy) Option {
 // WithLogger sets the logger (default: discard). The SDK logs retries,
 // cooldowns and token refreshes; never a token or a secret.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if l == nil {
 			return invalid("logger", "nil")
 		}
@@ -190,7 +292,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithObserver sets a hook called after every attempt.
 func WithObserver(o Observer) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if o == nil {
 			return invalid("observer", "nil")
 		}
@@ -204,7 +306,7 @@ func WithObserver(o Observer) Option {
 // once with a *RateLimitError (the default). A call whose deadline comes before
 // the end of the block still fails at once.
 func WithWaitOnRateLimit(wait bool) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		c.waitOnRateLimit = wait
 		return nil
 	}
@@ -215,7 +317,7 @@ func WithWaitOnRateLimit(wait bool) Option {
 // every pause of the transfer, not the whole transfer, and the caller's own
 // reader or writer taking its time is no pause.
 func WithAttemptTimeout(d time.Duration) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if d <= 0 {
 			return invalid("attempt timeout", "%s is not positive", d)
 		}
@@ -230,11 +332,11 @@ func WithAttemptTimeout(d time.Duration) Option {
 // slots of a crashed process sooner, at the cost of renewals for calls longer
 // than half of it.
 func WithLeaseTTL(d time.Duration) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if d < 100*time.Millisecond {
 			return invalid("lease TTL", "%s is under 100ms", d)
 		}
-		c.leaseTTLOpt = d
+		c.leaseTTL = d
 		return nil
 	}
 }

@@ -12,11 +12,11 @@ import (
 // store, one fetch at a time fleet-wide, refresh ahead, dropped when WeCom
 // refuses it, redacted with the secret).
 func WithProvider(providerCorpID, secret string) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if providerCorpID == "" || secret == "" {
 			return invalid("provider", "the provider's corp id and secret are required")
 		}
-		c.providerCfg = &providerConfig{corpID: providerCorpID, secret: secret}
+		c.provider = &providerConfig{corpID: providerCorpID, secret: secret}
 		return nil
 	}
 }
@@ -25,16 +25,16 @@ func WithProvider(providerCorpID, secret string) Option {
 type providerConfig struct{ corpID, secret string }
 
 // initProvider makes the provider's credential.
-func (c *Client) initProvider() {
-	cfg := c.providerCfg
-	m := c.kept("provider access token", "wecom:provider:{"+cfg.corpID+"}", cfg.corpID, "{"+cfg.corpID+"}#fetch:provider", catalog.GetProviderToken, cfg.secret)
+func (p *pipeline) providerCredential() *credential {
+	cfg := p.cfg.provider
+	m := p.kept("provider access token", "wecom:provider:{"+cfg.corpID+"}", cfg.corpID, "{"+cfg.corpID+"}#fetch:provider", catalog.GetProviderToken, cfg.secret)
 	m.param, m.refused = catalog.ProviderToken.String(), isTokenCode
 	m.ask = func(ctx context.Context) (Token, error) {
 		var out providerTokenAnswer
 		body := map[string]string{"corpid": cfg.corpID, "provider_secret": cfg.secret}
-		return c.askToken(ctx, &call{id: catalog.GetProviderToken, body: body, out: &out}, func() (string, int64) { return out.ProviderAccessToken, out.ExpiresIn })
+		return p.askToken(ctx, &call{id: catalog.GetProviderToken, body: body, out: &out}, func() (string, int64) { return out.ProviderAccessToken, out.ExpiresIn })
 	}
-	c.provider = m
+	return m
 }
 
 // providerTokenAnswer is get_provider_token's answer (no errcode on
@@ -71,6 +71,6 @@ func (c *Client) LoginInfo(ctx context.Context, authCode string) (LoginInfo, err
 		return LoginInfo{}, invalid("auth code", "empty")
 	}
 	var out LoginInfo
-	err := c.do(ctx, &call{id: catalog.GetLoginInfo, body: map[string]string{"auth_code": authCode}, out: &out})
+	err := c.p.run(ctx, &call{id: catalog.GetLoginInfo, body: map[string]string{"auth_code": authCode}, out: &out})
 	return out, err
 }

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // minRedactLen is the shortest secret or token replaced by value (see
@@ -417,40 +419,43 @@ func (r *redactor) dirty(err error, depth int) bool {
 	return false
 }
 
-// redactor returns the client's redactor: its secrets and every value its
+// redactor returns the pipeline's redactor: its secret and every value its
 // credentials have held.
-func (c *Client) redactor() *redactor {
-	if c.tokens == nil {
-		return newRedactor(c.secret)
-	}
+func (p *pipeline) redactor() *redactor {
+	corp := p.creds[catalog.CorpToken]
 	var more []string
-	for _, m := range []*credential{c.suite, c.provider, c.jsapi, c.agentTkt, c.robot} {
+	for _, m := range []*credential{p.creds[catalog.SuiteToken], p.creds[catalog.ProviderToken], p.creds[catalog.RobotKey], p.tickets.jsapi, p.tickets.agent} {
 		if m != nil {
 			more = append(more, m.values()...)
 		}
 	}
-	if len(more) == 0 {
-		return c.tokens.redactor()
+	switch {
+	case corp == nil && len(more) == 0:
+		return newRedactor(p.cfg.secret)
+	case corp == nil:
+		return newRedactor(more...)
+	case len(more) == 0:
+		return corp.redactor()
 	}
-	return newRedactor(append(c.tokens.values(), more...)...)
+	return newRedactor(append(corp.values(), more...)...)
 }
 
 // redactErr returns err with its text, and any URL in it, free of the client's
 // secret and of every token it has held, by value and by structure (see
 // redactor). errors.Is and errors.As work on the result as on err for the
 // classes callers branch on; the original text stays out of reach.
-func (c *Client) redactErr(err error) error {
+func (p *pipeline) redactErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	return c.redactor().err(err)
+	return p.redactor().err(err)
 }
 
 // redactText returns s free of the client's secret, of every token it has
 // held and of any credential key's value: for outside text (WeCom's or a
 // proxy's errmsg, bodies) placed in an error or a log line.
-func (c *Client) redactText(s string) string {
-	return c.redactor().text(s)
+func (p *pipeline) redactText(s string) string {
+	return p.redactor().text(s)
 }
 
 // redactedToken replaces secrets in URLs that reach errors and logs.

@@ -207,25 +207,25 @@ func TestClientRedactsHeldTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	toks := make([]string, maxHeldTokens+1)
-	c.tokens.mu.Lock()
+	c.p.corp().mu.Lock()
 	for i := range toks {
 		toks[i] = fmt.Sprintf("%s-%02d", longToken, i)
-		c.tokens.remember(toks[i])
+		c.p.corp().remember(toks[i])
 	}
-	c.tokens.remember(toks[1]) // seen again: now the newest
-	c.tokens.mu.Unlock()
+	c.p.corp().remember(toks[1]) // seen again: now the newest
+	c.p.corp().mu.Unlock()
 	in := strings.Join(toks, " ") + " " + longSecret
 	want := toks[0] + strings.Repeat(" REDACTED", len(toks))
-	if got := c.redactText(in); got != want {
+	if got := c.p.redactText(in); got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
-	c.tokens.mu.Lock()
-	c.tokens.remember(longToken)
-	c.tokens.mu.Unlock()
-	if got := c.redactText(toks[1] + " " + toks[2]); got != "REDACTED "+toks[2] {
+	c.p.corp().mu.Lock()
+	c.p.corp().remember(longToken)
+	c.p.corp().mu.Unlock()
+	if got := c.p.redactText(toks[1] + " " + toks[2]); got != "REDACTED "+toks[2] {
 		t.Errorf("the most recently seen token was dropped first: %q", got)
 	}
-	err = c.redactErr(fmt.Errorf("echo %s", toks[3]))
+	err = c.p.redactErr(fmt.Errorf("echo %s", toks[3]))
 	if err.Error() != "echo REDACTED" {
 		t.Errorf("redactErr: %v", err)
 	}
@@ -255,12 +255,12 @@ func TestTokenErrorsRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.tokens.token(context.Background())
+	_, err = c.p.corp().token(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "central token service: REDACTED expired") {
 		t.Fatalf("err = %v", err)
 	}
 	assertClean(t, err, longToken)
-	c.tokens.invalidate(context.Background(), longToken)
+	c.p.corp().invalidate(context.Background(), longToken)
 	out := logs.String()
 	if strings.Contains(out, longToken) || strings.Contains(out, longSecret) {
 		t.Errorf("log holds a credential:\n%s", out)
@@ -292,14 +292,14 @@ func BenchmarkRedactText(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c.tokens.mu.Lock()
+	c.p.corp().mu.Lock()
 	for i := range maxHeldTokens {
-		c.tokens.remember(fmt.Sprintf("%s-%02d", longToken, i))
+		c.p.corp().remember(fmt.Sprintf("%s-%02d", longToken, i))
 	}
-	c.tokens.mu.Unlock()
+	c.p.corp().mu.Unlock()
 	msg := "api concurrent out of limit, hint: [1700000000_12_3456789abcdef], from ip: 1.2.3.4, more info at https://open.work.weixin.qq.com/devtool/query?e=45033"
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = c.redactText(msg)
+		_ = c.p.redactText(msg)
 	}
 }

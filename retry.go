@@ -4,7 +4,6 @@
 package wecom
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -94,23 +93,6 @@ func retryable(err error) bool {
 	return !errors.As(err, &ae) && !errors.As(err, &le) && !errors.Is(err, ErrInvalidRequest)
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func deadlineBefore(ctx context.Context, at time.Time) bool {
-	d, ok := ctx.Deadline()
-	return ok && d.Before(at)
-}
-
 // retryAction is what a call does after a failed attempt.
 type retryAction int
 
@@ -139,7 +121,7 @@ type retryState struct {
 // deadline at now (zero: none), what the call does next. A call that is
 // not safe to repeat is retried when it cannot have been done (it never
 // left), or while WeCom's duplicate check covers it.
-func (c *Client) decide(err error, cl *call, st retryState, now, deadline time.Time) (retryAction, retryState) {
+func (p *pipeline) decide(err error, cl *call, st retryState, now, deadline time.Time) (retryAction, retryState) {
 	code := errcodeOf(err)
 	fits := func(d time.Duration) bool { return deadline.IsZero() || !deadline.Before(now.Add(d)) }
 	var rl *RateLimitError
@@ -148,15 +130,15 @@ func (c *Client) decide(err error, cl *call, st retryState, now, deadline time.T
 		st.credential = true
 		return retryNewCredential, st
 	case code == CodeFrequencyLimited:
-		if errors.As(err, &rl) && c.waitOnRateLimit && fits(rl.RetryAfter) && st.busy < c.retry.MaxRetries {
+		if errors.As(err, &rl) && p.cfg.waitOnRateLimit && fits(rl.RetryAfter) && st.busy < p.cfg.retry.MaxRetries {
 			st.busy++
 			return retryAfterCooldown, st
 		}
 		return retryStop, st
-	case code == CodeConcurrencyLimited && st.conc < c.retry.MaxConcurrencyRetries:
+	case code == CodeConcurrencyLimited && st.conc < p.cfg.retry.MaxConcurrencyRetries:
 		st.conc++
 		return retryBackoff, st
-	case retryable(err) && (cl.idempotent || now.Before(cl.dedupeUntil) || neverLeft(err)) && st.busy < c.retry.MaxRetries:
+	case retryable(err) && (cl.idempotent || now.Before(cl.dedupeUntil) || neverLeft(err)) && st.busy < p.cfg.retry.MaxRetries:
 		st.busy++
 		return retryBackoff, st
 	}

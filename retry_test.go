@@ -14,8 +14,8 @@ func TestRetryDecision(t *testing.T) {
 	now := time.Unix(1_790_000_000, 0)
 	api := func(code int) error { return &APIError{Code: code, Path: "/p"} }
 	block := &RateLimitError{Path: "/p", RetryAfter: time.Minute, Err: api(CodeFrequencyLimited)}
-	repeatable := &call{path: "/p", idempotent: true, cred: c.tokens}
-	once := &call{path: "/p", cred: c.tokens}
+	repeatable := &call{path: "/p", idempotent: true, cred: c.p.corp()}
+	once := &call{path: "/p", cred: c.p.corp()}
 	for _, tc := range []struct {
 		name     string
 		err      error
@@ -37,7 +37,7 @@ func TestRetryDecision(t *testing.T) {
 		{"a transport error, repeatable", &TransportError{Path: "/p", Err: errors.New("reset")}, repeatable, retryState{busy: 1}, time.Time{}, retryBackoff},
 		{"an answer the caller must fix", api(CodeInvalidTagID), repeatable, retryState{}, time.Time{}, retryStop},
 	} {
-		got, st := c.decide(tc.err, tc.cl, tc.st, now, tc.deadline)
+		got, st := c.p.decide(tc.err, tc.cl, tc.st, now, tc.deadline)
 		if got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}

@@ -20,9 +20,10 @@ import (
 // several processes stays under the limit when they share a limiter
 // (WithLimiter on each).
 //
-// A Robot is safe for concurrent use and starts no goroutine.
+// A Robot is safe for concurrent use. It starts a goroutine only for a
+// message whose sender gave up before the answer (see Drain).
 type Robot struct {
-	c *Client
+	p *pipeline // carrying the robot's key, for no corp
 }
 
 // NewRobot returns a Robot for the webhook key given: the value of key= in
@@ -41,15 +42,16 @@ func NewRobot(key string, opts ...Option) (*Robot, error) {
 		// the key is not echoed: it is a credential
 		return nil, invalid("robot key", "holds a space, a control character or one of & # ? = /: give the key of the webhook URL, not the URL")
 	}
-	c, err := newClient("", "", opts)
+	cfg, err := newConfig("", "", opts)
 	if err != nil {
 		return nil, err
 	}
-	c.robot = fixedCredential("robot key", catalog.RobotKey.String(), key)
-	if err := c.finish(); err != nil {
+	cfg.robotKey = key
+	p, err := newPipeline(cfg)
+	if err != nil {
 		return nil, err
 	}
-	return &Robot{c: c}, nil
+	return &Robot{p: p}, nil
 }
 
 // Send sends a message to the robot's group: a *RobotText,
@@ -76,7 +78,7 @@ func (r *Robot) Send(ctx context.Context, m RobotMessage) error {
 	if err != nil {
 		return invalid("robot message", "%v", err)
 	}
-	return r.c.do(ctx, &call{id: catalog.WebhookSend, body: json.RawMessage(body)})
+	return r.p.run(ctx, &call{id: catalog.WebhookSend, body: json.RawMessage(body)})
 }
 
 // Upload uploads a file for the robot's *RobotFile and *RobotVoice
@@ -95,9 +97,9 @@ func (r *Robot) Upload(ctx context.Context, req UploadRequest) (Media, error) {
 	if err != nil {
 		return Media{}, err
 	}
-	return r.c.upload(ctx, catalog.WebhookUpload, req, size)
+	return sendUpload(ctx, r.p, catalog.WebhookUpload, req, size)
 }
 
 // Drain waits until every attempt of the robot that may outlive its caller
 // has ended, or until ctx ends, as Client.Drain does.
-func (r *Robot) Drain(ctx context.Context) error { return r.c.Drain(ctx) }
+func (r *Robot) Drain(ctx context.Context) error { return r.p.background.wait(ctx) }

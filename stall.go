@@ -23,7 +23,7 @@ type StallObserver func(ctx context.Context, path string, s throttle.Stall)
 // limits (see StallObserver). Whether or not one is set, the client logs
 // each stall at Info once per limiter key, until that stall ends.
 func WithStallObserver(o StallObserver) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if o == nil {
 			return invalid("stall observer", "nil")
 		}
@@ -70,22 +70,22 @@ func (l *stallLog) news(s throttle.Stall, now time.Time) bool {
 
 // stallContext returns ctx under which the limiter tells the client of the
 // call's stalls.
-func (c *Client) stallContext(ctx context.Context, path string) context.Context {
-	return throttle.WithStallFunc(ctx, func(s throttle.Stall) { c.stalled(ctx, path, s) })
+func (p *pipeline) stallContext(ctx context.Context, path string) context.Context {
+	return throttle.WithStallFunc(ctx, func(s throttle.Stall) { p.stalled(ctx, path, s) })
 }
 
 // stalled reports a stall of a call to path: to the stall observer, and in
 // the log once per key.
-func (c *Client) stalled(ctx context.Context, path string, s throttle.Stall) {
-	if c.stalls.news(s, time.Now()) {
+func (p *pipeline) stalled(ctx context.Context, path string, s throttle.Stall) {
+	if p.stalls.news(s, time.Now()) {
 		attrs := []slog.Attr{slog.String("path", path), slog.String("key", s.Key), slog.String("reason", stallReason(s.Reason))}
 		if !s.Until.IsZero() {
 			attrs = append(attrs, slog.Time("until", s.Until), slog.Duration("for", time.Until(s.Until).Round(time.Second)))
 		}
-		c.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: calls wait for a limit", attrs...)
+		p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: calls wait for a limit", attrs...)
 	}
-	if c.stallObserver != nil {
-		c.stallObserver(ctx, path, s)
+	if p.cfg.stallObserver != nil {
+		p.cfg.stallObserver(ctx, path, s)
 	}
 }
 

@@ -23,19 +23,19 @@ type suiteConfig struct {
 // refreshed ahead of expiry, dropped when WeCom refuses it (40082, 42009),
 // and redacted, with the secret and the tickets, from every error and log.
 func WithSuite(suiteID, secret string, ticket func(ctx context.Context) (string, error)) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if suiteID == "" || secret == "" || ticket == nil {
 			return invalid("suite", "a suite id, its secret and a source of suite tickets are required")
 		}
-		c.suiteCfg = &suiteConfig{id: suiteID, secret: secret, ticket: ticket}
+		c.suite = &suiteConfig{id: suiteID, secret: secret, ticket: ticket}
 		return nil
 	}
 }
 
 // initSuite makes the suite's credential.
-func (c *Client) initSuite() {
-	cfg := c.suiteCfg
-	m := c.kept("suite access token", "wecom:suite:{"+cfg.id+"}", cfg.id, "{"+cfg.id+"}#fetch:suite", catalog.GetSuiteToken, cfg.secret)
+func (p *pipeline) suiteCredential() *credential {
+	cfg := p.cfg.suite
+	m := p.kept("suite access token", "wecom:suite:{"+cfg.id+"}", cfg.id, "{"+cfg.id+"}#fetch:suite", catalog.GetSuiteToken, cfg.secret)
 	m.param = catalog.SuiteToken.String()
 	m.refused = func(code int) bool {
 		// WeCom answers a token of the wrong kind with 40014 too
@@ -47,13 +47,13 @@ func (c *Client) initSuite() {
 		m.remember(ticket) // a ticket is a secret too
 		m.mu.Unlock()
 		if err != nil || ticket == "" {
-			return Token{}, errors.Join(invalid("suite ticket", "none to fetch the suite access token with"), c.redactErr(err))
+			return Token{}, errors.Join(invalid("suite ticket", "none to fetch the suite access token with"), p.redactErr(err))
 		}
 		var out suiteTokenAnswer
 		body := map[string]string{"suite_id": cfg.id, "suite_secret": cfg.secret, "suite_ticket": ticket}
-		return c.askToken(ctx, &call{id: catalog.GetSuiteToken, body: body, out: &out}, func() (string, int64) { return out.SuiteAccessToken, out.ExpiresIn })
+		return p.askToken(ctx, &call{id: catalog.GetSuiteToken, body: body, out: &out}, func() (string, int64) { return out.SuiteAccessToken, out.ExpiresIn })
 	}
-	c.suite = m
+	return m
 }
 
 // suiteTokenAnswer is get_suite_token's answer (no errcode on success).
@@ -75,7 +75,7 @@ func (c *Client) PreAuthCode(ctx context.Context) (string, time.Time, error) {
 		ExpiresIn   int64  `json:"expires_in"`
 	}
 	start := time.Now()
-	if err := c.do(ctx, &call{id: catalog.GetPreAuthCode, out: &out}); err != nil {
+	if err := c.p.run(ctx, &call{id: catalog.GetPreAuthCode, out: &out}); err != nil {
 		return "", time.Time{}, err
 	}
 	return out.PreAuthCode, start.Add(time.Duration(out.ExpiresIn) * time.Second), nil

@@ -18,19 +18,17 @@ import (
 // cached and shared through the token store, fetched once at a time by
 // the whole fleet, refreshed ahead of expiry, and redacted.
 
-// initTickets makes the ticket credentials.
-func (c *Client) initTickets() {
-	c.jsapi = c.ticket("jsapi ticket", catalog.JSAPITicket, nil, "jsapi")
-	c.agentTkt = c.ticket("agent ticket", catalog.AgentTicket, url.Values{"type": {"agent_config"}}, "agent")
-}
+// tickets are the JS-SDK tickets a caller signs pages with: the corp's
+// (wx.config) and the app's (wx.agentConfig).
+type tickets struct{ jsapi, agent *credential }
 
 // ticket returns the credential of the ticket id answers.
-func (c *Client) ticket(name string, id catalog.ID, q url.Values, kind string) *credential {
-	app := c.tokens.app
-	m := c.kept(name, "wecom:ticket:{"+c.corpID+"}:"+app+":"+kind, app, c.corpTag()+"#fetch:"+kind+":"+app, id)
+func (p *pipeline) ticket(name string, id catalog.ID, q url.Values, kind string) *credential {
+	app := p.creds[catalog.CorpToken].app
+	m := p.kept(name, "wecom:ticket:{"+p.cfg.corpID+"}:"+app+":"+kind, app, p.corpTag()+"#fetch:"+kind+":"+app, id)
 	m.ask = func(ctx context.Context) (Token, error) {
 		var out ticketAnswer
-		return c.askToken(ctx, &call{id: id, query: q, out: &out}, func() (string, int64) { return out.Ticket, out.ExpiresIn })
+		return p.askToken(ctx, &call{id: id, query: q, out: &out}, func() (string, int64) { return out.Ticket, out.ExpiresIn })
 	}
 	return m
 }
@@ -45,18 +43,22 @@ func (a *ticketAnswer) validate() error { return validExpiring("ticket", a.Ticke
 
 // JSAPITicket returns the corp's jsapi_ticket, to sign wx.config
 // (get_jsapi_ticket, document/path/90506).
-func (c *Client) JSAPITicket(ctx context.Context) (string, error) { return c.jsapi.token(ctx) }
+func (c *Client) JSAPITicket(ctx context.Context) (string, error) {
+	return c.p.tickets.jsapi.token(ctx)
+}
 
 // AgentTicket returns the app's ticket, to sign wx.agentConfig
 // (ticket/get?type=agent_config, document/path/90506).
-func (c *Client) AgentTicket(ctx context.Context) (string, error) { return c.agentTkt.token(ctx) }
+func (c *Client) AgentTicket(ctx context.Context) (string, error) {
+	return c.p.tickets.agent.token(ctx)
+}
 
 // InvalidateTicket drops ticket, a JS-SDK ticket this client handed out
 // that a page found refused, from this process and the token store, unless
 // a newer one already replaced it: the next JSAPITicket or AgentTicket
 // fetches one.
 func (c *Client) InvalidateTicket(ctx context.Context, ticket string) {
-	for _, m := range []*credential{c.jsapi, c.agentTkt} {
+	for _, m := range []*credential{c.p.tickets.jsapi, c.p.tickets.agent} {
 		m.invalidate(ctx, ticket)
 	}
 }
@@ -75,21 +77,21 @@ type JSSDKSignature struct {
 // JSSDKConfig signs pageURL (the page's full URL, without its #fragment)
 // for wx.config with the corp's jsapi_ticket (document/path/90506).
 func (c *Client) JSSDKConfig(ctx context.Context, pageURL string) (JSSDKSignature, error) {
-	return c.jssdkSign(ctx, c.jsapi, 0, pageURL)
+	return jssdkSign(ctx, c.p.tickets.jsapi, c.p.cfg.corpID, 0, pageURL)
 }
 
 // JSSDKAgentConfig signs pageURL for wx.agentConfig with the app's
 // ticket; it needs WithAgentID.
 func (c *Client) JSSDKAgentConfig(ctx context.Context, pageURL string) (JSSDKSignature, error) {
-	if c.agentID == 0 {
+	if c.p.cfg.agentID == 0 {
 		return JSSDKSignature{}, invalid("agent id", "wx.agentConfig needs the app's id: WithAgentID")
 	}
-	return c.jssdkSign(ctx, c.agentTkt, c.agentID, pageURL)
+	return jssdkSign(ctx, c.p.tickets.agent, c.p.cfg.corpID, c.p.cfg.agentID, pageURL)
 }
 
 // jssdkSign signs pageURL with the ticket m keeps, for agentID (0: the
 // corp's wx.config).
-func (c *Client) jssdkSign(ctx context.Context, m *credential, agentID int, pageURL string) (JSSDKSignature, error) {
+func jssdkSign(ctx context.Context, m *credential, corpID string, agentID int, pageURL string) (JSSDKSignature, error) {
 	u, err := url.Parse(pageURL)
 	if err != nil || !u.IsAbs() {
 		return JSSDKSignature{}, invalid("page url", "%q is not an absolute URL", pageURL)
@@ -101,7 +103,7 @@ func (c *Client) jssdkSign(ctx context.Context, m *credential, agentID int, page
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	s := JSSDKSignature{CorpID: c.corpID, AgentID: agentID, Timestamp: time.Now().Unix(), NonceStr: hex.EncodeToString(b[:])}
+	s := JSSDKSignature{CorpID: corpID, AgentID: agentID, Timestamp: time.Now().Unix(), NonceStr: hex.EncodeToString(b[:])}
 	s.Signature = jssdkSignature(ticket, s.NonceStr, s.Timestamp, u.String())
 	return s, nil
 }

@@ -45,11 +45,11 @@ func (f TokenSourceFunc) Token(ctx context.Context) (Token, error) { return f(ct
 // WithTokenStore sets where tokens are cached (default: a private
 // MemoryTokenStore). Clients and processes sharing a store share tokens.
 func WithTokenStore(s TokenStore) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if s == nil {
 			return invalid("token store", "nil")
 		}
-		c.tokens.store = s
+		c.tokenStore = s
 		return nil
 	}
 }
@@ -57,11 +57,11 @@ func WithTokenStore(s TokenStore) Option {
 // WithTokenSource makes the client take tokens from src instead of calling
 // gettoken. The secret may then be empty.
 func WithTokenSource(src TokenSource) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if src == nil {
 			return invalid("token source", "nil")
 		}
-		c.tokens.source = src
+		c.tokenSource = src
 		return nil
 	}
 }
@@ -69,11 +69,11 @@ func WithTokenSource(src TokenSource) Option {
 // WithTokenRefreshAhead sets how long before expiry a token is refreshed
 // (default 5 minutes, less a random up to 20% so that processes spread out).
 func WithTokenRefreshAhead(d time.Duration) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if d < 0 {
 			return invalid("token refresh ahead", "%s is negative", d)
 		}
-		c.tokens.refreshAhead = d
+		c.refreshAhead = d
 		return nil
 	}
 }
@@ -82,11 +82,11 @@ func WithTokenRefreshAhead(d time.Duration) Option {
 // again after it answered 40001, 40013 or 40091 (default one minute): WeCom
 // bans an IP that repeats bad secrets.
 func WithBadCredentialsBackoff(d time.Duration) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if d <= 0 {
 			return invalid("bad credentials backoff", "%s is not positive", d)
 		}
-		c.tokens.badFor = d
+		c.badFor = d
 		return nil
 	}
 }

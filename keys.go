@@ -2,23 +2,19 @@ package wecom
 
 import (
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/throttle"
 )
 
-// How a call's rules become leases. Rules that count the same calls (one
+// How a call's rules become lease requests and limiter keys. Rules that count the same calls (one
 // scope, one group, one resource) share one limiter key and are taken by one
 // throttle.Request: the in-flight cap and the windows of (corp, API) are one
 // acquisition, as before the catalog. A natural-day count lives on a key
@@ -52,9 +48,9 @@ const silentMargin = time.Second
 
 // requests returns the acquisitions of a call limited by el at now, in the
 // order they are taken.
-func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRequest {
+func (p *pipeline) requests(cl *call, el *endpointLimits, now time.Time) []leaseRequest {
 	var reqs []leaseRequest
-	cool := c.coolKey(cl, el)
+	cool := p.coolKey(cl, el)
 	for _, r := range el.rules {
 		if r.Name == catalog.RuleFetch && cl.id == catalog.GetToken {
 			continue // the token manager holds it around the whole fetch
@@ -62,7 +58,7 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 		if cl.counted && (r.CountsMembers() || r.Weighted) {
 			continue // an earlier attempt counted them, and may have been done
 		}
-		for _, key := range c.ruleKeys(cl, r, now) {
+		for _, key := range p.ruleKeys(cl, r, now) {
 			i := slices.IndexFunc(reqs, func(q leaseRequest) bool { return q.Key == key })
 			if i < 0 {
 				reqs = append(reqs, leaseRequest{Request: throttle.Request{Key: key}, day: r.Per == catalog.Day, order: scopeOrder(r.Scope)})
@@ -70,11 +66,11 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 			}
 			q := &reqs[i]
 			if r.CountsMembers() {
-				q.Members = c.memberKeys(cl.members)
+				q.Members = p.memberKeys(cl.members)
 			}
 			switch {
 			case r.InFlight > 0:
-				q.Concurrency, q.TTL = r.InFlight, c.leaseTTL()
+				q.Concurrency, q.TTL = r.InFlight, p.cfg.leaseTTL
 			case r.Per == catalog.Day:
 				q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: dayWindow})
 			case r.Silent:
@@ -85,7 +81,7 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 			if r.Weighted {
 				q.Weight = max(cl.weight, 1)
 			}
-			q.WaitCooldown = key == cool && c.waitOnRateLimit
+			q.WaitCooldown = key == cool && p.cfg.waitOnRateLimit
 		}
 	}
 	slices.SortStableFunc(reqs, func(a, b leaseRequest) int { return cmp.Compare(a.order, b.order) })
@@ -97,18 +93,18 @@ func (c *Client) requests(cl *call, el *endpointLimits, now time.Time) []leaseRe
 // messages, which do not count toward the base limits, and whose weighted
 // counts live on keys of their own; a robot's messages), the key of its
 // first rule per app, per member or per robot, which all its calls take.
-func (c *Client) coolKey(cl *call, el *endpointLimits) string {
+func (p *pipeline) coolKey(cl *call, el *endpointLimits) string {
 	if slices.ContainsFunc(el.rules, func(r catalog.Rule) bool { return r.Scope == catalog.ScopeAPI && !r.Weighted }) {
-		return c.apiKey(cl.path)
+		return p.apiKey(cl.path)
 	}
 	for _, r := range el.rules {
 		if (r.Scope == catalog.ScopeApp || r.CountsMembers() || r.Scope == catalog.ScopeRobot) && r.Per != catalog.Day && !r.Weighted {
-			if keys := c.ruleKeys(cl, r, time.Time{}); len(keys) > 0 {
+			if keys := p.ruleKeys(cl, r, time.Time{}); len(keys) > 0 {
 				return keys[0]
 			}
 		}
 	}
-	return c.apiKey(cl.path)
+	return p.apiKey(cl.path)
 }
 
 // together folds the call's slot-only requests (a customer's lock, say)
@@ -143,10 +139,10 @@ func together(reqs []leaseRequest) []leaseRequest {
 
 // memberKeys returns the members a call reaches as the limiter counts them
 // (memberKey), each once.
-func (c *Client) memberKeys(ms []string) []string {
+func (p *pipeline) memberKeys(ms []string) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
-		out[i] = c.memberKey(m)
+		out[i] = p.memberKey(m)
 	}
 	return distinctIDs(out)
 }
@@ -155,20 +151,20 @@ func (c *Client) memberKeys(ms []string) []string {
 // compares userids; a member of the client's own corp named as a linked
 // corp's ("corpid/userid", as linkedcorp/message/send allows) as that
 // userid, with the messages that name it alone.
-func (c *Client) memberKey(m string) string {
-	return strings.TrimPrefix(strings.ToLower(m), strings.ToLower(c.corpID)+"/")
+func (p *pipeline) memberKey(m string) string {
+	return strings.TrimPrefix(strings.ToLower(m), strings.ToLower(p.cfg.corpID)+"/")
 }
 
 // asNamed rewrites the members a *RateLimitError in err names, which the
 // limiter counts by memberKey, as the call named them.
-func (c *Client) asNamed(err error, members []string) error {
+func (p *pipeline) asNamed(err error, members []string) error {
 	var rl *RateLimitError
 	if !errors.As(err, &rl) || len(rl.Members) == 0 {
 		return err
 	}
 	named := make(map[string]string, len(members))
 	for _, m := range members {
-		if k := c.memberKey(m); named[k] == "" {
+		if k := p.memberKey(m); named[k] == "" {
 			named[k] = m
 		}
 	}
@@ -194,8 +190,8 @@ func scopeOrder(s catalog.Scope) int {
 // call lacks what the scope counts per (a resource, members, an egress).
 // Within a corp, keys start with the corp's hash tag (corpTag): one corp's
 // keys share a Redis Cluster slot, different corps spread.
-func (c *Client) ruleKeys(cl *call, r catalog.Rule, now time.Time) []string {
-	corp := c.corpTag()
+func (p *pipeline) ruleKeys(cl *call, r catalog.Rule, now time.Time) []string {
+	corp := p.corpTag()
 	shared := r.Group
 	if shared == "" {
 		shared = cl.path
@@ -203,7 +199,7 @@ func (c *Client) ruleKeys(cl *call, r catalog.Rule, now time.Time) []string {
 	var keys []string
 	switch r.Scope {
 	case catalog.ScopeAPI:
-		keys = []string{c.apiKey(cl.path)}
+		keys = []string{p.apiKey(cl.path)}
 	case catalog.ScopeResource:
 		if cl.resource != "" {
 			keys = []string{corp + cl.path + "|" + cl.resource}
@@ -213,18 +209,18 @@ func (c *Client) ruleKeys(cl *call, r catalog.Rule, now time.Time) []string {
 			keys = []string{corp + "@" + r.Group + "|" + cl.resource}
 		}
 	case catalog.ScopeApp:
-		keys = []string{corp + "#" + c.appID() + "@" + shared}
+		keys = []string{corp + "#" + p.appID() + "@" + shared}
 	case catalog.ScopeAppMember: // one request, counted on each member (throttle.MemberKey)
 		if len(cl.members) > 0 {
-			keys = []string{corp + "#" + c.appID() + "@" + shared}
+			keys = []string{corp + "#" + p.appID() + "@" + shared}
 		}
 	case catalog.ScopeMember: // as ScopeAppMember, across the corp's apps
 		if len(cl.members) > 0 {
 			keys = []string{corp + "@" + shared}
 		}
 	case catalog.ScopeIP:
-		if c.egress != "" {
-			keys = []string{"ip:" + c.egress + cl.path}
+		if p.cfg.egress != "" {
+			keys = []string{"ip:" + p.cfg.egress + cl.path}
 		}
 	case catalog.ScopeRobot:
 		if cl.resource != "" {
@@ -246,179 +242,20 @@ func (c *Client) ruleKeys(cl *call, r catalog.Rule, now time.Time) []string {
 }
 
 // corpTag is the corp id in braces, a Redis Cluster hash tag.
-func (c *Client) corpTag() string { return "{" + c.corpID + "}" }
+func (p *pipeline) corpTag() string { return "{" + p.cfg.corpID + "}" }
 
 // apiKey is the limiter key of (corp, path), where its in-flight cap, its
 // windows and its cooldown after a 45009 live.
-func (c *Client) apiKey(path string) string { return c.corpTag() + path }
+func (p *pipeline) apiKey(path string) string { return p.corpTag() + path }
 
 // appID names the client's app in limiter keys: its agent id, or a digest of
 // corp and secret when none was given.
-func (c *Client) appID() string {
-	if c.agentID > 0 {
-		return strconv.Itoa(c.agentID)
+func (p *pipeline) appID() string {
+	if p.cfg.agentID > 0 {
+		return strconv.Itoa(p.cfg.agentID)
 	}
-	return c.tokens.app
-}
-
-// acquire takes the call's leases in order, giving back those taken if one
-// fails, and returns the cap its API's slot was granted under and the
-// learned-limit changes to report. An earlier lease's TTL runs while the call waits for a later one, so
-// after a long wait the earlier ones are renewed; one that expired meanwhile
-// (another call may hold its slot now) makes the call start over. A daily
-// count that is spent makes the call wait for the next CST day when the
-// client waits on rate limits and the caller's deadline allows it.
-func (c *Client) acquire(ctx context.Context, cl *call, el *endpointLimits) ([]throttle.Lease, apiSlot, []LimitChange, error) {
-	ctx = c.stallContext(ctx, cl.path)
-	var changes []LimitChange
-	for {
-		reqs := c.requests(cl, el, c.now())
-		slot, ch := c.adapt(ctx, cl, reqs)
-		changes = append(changes, ch...)
-		leases, firstAt, err := c.acquireAll(ctx, cl, together(reqs))
-		var rl *RateLimitError
-		if errors.As(err, &rl) && rl.day && c.waitOnRateLimit && !deadlineBefore(ctx, time.Now().Add(rl.RetryAfter)) {
-			var le *throttle.LimitError
-			if errors.As(rl.Err, &le) {
-				c.stalled(ctx, cl.path, throttle.Stall{Key: le.Key, Reason: le.Reason, Until: time.Now().Add(rl.RetryAfter)})
-			}
-			if werr := sleep(ctx, rl.RetryAfter); werr != nil {
-				return nil, apiSlot{}, changes, fmt.Errorf("wecom: %s: %w (waiting for the next CST day after: %w)", cl.path, werr, rl)
-			}
-			continue
-		}
-		if err != nil {
-			return nil, apiSlot{}, changes, err
-		}
-		slot = c.granted(cl, slot, leases)
-		if len(leases) < 2 || time.Since(firstAt) < c.leaseTTL()/4 {
-			return leases, slot, changes, nil
-		}
-		lost, err := c.renewEarlier(ctx, leases)
-		if err != nil {
-			c.release(ctx, leases)
-			return nil, apiSlot{}, changes, c.limitError(cl.path, false, err)
-		}
-		if !lost {
-			return leases, slot, changes, nil
-		}
-		c.release(ctx, leases)
+	if m := p.creds[catalog.CorpToken]; m != nil {
+		return m.app
 	}
-}
-
-// acquireAll takes every request, or none. firstAt is when the first was
-// granted, by the local clock.
-func (c *Client) acquireAll(ctx context.Context, cl *call, reqs []leaseRequest) (leases []throttle.Lease, firstAt time.Time, err error) {
-	leases = make([]throttle.Lease, 0, len(reqs))
-	for _, r := range reqs {
-		var l throttle.Lease
-		if r.day || (cl.tryMembers && len(r.Members) > 0) {
-			l, err = c.limiter.TryAcquire(ctx, r.Request)
-		} else {
-			l, err = c.limiter.Acquire(ctx, r.Request)
-		}
-		if err != nil {
-			c.release(ctx, leases)
-			return nil, firstAt, c.asNamed(c.limitError(cl.path, r.day, err), cl.members)
-		}
-		if len(leases) == 0 {
-			firstAt = time.Now()
-		}
-		leases = append(leases, l)
-	}
-	return leases, firstAt, nil
-}
-
-// renewEarlier renews the slots of every lease but the last after a long
-// wait. lost reports one that expired meanwhile. A lease that holds no slot
-// (a window count, a day count) has nothing to renew.
-func (c *Client) renewEarlier(ctx context.Context, leases []throttle.Lease) (lost bool, err error) {
-	for i := range leases[:len(leases)-1] {
-		if !leases[i].HoldsSlot() {
-			continue
-		}
-		l, err := c.limiter.Extend(ctx, leases[i], c.leaseTTL())
-		if errors.Is(err, throttle.ErrLeaseNotHeld) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		leases[i] = l
-	}
-	return false, nil
-}
-
-// keepAlive renews the leases' slots every half TTL until the returned stop
-// is called, so that a call slower than the TTL keeps them. It starts no
-// goroutine until the first renewal is due, and none outlives stop.
-func (c *Client) keepAlive(ctx context.Context, leases []throttle.Lease) (stop func()) {
-	var (
-		mu      sync.Mutex
-		stopped bool
-		running sync.WaitGroup
-		t       *time.Timer
-	)
-	ttl := c.leaseTTL()
-	renew := func() {
-		mu.Lock()
-		if stopped {
-			mu.Unlock()
-			return
-		}
-		running.Add(1)
-		mu.Unlock()
-		defer running.Done()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/2)
-		defer cancel()
-		for _, l := range leases {
-			if !l.HoldsSlot() {
-				continue
-			}
-			if _, err := c.limiter.Extend(rctx, l, ttl); err != nil {
-				c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: lease renewal failed", slog.String("key", l.Key), slog.String("error", err.Error()))
-			}
-		}
-		mu.Lock()
-		if !stopped {
-			t.Reset(ttl / 2)
-		}
-		mu.Unlock()
-	}
-	mu.Lock()
-	t = time.AfterFunc(ttl/2, renew)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
-		running.Wait()
-	}
-}
-
-// release gives leases back, even when ctx is already cancelled.
-func (c *Client) release(ctx context.Context, leases []throttle.Lease) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	for i := len(leases) - 1; i >= 0; i-- {
-		if err := c.limiter.Release(rctx, leases[i]); err != nil {
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: lease release failed", slog.String("key", leases[i].Key), slog.String("error", err.Error()))
-		}
-	}
-}
-
-// limitError turns a limiter refusal into the client's error. A refusal of
-// a day key lasts until the next midnight in China Standard Time.
-func (c *Client) limitError(path string, day bool, err error) error {
-	var le *throttle.LimitError
-	if errors.As(err, &le) {
-		rl := &RateLimitError{Path: path, RetryAfter: le.RetryAfter, Err: le, Members: le.Members}
-		if day && (le.Reason == throttle.ReasonRate || le.Reason == throttle.ReasonReserve) {
-			now := c.now()
-			rl.RetryAfter, rl.day = catalog.NextDay(now).Sub(now), true
-		}
-		return rl
-	}
-	return fmt.Errorf("wecom: %s: waiting for the limiter: %w", path, err)
+	return "" // a robot: no app
 }
