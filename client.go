@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/url"
 	"strings"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // DefaultBaseURL is WeCom's API endpoint.
@@ -73,6 +75,32 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 // Drain (with a deadline) after its last call returns, so that the slots
 // those attempts hold go back to the fleet instead of waiting for their TTL.
 func (c *Client) Drain(ctx context.Context) error { return c.p.background.wait(ctx) }
+
+// newPipeline builds the pipeline of cfg: its credentials (a robot's key,
+// or the corp's token and tickets and what WithSuite and WithProvider
+// give), its limits and its learner.
+func newPipeline(cfg *config) (*pipeline, error) {
+	p := &pipeline{cfg: cfg, creds: make(map[catalog.Token]*credential)}
+	switch {
+	case cfg.robotKey != "": // the corp's options do nothing here
+		p.creds[catalog.RobotKey] = p.fixedCredential("robot key", catalog.RobotKey.String(), cfg.robotKey)
+	default:
+		p.creds[catalog.CorpToken] = p.corpCredential()
+		p.tickets = tickets{jsapi: p.ticket("jsapi ticket", catalog.JSAPITicket, nil, "jsapi"),
+			agent: p.ticket("agent ticket", catalog.AgentTicket, url.Values{"type": {"agent_config"}}, "agent")}
+		if cfg.suite != nil {
+			p.creds[catalog.SuiteToken] = p.suiteCredential()
+		}
+		if cfg.provider != nil {
+			p.creds[catalog.ProviderToken] = p.providerCredential()
+		}
+	}
+	p.learner = p.newLearner()
+	if err := p.resolveLimits(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
 
 // CorpID returns the corp id the client calls for.
 func (c *Client) CorpID() string { return c.p.cfg.corpID }

@@ -10,9 +10,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
-
-	"github.com/wecomkit/wecom/throttle"
 )
 
 // settle settles the leases of an attempt whose outcome a holds: its
@@ -47,41 +44,4 @@ func (p *pipeline) settle(ctx context.Context, cl *call, el *endpointLimits, t t
 		p.release(ctx, t.leases)
 	}
 	return a
-}
-
-// release gives leases back, even when ctx is already cancelled.
-func (p *pipeline) release(ctx context.Context, leases []throttle.Lease) {
-	if len(leases) == 0 {
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	for i := len(leases) - 1; i >= 0; i-- {
-		if err := p.cfg.limiter.Release(rctx, leases[i]); err != nil {
-			p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: lease release failed", slog.String("key", leases[i].Key), slog.String("error", err.Error()))
-		}
-	}
-}
-
-// hold keeps the slots of a call that may still be running at WeCom: each
-// is pushed to end holdFor from now and then left alone, neither released
-// nor renewed. It reports whether the call held any slot.
-func (p *pipeline) hold(ctx context.Context, path string, leases []throttle.Lease) bool {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	held := false
-	for _, l := range leases {
-		if !l.HoldsSlot() {
-			continue
-		}
-		held = true
-		if _, err := p.cfg.limiter.Extend(rctx, l, p.cfg.holdFor()); err != nil {
-			p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: could not extend the hold of an abandoned call", slog.String("key", l.Key), slog.String("error", err.Error()))
-		}
-	}
-	if held {
-		p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: no answer to a call that was sent: its slots stay taken until the hold ends",
-			slog.String("path", path), slog.Duration("hold", p.cfg.holdFor()))
-	}
-	return held
 }

@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/wecomkit/wecom/catalog"
@@ -96,74 +94,6 @@ func (p *pipeline) acquireAll(ctx context.Context, cl *call, reqs []leaseRequest
 		leases = append(leases, l)
 	}
 	return leases, firstAt, nil
-}
-
-// renewEarlier renews the slots of every lease but the last after a long
-// wait. lost reports one that expired meanwhile. A lease that holds no slot
-// (a window count, a day count) has nothing to renew.
-func (p *pipeline) renewEarlier(ctx context.Context, leases []throttle.Lease) (lost bool, err error) {
-	for i := range leases[:len(leases)-1] {
-		if !leases[i].HoldsSlot() {
-			continue
-		}
-		l, err := p.cfg.limiter.Extend(ctx, leases[i], p.cfg.leaseTTL)
-		if errors.Is(err, throttle.ErrLeaseNotHeld) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		leases[i] = l
-	}
-	return false, nil
-}
-
-// keepAlive renews the leases' slots every half TTL until the returned stop
-// is called, so that a call slower than the TTL keeps them. It starts no
-// goroutine until the first renewal is due, and none outlives stop.
-func (p *pipeline) keepAlive(ctx context.Context, leases []throttle.Lease) (stop func()) {
-	var (
-		mu      sync.Mutex
-		stopped bool
-		running sync.WaitGroup
-		t       *time.Timer
-	)
-	ttl := p.cfg.leaseTTL
-	renew := func() {
-		mu.Lock()
-		if stopped {
-			mu.Unlock()
-			return
-		}
-		running.Add(1)
-		mu.Unlock()
-		defer running.Done()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/2)
-		defer cancel()
-		for _, l := range leases {
-			if !l.HoldsSlot() {
-				continue
-			}
-			if _, err := p.cfg.limiter.Extend(rctx, l, ttl); err != nil {
-				p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: lease renewal failed", slog.String("key", l.Key), slog.String("error", err.Error()))
-			}
-		}
-		mu.Lock()
-		if !stopped {
-			t.Reset(ttl / 2)
-		}
-		mu.Unlock()
-	}
-	mu.Lock()
-	t = time.AfterFunc(ttl/2, renew)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
-		running.Wait()
-	}
 }
 
 // limitError turns a limiter refusal into the client's error. A refusal of
