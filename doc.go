@@ -79,8 +79,8 @@
 //
 // # Goroutines
 //
-// A Client is safe for concurrent use, and runs goroutines of its own while
-// it works. A call sent is in flight at WeCom until WeCom answers, whatever
+// A Client is safe for concurrent use. Creating one starts no goroutine, so
+// clients are cheap; while it works, it runs goroutines of its own. A call sent is in flight at WeCom until WeCom answers, whatever
 // the caller does: when the caller's context can end, the attempt runs in a
 // goroutine of its own, and a caller whose context ends returns at once while
 // the attempt goes on in the background, under the attempt timeout
