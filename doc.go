@@ -15,23 +15,16 @@
 // "5 at a time" is not "5 a second": with 20 ms calls it allows 250 a second.
 // Every typed method of this package carries its API's documented limits,
 // declared once in package catalog with their sources (DefaultLimits returns
-// them). WithLimits changes a limit and keeps the others, NoLimit removes
-// one, and WithRule adds any rule WeCom documents: per app, per member, per
-// source IP (WithEgress), per natural day in China Standard Time, weighted.
-// Each call takes a
-// lease from a throttle.Backend before it is sent and gives it back when the
-// answer arrives, so that every goroutine, and with a shared backend every
-// process, stays under the limits together. When WeCom gives the corp fewer
-// calls in flight than configured (another system shares the budget), the
-// first 45033s lower the limit for every process, and quiet minutes raise it
-// back (WithAdaptiveLimits).
-//
-// A call sent is in flight at WeCom until WeCom answers, whatever the caller
-// does: a caller whose context ends returns at once, while the attempt goes on
-// in the background and gives its leases back when the answer comes
-// (Client.Drain waits for such attempts at shutdown); an attempt that gets no
-// answer keeps its slots for WithAbandonedHold. A request that never left
-// gives them back at once.
+// them; LIMITS.md at the module's root is their table). WithLimits changes a
+// limit and keeps the others, NoLimit removes one, and WithRule adds any rule
+// WeCom documents: per app, per member, per source IP (WithEgress), per
+// natural day in China Standard Time, weighted. Each call takes a lease from a
+// throttle.Backend before it is sent and gives it back when the answer
+// arrives, so that every goroutine, and with a shared backend every process,
+// stays under the limits together. When WeCom gives the corp fewer calls in
+// flight than configured (another system shares the budget), the first 45033s
+// lower the limit for every process, and quiet minutes raise it back
+// (WithAdaptiveLimits).
 //
 // # Calls
 //
@@ -41,20 +34,32 @@
 //	id, err := c.Tags.Create(ctx, wecom.TagCreateRequest{Name: "VIP"})
 //	err = c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: "zhangsan", ExternalUserID: "wmXXX", AddTags: []string{"etXXX"}})
 //
-// Customers are found and read with Customers: ByMembers walks every
-// (member, customer) pair of any number of members as an iter.Seq2, page
-// after page as the loop asks, never losing or repeating a page; Get reads a
-// customer with every follower; GroupChats walks the customer group chats;
-// Transfer hands customers over with an outcome per customer:
+// Its services, one per family of APIs:
 //
-//	for mc, err := range c.Customers.ByMembers(ctx, userIDs) {
-//		if err != nil { ... }
-//		err = c.CustomerTags.Mark(ctx, wecom.MarkTagRequest{UserID: mc.Follow.UserID, ExternalUserID: mc.Contact.ExternalUserID, AddTags: tags})
-//	}
+//   - Tags: the contact tags (通讯录标签) and their members.
+//   - CustomerTags: the corp's customer tags (企业客户标签), and Mark, which
+//     puts them on a customer, one edit of a customer at a time.
+//   - Customers: the customers (客户联系). ByMembers walks every (member,
+//     customer) pair of any number of members as an iter.Seq2, page after
+//     page as the loop asks, never losing or repeating a page; Get reads a
+//     customer with every follower; Remark edits one; GroupChats,
+//     GroupChat and TransferGroupChats cover the customer group chats;
+//     Transfer and TransferResigned hand customers over with an outcome
+//     per customer; Welcome sends the welcome message of an
+//     add_external_contact event's WelcomeCode.
+//   - Media: files up and down (素材), streamed: Upload sends any io.Reader
+//     as multipart, Download writes to any io.Writer in Range chunks,
+//     resumed where a cut answer stopped.
+//   - Messages: app messages (应用消息) of every type, template cards
+//     included, counted on each member they name against WeCom's 30 a
+//     minute and 1,000 an hour, over which WeCom drops a message without an
+//     error; Recall, UpdateTemplateCard and Statistics manage them, and
+//     SendLinked reaches the members of linked corps.
+//   - AppChats: app group chats (应用群聊), whose messages are counted on
+//     each member of the chat.
 //
-// Files go up and down with Media, streamed: Upload sends any io.Reader
-// as multipart, Download writes to any io.Writer in Range chunks, resumed
-// where a cut answer stopped.
+// A group robot (群机器人) needs only its webhook key: NewRobot returns a
+// Robot whose Send waits for room in the robot's 20 messages a minute.
 //
 // APIs the SDK does not wrap yet go through Client.Do, with the same limits,
 // token handling, retries and errors; WithKeys tells Do how to read what a
@@ -62,15 +67,30 @@
 //
 // # Tokens and other credentials
 //
-// The access token is fetched once, cached per (corp, app) under a key that
-// holds a hash of the secret, refreshed ahead of expiry by one caller while the
-// others go on, and refetched exactly once when WeCom rejects it. Share tokens
-// with WithTokenStore (package redisstore for a fleet), or take them from a
+// The access token is fetched once for any number of callers, cached per
+// (corp, app) under a key that holds a hash of the secret, refreshed ahead of
+// expiry while callers go on with the current one, and refetched exactly once
+// when WeCom rejects it. Share tokens with WithTokenStore, or take them from a
 // central service with WithTokenSource. The JS-SDK tickets (JSAPITicket,
 // AgentTicket, signed for a page by JSSDKConfig and JSSDKAgentConfig), a
-// suite's token (WithSuite) and a provider's token (WithProvider) are kept
-// the same way, and each endpoint carries the credential its catalog row
-// names.
+// third-party suite's token (WithSuite, used by PreAuthCode) and a service
+// provider's token (WithProvider, used by LoginInfo) are kept the same way,
+// and each endpoint carries the credential its catalog row names.
+//
+// # Goroutines
+//
+// A Client is safe for concurrent use. Creating one starts no goroutine, so
+// clients are cheap; while it works, it runs goroutines of its own. A call sent is in flight at WeCom until WeCom answers, whatever
+// the caller does: when the caller's context can end, the attempt runs in a
+// goroutine of its own, and a caller whose context ends returns at once while
+// the attempt goes on in the background, under the attempt timeout
+// (WithAttemptTimeout), and gives its leases back when the answer comes;
+// Client.Drain waits for such attempts at shutdown. An attempt that gets no
+// answer keeps its slots for WithAbandonedHold; a request that never left
+// gives them back at once. A token or ticket is fetched in a goroutine that
+// its waiting callers share, detached from their cancellation, which is also
+// how a refresh ahead of expiry runs in the background. A call that holds its
+// leases longer than half their TTL renews them from a timer.
 //
 // # Errors
 //
@@ -79,9 +99,10 @@
 // *ResponseError (not a WeCom answer: no errcode, not a JSON object, a
 // success without what it must carry) or *TransportError (no answer). Branch
 // with errors.Is on ErrConcurrencyLimited, ErrRateLimited, ErrTokenInvalid,
-// ErrBadCredentials, ErrSystemBusy, ErrInvalidRequest, ErrTransport and
-// ErrAttemptTimeout. No error or log line holds an access token or a secret:
-// text from outside is scrubbed of both.
+// ErrBadCredentials, ErrSystemBusy, ErrInvalidRequest, ErrTransport,
+// ErrAttemptTimeout and ErrMaybeDone (the call may have been done). No error
+// or log line holds an access token or a secret: text from outside is
+// scrubbed of both.
 //
 // # Retries
 //
@@ -89,4 +110,21 @@
 // errors are retried only for calls that are safe to repeat. 45009 puts the API
 // into a cooldown for its block window: later calls fail at once without
 // touching the network, or wait, with WithWaitOnRateLimit.
+//
+// # Other packages
+//
+//   - catalog declares every wrapped endpoint and its limits.
+//   - throttle is the limiter, usable on its own: throttle.NewMemory in one
+//     process, and throttle/redis for a fleet on Redis (single node,
+//     Sentinel or Cluster).
+//   - redisstore is the token store on Redis, shared by a fleet
+//     (WithTokenStore).
+//   - callback receives WeCom's callbacks (crypto, an http.Handler, typed
+//     events, delivered once) and needs no Client; callback/redisdedupe
+//     shares its de-duplication between replicas on Redis.
+//   - mock is a fake WeCom that enforces the limits as WeCom answers them,
+//     for tests and examples.
+//
+// Only throttle/redis, redisstore and callback/redisdedupe link go-redis, so
+// that a program on the in-process limiter does not.
 package wecom

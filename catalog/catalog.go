@@ -3,10 +3,11 @@
 // answers are checked, and the limits WeCom documents for it, each with its
 // source.
 //
-// The client, the mock server, the shared tests and the README's table of
-// default limits all read this one table (see Endpoints). A typed method of
-// the SDK names its endpoint by ID; an ID missing from the table is refused,
-// and a test fails on every ID constant the table does not declare.
+// The client, the mock server, the shared tests and the table of default
+// limits in LIMITS.md (written by go generate) all read this one table (see
+// Endpoints). A typed method of the SDK names its endpoint by ID; an ID
+// missing from the table is refused, and a test fails on every ID constant
+// the table does not declare.
 //
 // Limits are [Rule] values: a scope (per corp and API, per customer, per app,
 // per source IP, ...) and a cap (calls in flight, or calls started per

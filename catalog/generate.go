@@ -1,3 +1,3 @@
 package catalog
 
-//go:generate go run ../internal/cmd/limitsdoc -readme ../README.md
+//go:generate go run ../internal/cmd/limitsdoc -out ../LIMITS.md

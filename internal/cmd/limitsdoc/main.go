@@ -1,7 +1,8 @@
-// Command limitsdoc writes the README's table of default limits from the
-// catalog, between the markers <!-- limits:begin --> and <!-- limits:end -->.
-// Run it with go generate ./catalog/; -check fails if the README is out of
-// date instead of writing it.
+// Command limitsdoc writes the table of default limits (LIMITS.md at the
+// module's root) from the catalog, between the markers <!-- limits:begin -->
+// and <!-- limits:end -->; the text around them is left as it is. Run it with
+// go generate ./catalog/; -check fails if the file is out of date instead of
+// writing it.
 package main
 
 import (
@@ -16,17 +17,17 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 )
 
-// The markers around the generated text in the README.
+// The markers around the generated text in LIMITS.md.
 const (
 	begin = "<!-- limits:begin -->\n"
 	end   = "<!-- limits:end -->"
 )
 
 func main() {
-	readme := flag.String("readme", "README.md", "the README to update")
-	check := flag.Bool("check", false, "fail if the README is out of date; write nothing")
+	out := flag.String("out", "LIMITS.md", "the Markdown file whose table to update")
+	check := flag.Bool("check", false, "fail if the file is out of date; write nothing")
 	flag.Parse()
-	if err := run(*readme, *check); err != nil {
+	if err := run(*out, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "limitsdoc:", err)
 		os.Exit(1)
 	}

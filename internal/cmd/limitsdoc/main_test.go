@@ -8,11 +8,26 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 )
 
-// TestREADMEUpToDate fails when the README's table is not what the catalog
-// says now.
-func TestREADMEUpToDate(t *testing.T) {
-	if err := run("../../../README.md", true); err != nil {
+// TestLimitsDocUpToDate fails when LIMITS.md's table is not what the
+// catalog says now.
+func TestLimitsDocUpToDate(t *testing.T) {
+	if err := run("../../../LIMITS.md", true); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestREADMELinksLimitsDoc fails when the README holds a copy of the table
+// (its one home is LIMITS.md) or no longer links to it.
+func TestREADMELinksLimitsDoc(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(readme), strings.TrimSpace(begin)) || strings.Contains(string(readme), end) {
+		t.Error("README.md holds the limits markers: the generated table lives in LIMITS.md")
+	}
+	if !strings.Contains(string(readme), "(LIMITS.md)") {
+		t.Error("README.md does not link to LIMITS.md")
 	}
 }
 
@@ -53,11 +68,11 @@ func TestSpliceKeepsTheRest(t *testing.T) {
 	if _, err := splice([]byte("no markers"), "x"); err == nil {
 		t.Error("splice without markers: no error")
 	}
-	dir := t.TempDir() + "/README.md"
-	if err := os.WriteFile(dir, doc, 0o644); err != nil {
+	stale := t.TempDir() + "/LIMITS.md"
+	if err := os.WriteFile(stale, doc, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(dir, true); err == nil || !strings.Contains(err.Error(), "go generate ./catalog/") {
-		t.Errorf("check of a stale README: %v", err)
+	if err := run(stale, true); err == nil || !strings.Contains(err.Error(), "go generate ./catalog/") {
+		t.Errorf("check of a stale LIMITS.md: %v", err)
 	}
 }
