@@ -23,7 +23,7 @@ import (
 // chats it created, changed or read (see Send); Client.Do refuses
 // appchat/send.
 type AppChatService struct {
-	client *Client
+	p      *pipeline
 	chats  chatBook // the members of the chats it created, changed or read
 }
 
@@ -96,10 +96,10 @@ func (s *AppChatService) Create(ctx context.Context, r AppChatCreateRequest) (st
 	var out struct {
 		ChatID string `json:"chatid"`
 	}
-	if err := s.client.p.run(ctx, &call{id: catalog.AppChatCreate, body: r, out: &out}); err != nil {
+	if err := s.p.perform(ctx, &call{id: catalog.AppChatCreate, body: r, out: &out}); err != nil {
 		return "", err
 	}
-	s.chats.put(out.ChatID, r.Members, s.client.p.cfg.now())
+	s.chats.put(out.ChatID, r.Members, s.p.cfg.now())
 	return out.ChatID, nil
 }
 
@@ -144,7 +144,7 @@ func (s *AppChatService) Update(ctx context.Context, r AppChatUpdateRequest) err
 	case slices.Contains(r.AddMembers, "") || slices.Contains(r.RemoveMembers, ""):
 		return invalid("appchat update", "an empty userid")
 	}
-	err := s.client.p.run(ctx, &call{id: catalog.AppChatUpdate, body: r})
+	err := s.p.perform(ctx, &call{id: catalog.AppChatUpdate, body: r})
 	if err != nil {
 		s.chats.forget(r.ChatID)
 		return err
@@ -161,10 +161,10 @@ func (s *AppChatService) Get(ctx context.Context, chatID string) (AppChat, error
 	var out struct {
 		ChatInfo AppChat `json:"chat_info"`
 	}
-	if err := s.client.p.run(ctx, &call{id: catalog.AppChatGet, query: url.Values{"chatid": {chatID}}, out: &out}); err != nil {
+	if err := s.p.perform(ctx, &call{id: catalog.AppChatGet, query: url.Values{"chatid": {chatID}}, out: &out}); err != nil {
 		return AppChat{}, err
 	}
-	s.chats.put(chatID, out.ChatInfo.Members, s.client.p.cfg.now())
+	s.chats.put(chatID, out.ChatInfo.Members, s.p.cfg.now())
 	return out.ChatInfo, nil
 }
 
@@ -187,7 +187,7 @@ func (s *AppChatService) Send(ctx context.Context, m AppChatMessage) error {
 	if err != nil {
 		return err
 	}
-	members, ok := s.chats.get(m.ChatID, s.client.p.cfg.now())
+	members, ok := s.chats.get(m.ChatID, s.p.cfg.now())
 	if !ok || m.FreshMembers {
 		chat, err := s.Get(ctx, m.ChatID)
 		if err != nil {
@@ -198,7 +198,7 @@ func (s *AppChatService) Send(ctx context.Context, m AppChatMessage) error {
 	if len(members) == 0 {
 		return fmt.Errorf("wecom: %s: WeCom told no member of chat %q, whom its message counts: not sent", catalog.AppChatSend, m.ChatID)
 	}
-	err = s.client.p.run(ctx, &call{id: catalog.AppChatSend, body: body, chatMembers: members})
+	err = s.p.perform(ctx, &call{id: catalog.AppChatSend, body: body, chatMembers: members})
 	if code := errcodeOf(err); code == CodeChatNotFound || code == CodeChatNotOwned {
 		s.chats.forget(m.ChatID)
 	}

@@ -54,7 +54,7 @@ type call struct {
 	// Set by prepare, from the catalog for a typed call: cred is the
 	// credential the call carries (nil: none, gettoken's own calls).
 	idempotent   bool
-	cred         *credential
+	cred         carried
 	omitsErrcode bool
 }
 

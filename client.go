@@ -4,12 +4,7 @@ import (
 	"context"
 	"net/url"
 	"strings"
-
-	"github.com/wecomkit/wecom/catalog"
 )
-
-// DefaultBaseURL is WeCom's API endpoint.
-const DefaultBaseURL = "https://qyapi.weixin.qq.com"
 
 // Client calls the WeCom server API for one app of one corp. It is safe for
 // concurrent use and cheap to create: run one Client per (corp, app) and let
@@ -35,7 +30,9 @@ type Client struct {
 	AppChats *AppChatService
 }
 
-type service struct{ client *Client }
+// service is what a family's service holds: the pipeline its calls go
+// through.
+type service struct{ p *pipeline }
 
 // New returns a client for the app whose secret is given, in the corp whose id
 // is given. Without options it calls DefaultBaseURL through a transport of its
@@ -59,12 +56,12 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{p: p}
-	c.Tags = &TagService{client: c}
-	c.CustomerTags = &CustomerTagService{client: c}
-	c.Customers = &CustomerService{client: c}
-	c.Media = &MediaService{client: c}
-	c.Messages = &MessageService{client: c}
-	c.AppChats = &AppChatService{client: c}
+	c.Tags = &TagService{p: p}
+	c.CustomerTags = &CustomerTagService{p: p}
+	c.Customers = &CustomerService{p: p}
+	c.Media = &MediaService{p: p}
+	c.Messages = &MessageService{p: p}
+	c.AppChats = &AppChatService{p: p}
 	return c, nil
 }
 
@@ -75,32 +72,6 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 // Drain (with a deadline) after its last call returns, so that the slots
 // those attempts hold go back to the fleet instead of waiting for their TTL.
 func (c *Client) Drain(ctx context.Context) error { return c.p.background.wait(ctx) }
-
-// newPipeline builds the pipeline of cfg: its credentials (a robot's key,
-// or the corp's token and tickets and what WithSuite and WithProvider
-// give), its limits and its learner.
-func newPipeline(cfg *config) (*pipeline, error) {
-	p := &pipeline{cfg: cfg, creds: make(map[catalog.Token]*credential)}
-	switch {
-	case cfg.robotKey != "": // the corp's options do nothing here
-		p.creds[catalog.RobotKey] = p.fixedCredential("robot key", catalog.RobotKey.String(), cfg.robotKey)
-	default:
-		p.creds[catalog.CorpToken] = p.corpCredential()
-		p.tickets = tickets{jsapi: p.ticket("jsapi ticket", catalog.JSAPITicket, nil, "jsapi"),
-			agent: p.ticket("agent ticket", catalog.AgentTicket, url.Values{"type": {"agent_config"}}, "agent")}
-		if cfg.suite != nil {
-			p.creds[catalog.SuiteToken] = p.suiteCredential()
-		}
-		if cfg.provider != nil {
-			p.creds[catalog.ProviderToken] = p.providerCredential()
-		}
-	}
-	p.learner = p.newLearner()
-	if err := p.resolveLimits(); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
 
 // CorpID returns the corp id the client calls for.
 func (c *Client) CorpID() string { return c.p.cfg.corpID }
@@ -122,5 +93,5 @@ func (c *Client) CorpID() string { return c.p.cfg.corpID }
 // path a slip or two away from a wrapped one (another case, a doubled or
 // trailing slash), which would escape that endpoint's limits.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	return c.p.run(ctx, &call{method: method, path: path, query: query, body: body, out: out})
+	return c.p.perform(ctx, &call{method: method, path: path, query: query, body: body, out: out})
 }

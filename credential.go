@@ -49,9 +49,6 @@ type credential struct {
 	// refused reports the errcodes that say WeCom refused it.
 	param   string
 	refused func(code int) bool
-	// fixed is the value of a credential that is given, never fetched
-	// (a robot's key); empty for the others.
-	fixed string
 
 	mu       sync.Mutex
 	cur      cachedToken
@@ -78,6 +75,45 @@ type credentialEnv struct {
 	redactErr    func(error) error
 	redactText   func(string) string
 }
+
+// carried is a credential as a call carries it: a value sent in a query
+// parameter, kept and fetched (*credential) or given (givenKey).
+type carried interface {
+	// token returns the value to send.
+	token(ctx context.Context) (string, error)
+	// invalidate drops value, which WeCom refused.
+	invalidate(ctx context.Context, value string)
+	// refuses reports whether errcode code says WeCom refused the value.
+	refuses(code int) bool
+	// carriedIn is the query parameter the value goes in; label names the
+	// credential in logs and errors.
+	carriedIn() string
+	label() string
+	// values returns the secrets and values held, for redaction.
+	values() []string
+}
+
+func (m *credential) refuses(code int) bool { return m.refused(code) }
+func (m *credential) carriedIn() string     { return m.param }
+func (m *credential) label() string         { return m.name }
+
+// givenKey is a credential given, never fetched nor refreshed, which WeCom
+// never refuses with a code of its own: a robot's webhook key, carried in
+// the query as param and redacted as a secret.
+type givenKey struct{ name, param, value string }
+
+func (k givenKey) token(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("wecom: waiting for the %s: %w", k.name, err)
+	}
+	return k.value, nil
+}
+
+func (givenKey) invalidate(context.Context, string) {}
+func (givenKey) refuses(int) bool                   { return false }
+func (k givenKey) carriedIn() string                { return k.param }
+func (k givenKey) label() string                    { return k.name }
+func (k givenKey) values() []string                 { return []string{k.value} }
 
 // maxRefused bounds credential.refusedVals.
 const maxRefused = 4

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"net/url"
 	"strconv"
 	"time"
@@ -38,24 +37,11 @@ func (p *pipeline) kept(name, key, app, lockKey string, path catalog.ID, secrets
 // long after the call began.
 func (p *pipeline) askToken(ctx context.Context, cl *call, value func() (string, int64)) (Token, error) {
 	start := time.Now()
-	if err := p.run(ctx, cl); err != nil {
+	if err := p.perform(ctx, cl); err != nil {
 		return Token{}, err
 	}
 	v, in := value()
 	return Token{Value: v, ExpiresAt: start.Add(time.Duration(in) * time.Second)}, nil
-}
-
-// fixedCredential returns a credential that is value, given and never
-// fetched nor refreshed (a robot's key), carried in the query as param and
-// redacted as a secret.
-func (p *pipeline) fixedCredential(name, param, value string) *credential {
-	forever := time.Now().AddDate(100, 0, 0)
-	return &credential{env: p.credentialEnv(), name: name, param: param, fixed: value, store: NewMemoryTokenStore(), secrets: []string{value},
-		refused: func(int) bool { return false },
-		ask: func(context.Context) (Token, error) {
-			return Token{}, fmt.Errorf("wecom: the %s is given, never fetched", name)
-		},
-		cur: cachedToken{tok: Token{Value: value, ExpiresAt: forever}, usable: forever, refresh: forever}}
 }
 
 // corpCredential returns the corp's access token: from the token source
@@ -114,4 +100,10 @@ func (p *pipeline) lockKey(ctx context.Context, path string, r throttle.Request)
 		stop()
 		p.release(ctx, leases)
 	}, nil
+}
+
+// corp returns the corp's access token, or nil (a robot's pipeline).
+func (p *pipeline) corp() *credential {
+	m, _ := p.creds[catalog.CorpToken].(*credential)
+	return m
 }

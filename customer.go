@@ -51,7 +51,7 @@ func (s *CustomerService) Remark(ctx context.Context, req RemarkRequest) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
-	return s.client.p.run(ctx, &call{id: catalog.CustomerRemark, body: req})
+	return s.p.perform(ctx, &call{id: catalog.CustomerRemark, body: req})
 }
 
 func (r RemarkRequest) validate() error {
@@ -74,7 +74,7 @@ func (r RemarkRequest) validate() error {
 // see them (externalcontact/get_follow_user_list, document/path/92571).
 func (s *CustomerService) FollowUsers(ctx context.Context) ([]string, error) {
 	var out followUsersAnswer
-	if err := s.client.p.run(ctx, &call{id: catalog.FollowUserList, out: &out}); err != nil {
+	if err := s.p.perform(ctx, &call{id: catalog.FollowUserList, out: &out}); err != nil {
 		return nil, err
 	}
 	return out.FollowUser, nil
@@ -93,7 +93,7 @@ func (s *CustomerService) List(ctx context.Context, userID string) ([]string, er
 		return nil, invalid("userid", "required")
 	}
 	var out customerListAnswer
-	err := s.client.p.run(ctx, &call{id: catalog.CustomerList, query: url.Values{"userid": {userID}}, out: &out})
+	err := s.p.perform(ctx, &call{id: catalog.CustomerList, query: url.Values{"userid": {userID}}, out: &out})
 	var ae *APIError
 	switch {
 	case errors.As(err, &ae) && ae.Code == CodeNoCustomers:

@@ -115,7 +115,7 @@ func (s *CustomerService) Get(ctx context.Context, externalUserID string) (*Cust
 			q.Set("cursor", cursor)
 		}
 		var out customerGetAnswer
-		if err := s.client.p.run(ctx, &call{id: catalog.CustomerGet, query: q, out: &out}); err != nil {
+		if err := s.p.perform(ctx, &call{id: catalog.CustomerGet, query: q, out: &out}); err != nil {
 			return page[Follow]{}, err
 		}
 		if d == nil {
@@ -210,7 +210,7 @@ func (s *CustomerService) ByMembers(ctx context.Context, userIDs []string) iter.
 			members := chunk(userIDs, i, MaxBatchUsers)
 			fetch := func(ctx context.Context, cursor string) (page[MemberCustomer], error) {
 				var out batchAnswer
-				err := s.client.p.run(ctx, &call{id: catalog.CustomerBatch, out: &out,
+				err := s.p.perform(ctx, &call{id: catalog.CustomerBatch, out: &out,
 					body: batchRequest{UserIDs: members, Cursor: cursor, Limit: MaxBatchLimit}})
 				if err != nil {
 					return page[MemberCustomer]{}, err

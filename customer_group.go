@@ -157,7 +157,7 @@ func (s *CustomerService) GroupChats(ctx context.Context, req GroupChatListReque
 			fetch := func(ctx context.Context, cursor string) (page[GroupChatRef], error) {
 				body := groupChatListBody{StatusFilter: req.StatusFilter, OwnerFilter: filter, Cursor: cursor, Limit: cmp.Or(req.Limit, MaxGroupChatLimit)}
 				var out groupChatListAnswer
-				if err := s.client.p.run(ctx, &call{id: catalog.GroupChatList, body: body, out: &out}); err != nil {
+				if err := s.p.perform(ctx, &call{id: catalog.GroupChatList, body: body, out: &out}); err != nil {
 					return page[GroupChatRef]{}, groupChatListError(err)
 				}
 				return page[GroupChatRef]{items: out.GroupChatList, next: out.NextCursor}, nil
@@ -224,7 +224,7 @@ func (s *CustomerService) GroupChat(ctx context.Context, chatID string, needName
 	}
 	body := groupChatGetBody{ChatID: chatID, NeedName: boolInt(needName)}
 	var out groupChatGetAnswer
-	if err := s.client.p.run(ctx, &call{id: catalog.GroupChatGet, body: body, out: &out}); err != nil {
+	if err := s.p.perform(ctx, &call{id: catalog.GroupChatGet, body: body, out: &out}); err != nil {
 		return nil, err
 	}
 	return &out.GroupChat, nil
@@ -282,7 +282,7 @@ func (s *CustomerService) TransferGroupChats(ctx context.Context, chatIDs []stri
 	for i := range calls {
 		body := groupChatTransferBody{ChatIDList: chunk(chatIDs, i, MaxGroupChatsPerTransfer), NewOwner: newOwner}
 		var out groupChatTransferAnswer
-		err := s.client.p.run(ctx, &call{id: catalog.GroupChatTransfer, body: body, out: &out})
+		err := s.p.perform(ctx, &call{id: catalog.GroupChatTransfer, body: body, out: &out})
 		switch {
 		case err != nil && calls == 1:
 			return failed, err

@@ -92,7 +92,7 @@ func validCorpTagName(field, name string) error {
 
 func (s *CustomerTagService) agent(id int) int {
 	if id == 0 {
-		return s.client.p.cfg.agentID
+		return s.p.cfg.agentID
 	}
 	return id
 }
@@ -102,7 +102,7 @@ func (s *CustomerTagService) List(ctx context.Context, req CorpTagListRequest) (
 	var out struct {
 		Groups []CorpTagGroup `json:"tag_group"`
 	}
-	err := s.client.p.run(ctx, &call{id: catalog.CorpTagList, body: req, out: &out})
+	err := s.p.perform(ctx, &call{id: catalog.CorpTagList, body: req, out: &out})
 	return out.Groups, err
 }
 
@@ -123,7 +123,7 @@ func (s *CustomerTagService) Add(ctx context.Context, req CorpTagAddRequest) (*C
 	}
 	req.AgentID = s.agent(req.AgentID)
 	var out corpTagAddAnswer
-	if err := s.client.p.run(ctx, &call{id: catalog.CorpTagAdd, body: req, out: &out}); err != nil {
+	if err := s.p.perform(ctx, &call{id: catalog.CorpTagAdd, body: req, out: &out}); err != nil {
 		return nil, err
 	}
 	return &out.Group, nil
@@ -159,7 +159,7 @@ func (s *CustomerTagService) Edit(ctx context.Context, req CorpTagEditRequest) e
 		}
 	}
 	req.AgentID = s.agent(req.AgentID)
-	return s.client.p.run(ctx, &call{id: catalog.CorpTagEdit, body: req})
+	return s.p.perform(ctx, &call{id: catalog.CorpTagEdit, body: req})
 }
 
 // Delete deletes tags and groups.
@@ -168,7 +168,7 @@ func (s *CustomerTagService) Delete(ctx context.Context, req CorpTagDeleteReques
 		return invalid("delete", "no tag ids and no group ids")
 	}
 	req.AgentID = s.agent(req.AgentID)
-	return s.client.p.run(ctx, &call{id: catalog.CorpTagDel, body: req})
+	return s.p.perform(ctx, &call{id: catalog.CorpTagDel, body: req})
 }
 
 // Mark adds and removes tags on one customer. Calls for the same customer are
@@ -181,5 +181,5 @@ func (s *CustomerTagService) Mark(ctx context.Context, req MarkTagRequest) error
 	case len(req.AddTags) == 0 && len(req.RemoveTags) == 0:
 		return invalid("tags", "nothing to add or remove")
 	}
-	return s.client.p.run(ctx, &call{id: catalog.MarkTag, body: req})
+	return s.p.perform(ctx, &call{id: catalog.MarkTag, body: req})
 }

@@ -114,14 +114,14 @@ func (s *CustomerService) transfer(ctx context.Context, id catalog.ID, req Trans
 		b := req
 		b.ExternalUserIDs = chunk(exts, i, MaxTransferPerCall)
 		out := transferAnswer{sent: b.ExternalUserIDs}
-		err := s.client.p.run(ctx, &call{id: id, body: b, out: &out})
+		err := s.p.perform(ctx, &call{id: id, body: b, out: &out})
 		// Only an answer short of results leaves both an error and codes:
 		// any other error may come while the call still runs (and writes
 		// out) without its caller.
 		if err == nil || errors.Is(err, errNoTransferResult) {
 			for j, ext := range b.ExternalUserIDs {
 				outcomes = append(outcomes, TransferOutcome{ExternalUserID: ext, Code: out.codes[j], Unknown: out.unknown[j],
-					path: id.Path(), corpID: s.client.p.cfg.corpID, agent: s.client.p.cfg.agentID})
+					path: id.Path(), corpID: s.p.cfg.corpID, agent: s.p.cfg.agentID})
 			}
 		}
 		switch {
@@ -269,7 +269,7 @@ func (s *CustomerService) transferResults(ctx context.Context, id catalog.ID, ha
 	return walk(ctx, func(ctx context.Context, cursor string) (page[TransferStatus], error) {
 		var out transferResultAnswer
 		body := transferResultRequest{HandoverUserID: handover, TakeoverUserID: takeover, Cursor: cursor}
-		if err := s.client.p.run(ctx, &call{id: id, body: body, out: &out}); err != nil {
+		if err := s.p.perform(ctx, &call{id: id, body: body, out: &out}); err != nil {
 			return page[TransferStatus]{}, err
 		}
 		items := make([]TransferStatus, 0, len(out.Customer))

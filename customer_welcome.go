@@ -139,5 +139,5 @@ func (s *CustomerService) Welcome(ctx context.Context, m WelcomeMessage) error {
 	if len(m.Attachments) > 0 {
 		body["attachments"] = m.Attachments
 	}
-	return s.client.p.run(ctx, &call{id: catalog.SendWelcomeMsg, body: body})
+	return s.p.perform(ctx, &call{id: catalog.SendWelcomeMsg, body: body})
 }

@@ -77,7 +77,7 @@ func rowEndpoints() []failureEndpoint {
 			if e.Answer == catalog.FileAnswer {
 				cl.download = &download{w: io.Discard, chunk: catalog.MediaChunkBytes, total: -1}
 			}
-			return c.p.run(ctx, cl)
+			return c.p.perform(ctx, cl)
 		}})
 	}
 	return eps

@@ -1,7 +1,5 @@
 package wecom
 
-import "github.com/wecomkit/wecom/catalog"
-
 // Test helpers of package wecom that the tests of package wecom_test share.
 type (
 	// SyncBuffer is a bytes.Buffer safe for the goroutines that log.
@@ -15,6 +13,3 @@ var NewFakeClock = newFakeClock
 
 // RefusedURL returns the URL of a loopback port nobody listens on.
 var RefusedURL = refusedURL
-
-// corp returns the corp's access token credential.
-func (p *pipeline) corp() *credential { return p.creds[catalog.CorpToken] }

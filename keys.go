@@ -254,7 +254,7 @@ func (p *pipeline) appID() string {
 	if p.cfg.agentID > 0 {
 		return strconv.Itoa(p.cfg.agentID)
 	}
-	if m := p.creds[catalog.CorpToken]; m != nil {
+	if m := p.corp(); m != nil {
 		return m.app
 	}
 	return "" // a robot: no app

@@ -85,7 +85,7 @@ func (s *MediaService) Upload(ctx context.Context, req UploadRequest) (Media, er
 	if err != nil {
 		return Media{}, err
 	}
-	return sendUpload(ctx, s.client.p, catalog.MediaUpload, req, size)
+	return sendUpload(ctx, s.p, catalog.MediaUpload, req, size)
 }
 
 // sendUpload sends req, checked and size bytes long, to the upload endpoint id
@@ -94,7 +94,7 @@ func sendUpload(ctx context.Context, p *pipeline, id catalog.ID, req UploadReque
 	var out uploadAnswer
 	cl := &call{id: id, query: url.Values{"type": {string(req.Type)}}, out: &out,
 		upload: &upload{field: "media", filename: req.Filename, size: size, r: req.Body}}
-	if err := p.run(ctx, cl); err != nil {
+	if err := p.perform(ctx, cl); err != nil {
 		return Media{}, err
 	}
 	m := Media{Type: out.Type, ID: out.MediaID}
@@ -170,7 +170,7 @@ func (s *MediaService) Download(ctx context.Context, mediaID string, w io.Writer
 	d := &download{w: w, chunk: catalog.MediaChunkBytes, total: -1}
 	for {
 		before, _, _ := d.state()
-		err := s.client.p.run(ctx, &call{id: catalog.MediaGet, query: url.Values{"media_id": {mediaID}}, download: d})
+		err := s.p.perform(ctx, &call{id: catalog.MediaGet, query: url.Values{"media_id": {mediaID}}, download: d})
 		offset, done, file := d.state()
 		switch {
 		case err != nil:

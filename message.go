@@ -164,7 +164,7 @@ func (s *MessageService) SendReady(ctx context.Context, m Message) (SendResult, 
 // send sends m; with tryMembers, it takes the members' windows only if
 // they have room now.
 func (s *MessageService) send(ctx context.Context, m Message, tryMembers bool) (SendResult, error) {
-	body, err := messageBody(m, s.client.p.cfg.agentID)
+	body, err := messageBody(m, s.p.cfg.agentID)
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -174,7 +174,7 @@ func (s *MessageService) send(ctx context.Context, m Message, tryMembers bool) (
 	}
 	var out sendAnswer
 	cl.out = &out
-	err = s.client.p.run(ctx, cl)
+	err = s.p.perform(ctx, cl)
 	return SendResult{MsgID: out.MsgID, ResponseCode: out.ResponseCode, InvalidUsers: out.InvalidUser,
 		InvalidParties: out.InvalidParty, InvalidTags: out.InvalidTag, UnlicensedUsers: out.UnlicensedUser}, err
 }

@@ -49,12 +49,12 @@ const (
 // without room. The result's invalid lists are WeCom's arrays; MsgID is
 // empty, as WeCom's page shows none.
 func (s *MessageService) SendLinked(ctx context.Context, m LinkedMessage) (SendResult, error) {
-	body, err := linkedBody(m, s.client.p.cfg.agentID)
+	body, err := linkedBody(m, s.p.cfg.agentID)
 	if err != nil {
 		return SendResult{}, err
 	}
 	var out sendAnswer
-	err = s.client.p.run(ctx, &call{id: catalog.LinkedMessageSend, body: body, out: &out})
+	err = s.p.perform(ctx, &call{id: catalog.LinkedMessageSend, body: body, out: &out})
 	return SendResult{MsgID: out.MsgID, InvalidUsers: out.InvalidUser, InvalidParties: out.InvalidParty,
 		InvalidTags: out.InvalidTag, UnlicensedUsers: out.UnlicensedUser}, err
 }

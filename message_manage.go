@@ -21,7 +21,7 @@ func (s *MessageService) Recall(ctx context.Context, msgID string) error {
 	if msgID == "" {
 		return invalid("recall msgid", "empty")
 	}
-	return s.client.p.run(ctx, &call{id: catalog.MessageRecall, body: map[string]string{"msgid": msgID}})
+	return s.p.perform(ctx, &call{id: catalog.MessageRecall, body: map[string]string{"msgid": msgID}})
 }
 
 // UpdateTemplateCardRequest updates a template card the app sent
@@ -64,14 +64,14 @@ type UpdateTemplateCardResult struct {
 // once: the call is never repeated, and an error of unknown outcome
 // (ErrMaybeDone) leaves the caller to look at the card.
 func (s *MessageService) UpdateTemplateCard(ctx context.Context, req UpdateTemplateCardRequest) (UpdateTemplateCardResult, error) {
-	body, err := cardUpdateBody(req, s.client.p.cfg.agentID)
+	body, err := cardUpdateBody(req, s.p.cfg.agentID)
 	if err != nil {
 		return UpdateTemplateCardResult{}, err
 	}
 	var out struct {
 		InvalidUser barList `json:"invaliduser"`
 	}
-	err = s.client.p.run(ctx, &call{id: catalog.MessageUpdateCard, body: body, out: &out})
+	err = s.p.perform(ctx, &call{id: catalog.MessageUpdateCard, body: body, out: &out})
 	return UpdateTemplateCardResult{InvalidUsers: out.InvalidUser}, err
 }
 
@@ -149,6 +149,6 @@ func (s *MessageService) Statistics(ctx context.Context, day StatisticsDay) ([]A
 	var out struct {
 		Statistics []AppStatistic `json:"statistics"`
 	}
-	err := s.client.p.run(ctx, &call{id: catalog.MessageStatistics, body: map[string]int{"time_type": int(day)}, out: &out})
+	err := s.p.perform(ctx, &call{id: catalog.MessageStatistics, body: map[string]int{"time_type": int(day)}, out: &out})
 	return out.Statistics, err
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/wecomkit/wecom/throttle"
 )
 
+// DefaultBaseURL is WeCom's API endpoint.
+const DefaultBaseURL = "https://qyapi.weixin.qq.com"
+
 // Option configures a Client. Options validate their input: New fails on a bad
 // one.
 type Option func(*config) error

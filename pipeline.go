@@ -11,7 +11,7 @@ type pipeline struct {
 	cfg *config
 	// creds are the credentials calls carry, by the token kind of their
 	// endpoint; tickets are those a caller signs with (JS-SDK).
-	creds   map[catalog.Token]*credential
+	creds   map[catalog.Token]carried
 	tickets tickets
 	// endpoints are the catalog's endpoints and the overridden paths, with
 	// their rules after the overrides; generic limits any other path.

@@ -71,6 +71,6 @@ func (c *Client) LoginInfo(ctx context.Context, authCode string) (LoginInfo, err
 		return LoginInfo{}, invalid("auth code", "empty")
 	}
 	var out LoginInfo
-	err := c.p.run(ctx, &call{id: catalog.GetLoginInfo, body: map[string]string{"auth_code": authCode}, out: &out})
+	err := c.p.perform(ctx, &call{id: catalog.GetLoginInfo, body: map[string]string{"auth_code": authCode}, out: &out})
 	return out, err
 }

@@ -422,9 +422,14 @@ func (r *redactor) dirty(err error, depth int) bool {
 // redactor returns the pipeline's redactor: its secret and every value its
 // credentials have held.
 func (p *pipeline) redactor() *redactor {
-	corp := p.creds[catalog.CorpToken]
+	corp := p.corp()
 	var more []string
-	for _, m := range []*credential{p.creds[catalog.SuiteToken], p.creds[catalog.ProviderToken], p.creds[catalog.RobotKey], p.tickets.jsapi, p.tickets.agent} {
+	for kind, m := range p.creds {
+		if kind != catalog.CorpToken {
+			more = append(more, m.values()...)
+		}
+	}
+	for _, m := range []*credential{p.tickets.jsapi, p.tickets.agent} {
 		if m != nil {
 			more = append(more, m.values()...)
 		}

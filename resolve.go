@@ -50,7 +50,7 @@ func (p *pipeline) prepare(cl *call) (*endpointLimits, error) {
 // token kind (the corp's access token for a path the catalog does not
 // declare), or nil for none. A kind the client was not given fails: never
 // the corp's access_token in its place.
-func (p *pipeline) credentialOf(e catalog.Endpoint) (*credential, error) {
+func (p *pipeline) credentialOf(e catalog.Endpoint) (carried, error) {
 	kind := e.Token
 	if e.Method == "" {
 		kind = catalog.CorpToken
@@ -99,14 +99,15 @@ func (p *pipeline) readKeys(cl *call, el *endpointLimits) error {
 // for an endpoint whose limits count per robot (the key is what names the
 // robot), as the server sees the query.
 func keysQuery(cl *call, e catalog.Endpoint) url.Values {
-	if e.Token != catalog.RobotKey || cl.cred == nil || cl.cred.fixed == "" {
+	k, ok := cl.cred.(givenKey)
+	if e.Token != catalog.RobotKey || !ok {
 		return cl.query
 	}
 	q := maps.Clone(cl.query)
 	if q == nil {
 		q = url.Values{}
 	}
-	q.Set(cl.cred.param, cl.cred.fixed)
+	q.Set(k.param, k.value)
 	return q
 }
 

@@ -5,6 +5,7 @@ package wecom
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -93,6 +94,40 @@ func retryable(err error) bool {
 	return !errors.As(err, &ae) && !errors.As(err, &le) && !errors.Is(err, ErrInvalidRequest)
 }
 
+// afterFailure is what a call does after a failed attempt (decide), and how long
+// it waits first; the error to return when it stops. cancelled: the
+// caller's context has ended; deadline is its deadline (zero: none).
+func (p *pipeline) afterFailure(cl *call, res tried, bo interface{ NextBackOff() time.Duration }, st retryState, deadline time.Time, cancelled bool) (retryAction, time.Duration, retryState, error) {
+	err := res.err
+	if !cl.idempotent && errors.Is(err, ErrMaybeDone) {
+		// WeCom may have done it: its counts per member and in units
+		// stand, and a retry (under the duplicate check, which drops the
+		// copy) takes them no more. A repeatable call's retry is a call of
+		// its own, counted as one.
+		cl.counted = true
+	} else if cl.counted {
+		err = fmt.Errorf("%w (an earlier attempt may have been done: %w)", err, ErrMaybeDone)
+	}
+	if res.final || cancelled {
+		return retryStop, 0, st, err
+	}
+	act, st := p.decide(err, cl, st, time.Now(), deadline)
+	switch act {
+	case retryStop:
+		if !cl.idempotent && retryable(err) && errors.Is(err, ErrMaybeDone) {
+			err = fmt.Errorf("%w (not repeated: it is not safe to repeat)", err)
+		}
+		return retryStop, 0, st, err
+	case retryNewCredential, retryAfterCooldown: // at once: the next lease waits out a cooldown
+		return act, 0, st, err
+	}
+	d := bo.NextBackOff()
+	if !deadline.IsZero() && deadline.Before(time.Now().Add(d)) {
+		return retryStop, 0, st, err
+	}
+	return act, d, st, err
+}
+
 // retryAction is what a call does after a failed attempt.
 type retryAction int
 
@@ -126,7 +161,7 @@ func (p *pipeline) decide(err error, cl *call, st retryState, now, deadline time
 	fits := func(d time.Duration) bool { return deadline.IsZero() || !deadline.Before(now.Add(d)) }
 	var rl *RateLimitError
 	switch {
-	case cl.cred != nil && cl.cred.refused(code) && !st.credential:
+	case cl.cred != nil && cl.cred.refuses(code) && !st.credential:
 		st.credential = true
 		return retryNewCredential, st
 	case code == CodeFrequencyLimited:

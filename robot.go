@@ -78,7 +78,7 @@ func (r *Robot) Send(ctx context.Context, m RobotMessage) error {
 	if err != nil {
 		return invalid("robot message", "%v", err)
 	}
-	return r.p.run(ctx, &call{id: catalog.WebhookSend, body: json.RawMessage(body)})
+	return r.p.perform(ctx, &call{id: catalog.WebhookSend, body: json.RawMessage(body)})
 }
 
 // Upload uploads a file for the robot's *RobotFile and *RobotVoice

@@ -10,15 +10,14 @@ package wecom
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 )
 
-// run runs a call to completion: attempts, and between them the waits
+// perform runs a call to completion: attempts, and between them the waits
 // that decide and the limits ask for.
-func (p *pipeline) run(ctx context.Context, cl *call) error {
+func (p *pipeline) perform(ctx context.Context, cl *call) error {
 	el, err := p.prepare(cl)
 	if err != nil {
 		return err
@@ -28,33 +27,33 @@ func (p *pipeline) run(ctx context.Context, cl *call) error {
 	if cl.dedupe > 0 { // a margin for the clocks of WeCom's servers and the time the first send takes
 		cl.dedupeUntil = time.Now().Add(cl.dedupe - cl.dedupe/10)
 	}
-	var carried []LimitChange // learned before an attempt that did not start
+	var pending []LimitChange // learned before an attempt that did not start
 	for n := 1; ; {
-		res := p.attempt(ctx, cl, el, n, carried)
+		res := p.attempt(ctx, cl, el, n, pending)
 		var (
 			d    time.Duration
 			what string // what the wait is for, said when it is cut short
 		)
 		if res.retake { // no attempt: the limits are taken again, after res.wait
-			carried, d, what = res.changes, res.wait, "waiting for the next CST day after"
+			pending, d, what = res.changes, res.wait, "waiting for the next CST day after"
 		} else {
 			if res.err == nil {
 				return nil
 			}
 			deadline, _ := ctx.Deadline()
 			var next retryAction
-			next, d, st, res.err = p.next(cl, res, bo, st, deadline, ctx.Err() != nil)
+			next, d, st, res.err = p.afterFailure(cl, res, bo, st, deadline, ctx.Err() != nil)
 			code := errcodeOf(res.err)
 			switch next {
 			case retryStop:
 				return res.err
 			case retryNewCredential:
-				p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: "+cl.cred.name+" rejected, fetching a new one", slog.String("path", cl.path), slog.Int("errcode", code))
+				p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: "+cl.cred.label()+" rejected, fetching a new one", slog.String("path", cl.path), slog.Int("errcode", code))
 				cl.cred.invalidate(ctx, res.tok)
 			case retryBackoff:
 				p.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "wecom: retrying", slog.String("path", cl.path), slog.Int("attempt", n), slog.Int("errcode", code), slog.Duration("backoff", d))
 			}
-			carried, n, what = nil, n+1, "while backing off after"
+			pending, n, what = nil, n+1, "while backing off after"
 		}
 		if d <= 0 {
 			continue
@@ -69,42 +68,8 @@ func (p *pipeline) run(ctx context.Context, cl *call) error {
 	}
 }
 
-// next is what a call does after a failed attempt (decide), and how long
-// it waits first; the error to return when it stops. cancelled: the
-// caller's context has ended; deadline is its deadline (zero: none).
-func (p *pipeline) next(cl *call, res result, bo interface{ NextBackOff() time.Duration }, st retryState, deadline time.Time, cancelled bool) (retryAction, time.Duration, retryState, error) {
-	err := res.err
-	if !cl.idempotent && errors.Is(err, ErrMaybeDone) {
-		// WeCom may have done it: its counts per member and in units
-		// stand, and a retry (under the duplicate check, which drops the
-		// copy) takes them no more. A repeatable call's retry is a call of
-		// its own, counted as one.
-		cl.counted = true
-	} else if cl.counted {
-		err = fmt.Errorf("%w (an earlier attempt may have been done: %w)", err, ErrMaybeDone)
-	}
-	if res.final || cancelled {
-		return retryStop, 0, st, err
-	}
-	act, st := p.decide(err, cl, st, time.Now(), deadline)
-	switch act {
-	case retryStop:
-		if !cl.idempotent && retryable(err) && errors.Is(err, ErrMaybeDone) {
-			err = fmt.Errorf("%w (not repeated: it is not safe to repeat)", err)
-		}
-		return retryStop, 0, st, err
-	case retryNewCredential, retryAfterCooldown: // at once: the next lease waits out a cooldown
-		return act, 0, st, err
-	}
-	d := bo.NextBackOff()
-	if !deadline.IsZero() && deadline.Before(time.Now().Add(d)) {
-		return retryStop, 0, st, err
-	}
-	return act, d, st, err
-}
-
-// result is what an attempt hands the loop.
-type result struct {
+// tried is what an attempt hands the loop.
+type tried struct {
 	err error
 	// tok is the credential's value the attempt sent.
 	tok string
@@ -122,15 +87,15 @@ type result struct {
 // credential (a token replaced while the call waited for a slot is not
 // sent), and hands both to exchange, which sends unless something failed
 // already, settles the limits and observes the attempt.
-func (p *pipeline) attempt(ctx context.Context, cl *call, el *endpointLimits, n int, carried []LimitChange) result {
+func (p *pipeline) attempt(ctx context.Context, cl *call, el *endpointLimits, n int, pending []LimitChange) tried {
 	start := time.Now()
 	t := p.take(ctx, cl, el)
-	t.changes = append(carried, t.changes...)
+	t.changes = append(pending, t.changes...)
 	if t.retake {
-		return result{retake: true, wait: t.wait, changes: t.changes, err: t.err}
+		return tried{retake: true, wait: t.wait, changes: t.changes, err: t.err}
 	}
 	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(start), LimitChanges: t.changes, Uncounted: cl.uncounted}
-	res := result{err: t.err}
+	res := tried{err: t.err}
 	if res.err == nil && cl.counted && !time.Now().Before(cl.dedupeUntil) {
 		// The wait outlasted WeCom's duplicate check: a copy sent now
 		// would be delivered again.

@@ -75,7 +75,7 @@ func (c *Client) PreAuthCode(ctx context.Context) (string, time.Time, error) {
 		ExpiresIn   int64  `json:"expires_in"`
 	}
 	start := time.Now()
-	if err := c.p.run(ctx, &call{id: catalog.GetPreAuthCode, out: &out}); err != nil {
+	if err := c.p.perform(ctx, &call{id: catalog.GetPreAuthCode, out: &out}); err != nil {
 		return "", time.Time{}, err
 	}
 	return out.PreAuthCode, start.Add(time.Duration(out.ExpiresIn) * time.Second), nil

@@ -109,7 +109,7 @@ func (s *TagService) Create(ctx context.Context, req TagCreateRequest) (int, err
 		return 0, invalid("tag id", "%d is negative", req.ID)
 	}
 	var out tagCreateAnswer
-	err := s.client.p.run(ctx, &call{id: catalog.TagCreate, body: req, out: &out})
+	err := s.p.perform(ctx, &call{id: catalog.TagCreate, body: req, out: &out})
 	return out.ID, err
 }
 
@@ -129,7 +129,7 @@ func (s *TagService) Update(ctx context.Context, req TagUpdateRequest) error {
 	if err := errors.Join(validTagID(req.ID), validTagName(req.Name)); err != nil {
 		return err
 	}
-	return s.client.p.run(ctx, &call{id: catalog.TagUpdate, body: req})
+	return s.p.perform(ctx, &call{id: catalog.TagUpdate, body: req})
 }
 
 // Delete deletes a tag.
@@ -138,7 +138,7 @@ func (s *TagService) Delete(ctx context.Context, id int) error {
 		return err
 	}
 	q := url.Values{"tagid": {strconv.Itoa(id)}}
-	return s.client.p.run(ctx, &call{id: catalog.TagDelete, query: q})
+	return s.p.perform(ctx, &call{id: catalog.TagDelete, query: q})
 }
 
 // Members returns a tag's name, users and departments.
@@ -148,7 +148,7 @@ func (s *TagService) Members(ctx context.Context, id int) (*TagMembers, error) {
 	}
 	q := url.Values{"tagid": {strconv.Itoa(id)}}
 	out := new(TagMembers)
-	if err := s.client.p.run(ctx, &call{id: catalog.TagGet, query: q, out: out}); err != nil {
+	if err := s.p.perform(ctx, &call{id: catalog.TagGet, query: q, out: out}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -159,7 +159,7 @@ func (s *TagService) List(ctx context.Context) ([]Tag, error) {
 	var out struct {
 		Tags []Tag `json:"taglist"`
 	}
-	err := s.client.p.run(ctx, &call{id: catalog.TagList, out: &out})
+	err := s.p.perform(ctx, &call{id: catalog.TagList, out: &out})
 	return out.Tags, err
 }
 
@@ -194,7 +194,7 @@ func (s *TagService) members(ctx context.Context, id catalog.ID, allInvalid int,
 	for i := range batches {
 		b := TagMembersRequest{TagID: req.TagID, Users: chunk(req.Users, i, MaxTagUsersPerCall), Parties: chunk(req.Parties, i, MaxTagPartiesPerCall)}
 		var out tagMembersAnswer
-		err := s.client.p.run(ctx, &call{id: id, body: b, out: &out})
+		err := s.p.perform(ctx, &call{id: id, body: b, out: &out})
 		var ae *APIError
 		switch {
 		case err == nil:

@@ -24,7 +24,7 @@ type tickets struct{ jsapi, agent *credential }
 
 // ticket returns the credential of the ticket id answers.
 func (p *pipeline) ticket(name string, id catalog.ID, q url.Values, kind string) *credential {
-	app := p.creds[catalog.CorpToken].app
+	app := p.corp().app
 	m := p.kept(name, "wecom:ticket:{"+p.cfg.corpID+"}:"+app+":"+kind, app, p.corpTag()+"#fetch:"+kind+":"+app, id)
 	m.ask = func(ctx context.Context) (Token, error) {
 		var out ticketAnswer

@@ -18,7 +18,7 @@ func TestRowTokenTheClientCannotFetch(t *testing.T) {
 			const path = "/cgi-bin/service/made_up"
 			f.c.p.endpoints[path] = &endpointLimits{ep: catalog.Endpoint{ID: path, Method: "POST", Token: kind}, rules: catalog.Generic()}
 			f.respond("POST", path, `{"errcode":0,"errmsg":"ok"}`)
-			err := f.c.p.run(context.Background(), &call{id: catalog.ID(path), body: map[string]int{"x": 1}})
+			err := f.c.p.perform(context.Background(), &call{id: catalog.ID(path), body: map[string]int{"x": 1}})
 			if err == nil || !strings.Contains(err.Error(), kind.String()) {
 				t.Errorf("call = %v, want an error naming the %s", err, kind)
 			}

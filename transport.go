@@ -44,7 +44,7 @@ func (p *pipeline) send(ctx context.Context, cl *call, tok string) (unanswered b
 		if q == nil {
 			q = make(map[string][]string, 1)
 		}
-		q.Set(cl.cred.param, tok)
+		q.Set(cl.cred.carriedIn(), tok)
 	}
 	var w wire
 	req := p.cfg.http.R().SetContext(httptrace.WithClientTrace(ctx, w.trace())).
