@@ -47,10 +47,32 @@ func WithoutAdaptiveLimits() Option {
 	}
 }
 
-// newLearner returns the client's Learner, or nil when learning is off.
-func (p *pipeline) newLearner() *throttle.Learner {
+// learner learns the calls-in-flight limit of each API from WeCom's
+// answers: a *throttle.Learner, or notLearning.
+type learner interface {
+	// Limit returns the limit learned for key, at most configured, and
+	// a change to report (a rise after a quiet period), if any.
+	Limit(ctx context.Context, key string, configured int) (int, *throttle.Change)
+	// Refused learns from a 45033 to a call granted under slots.
+	Refused(ctx context.Context, key string, configured, under int) (*throttle.Change, error)
+}
+
+// notLearning is the learner when learning is off: the configured limits
+// hold whatever WeCom answers.
+type notLearning struct{}
+
+func (notLearning) Limit(_ context.Context, _ string, configured int) (int, *throttle.Change) {
+	return configured, nil
+}
+
+func (notLearning) Refused(context.Context, string, int, int) (*throttle.Change, error) {
+	return nil, nil
+}
+
+// newLearner returns the client's learner.
+func (p *pipeline) newLearner() learner {
 	if p.cfg.adaptive.off {
-		return nil
+		return notLearning{}
 	}
 	store, ok := p.cfg.limiter.(throttle.LimitStore)
 	if !ok {
@@ -67,9 +89,6 @@ type apiSlot struct{ limit, configured int }
 // limit learned for it, and returns what it asked under and the changes
 // to report.
 func (p *pipeline) adapt(ctx context.Context, cl *call, reqs []leaseRequest) (slot apiSlot, changes []LimitChange) {
-	if p.learner == nil {
-		return apiSlot{}, nil
-	}
 	key := p.apiKey(cl.path)
 	for i := range reqs {
 		if reqs[i].Key != key || reqs[i].Concurrency == 0 {
@@ -106,7 +125,7 @@ func (p *pipeline) granted(cl *call, slot apiSlot, leases []throttle.Lease) apiS
 // refused learns from a 45033 to a call that held a slot of its API's
 // calls-in-flight cap, and returns the change to report, if any.
 func (p *pipeline) refused(ctx context.Context, cl *call, slot apiSlot) *LimitChange {
-	if p.learner == nil || slot.limit == 0 {
+	if slot.limit == 0 {
 		return nil
 	}
 	ch, err := p.learner.Refused(ctx, p.apiKey(cl.path), slot.configured, slot.limit)

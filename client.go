@@ -30,10 +30,6 @@ type Client struct {
 	AppChats *AppChatService
 }
 
-// service is what a family's service holds: the pipeline its calls go
-// through.
-type service struct{ p *pipeline }
-
 // New returns a client for the app whose secret is given, in the corp whose id
 // is given. Without options it calls DefaultBaseURL through a transport of its
 // own (pass one to WithTransport to share connections among clients), throttles with a private in-process limiter and caches

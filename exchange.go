@@ -13,14 +13,6 @@ import (
 	"time"
 )
 
-// sending is what an attempt sends with: the credential's value, or the
-// error that keeps it from being sent (the limits, the credential, the
-// caller gone).
-type sending struct {
-	tok string
-	err error
-}
-
 // attemptResult is what an attempt run in the background hands its caller.
 type attemptResult struct {
 	a        Attempt
@@ -28,31 +20,36 @@ type attemptResult struct {
 }
 
 // exchange sends the call, which holds the leases t took (renewed until
-// settled), unless s says why not, and waits for its answer. When ctx ends
+// settled), with tok, the credential's value, unless failed says why it
+// cannot be sent (the limits, the credential, the caller gone), and waits
+// for its answer. When ctx ends
 // first, exchange returns ctx's error at once and the attempt goes on in
 // the background under the client's attempt timeout, its leases going back
 // when the answer arrives (see Client.Drain). A panic in the background
 // reaches the caller, or is logged when the caller has gone.
-func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, t taken, s sending, a Attempt) error {
-	var r attemptResult
-	private := reflect.Value{}
-	if s.err != nil || ctx.Done() == nil { // nothing to send, or a caller who cannot give up: no goroutine needed
-		r.a = p.roundTrip(ctx, cl, el, t, s, a)
-	} else {
+func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, t taken, tok string, failed error, a Attempt) error {
+	detach := failed == nil && ctx.Done() != nil // a caller who can give up, of a call to send
+	c, private := cl, reflect.Value{}
+	if detach {
 		// The answer is decoded into a value of the attempt's own, handed
 		// to the caller's only when the caller takes the answer: a caller
 		// that left never sees its out written behind its back.
-		var bg *call
-		bg, private = cl.detached()
+		c, private = cl.detached()
+	}
+	run := func() (r attemptResult) {
+		defer func() { r.panicked = recover() }()
+		r.a = p.roundTrip(ctx, c, el, t, tok, failed, a)
+		return r
+	}
+	var r attemptResult
+	if !detach {
+		r = run()
+	} else {
 		answered := make(chan attemptResult)
 		p.background.add()
 		go func() {
 			defer p.background.done()
-			var r attemptResult
-			func() {
-				defer func() { r.panicked = recover() }()
-				r.a = p.roundTrip(ctx, bg, el, t, s, a)
-			}()
+			r := run()
 			select {
 			case answered <- r:
 			case <-ctx.Done():
@@ -78,16 +75,21 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, t
 }
 
 // roundTrip makes the HTTP exchange of an attempt that holds leases,
-// unless s holds an error, and then settles them (settle): a panic while
-// the request may have left settles them as for no answer.
-func (p *pipeline) roundTrip(ctx context.Context, cl *call, el *endpointLimits, t taken, s sending, a Attempt) (out Attempt) {
-	unanswered := s.err == nil // until the send says: a panic may come after the request left
-	a.Err = s.err
-	defer func() { out = p.settle(ctx, cl, el, t, s.err == nil, unanswered, a) }()
-	if s.err == nil {
+// unless failed says why not, and then settles them (settle). A panic while
+// the request may have left (the transport's, the caller's reader or
+// writer) settles them as for no answer, and then goes on.
+func (p *pipeline) roundTrip(ctx context.Context, cl *call, el *endpointLimits, t taken, tok string, failed error, a Attempt) Attempt {
+	a.Err = failed
+	unanswered := false
+	var panicked any
+	if failed == nil {
 		start := time.Now()
-		unanswered, a.Err = p.send(ctx, cl, s.tok)
+		unanswered, panicked, a.Err = p.send(ctx, cl, tok)
 		a.Duration = time.Since(start)
+	}
+	a = p.settle(ctx, cl, el, t, failed == nil, unanswered || panicked != nil, a)
+	if panicked != nil {
+		panic(panicked)
 	}
 	return a
 }

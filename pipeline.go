@@ -2,7 +2,6 @@ package wecom
 
 import (
 	"github.com/wecomkit/wecom/catalog"
-	"github.com/wecomkit/wecom/throttle"
 )
 
 // pipeline is what calls go through: the configuration, the credentials,
@@ -18,9 +17,13 @@ type pipeline struct {
 	endpoints map[string]*endpointLimits
 	generic   *endpointLimits
 	near      nearCache
-	learner   *throttle.Learner // nil: learning is off
+	learner   learner
 	blocks    blockLog
 	stalls    stallLog
 	// background counts the attempts that outlived their callers (Drain).
 	background tracker
 }
+
+// service is what a family's service holds: the pipeline its calls go
+// through.
+type service struct{ p *pipeline }

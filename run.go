@@ -108,6 +108,6 @@ func (p *pipeline) attempt(ctx context.Context, cl *call, el *endpointLimits, n 
 	if res.err == nil && ctx.Err() != nil { // the caller left before anything was sent
 		res.err = fmt.Errorf("wecom: %s: %w", cl.path, ctx.Err())
 	}
-	res.err = p.exchange(ctx, cl, el, t, sending{tok: res.tok, err: res.err}, a)
+	res.err = p.exchange(ctx, cl, el, t, res.tok, res.err, a)
 	return res
 }

@@ -29,8 +29,21 @@ const maxAnswer = 16 << 20
 // reads its answer into cl.out or the error a caller sees. unanswered
 // reports a request that may be running at WeCom while no answer (no HTTP
 // status) came back: it was written to a connection, or the transport
-// cannot tell.
-func (p *pipeline) send(ctx context.Context, cl *call, tok string) (unanswered bool, err error) {
+// cannot tell. A panic on the way (the transport's, the caller's reader
+// or writer) is recovered into panicked, for the caller to settle the
+// call's limits before it goes on.
+func (p *pipeline) send(ctx context.Context, cl *call, tok string) (unanswered bool, panicked any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = r
+		}
+	}()
+	unanswered, err = p.exchangeHTTP(ctx, cl, tok)
+	return unanswered, nil, err
+}
+
+// exchangeHTTP is send without its recovery.
+func (p *pipeline) exchangeHTTP(ctx context.Context, cl *call, tok string) (unanswered bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.attemptTimeout)
 	var t *ticker
 	if cl.upload != nil || cl.download != nil {
