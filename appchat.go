@@ -23,8 +23,8 @@ import (
 // chats it created, changed or read (see Send); Client.Do refuses
 // appchat/send.
 type AppChatService struct {
-	p      *pipeline
-	chats  chatBook // the members of the chats it created, changed or read
+	p     *pipeline
+	chats chatBook // the members of the chats it created, changed or read
 }
 
 // AppChatCreateRequest is a new chat (appchat/create, document/path/90245).

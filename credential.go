@@ -386,3 +386,7 @@ func (m *credential) accept(prev cachedToken, t Token, now time.Time) cachedToke
 	ahead := m.refreshAhead - time.Duration(rand.Int64N(int64(m.refreshAhead)/5+1))
 	return cachedToken{tok: t, usable: t.ExpiresAt.Add(-skew), refresh: t.ExpiresAt.Add(-ahead)}
 }
+
+// tickets are the JS-SDK tickets a caller signs pages with: the corp's
+// (wx.config) and the app's (wx.agentConfig).
+type tickets struct{ jsapi, agent *credential }

@@ -107,3 +107,47 @@ func (p *pipeline) corp() *credential {
 	m, _ := p.creds[catalog.CorpToken].(*credential)
 	return m
 }
+
+// redactor returns the pipeline's redactor: its secret and every value its
+// credentials have held.
+func (p *pipeline) redactor() *redactor {
+	corp := p.corp()
+	var more []string
+	for kind, m := range p.creds {
+		if kind != catalog.CorpToken {
+			more = append(more, m.values()...)
+		}
+	}
+	for _, m := range []*credential{p.tickets.jsapi, p.tickets.agent} {
+		if m != nil {
+			more = append(more, m.values()...)
+		}
+	}
+	switch {
+	case corp == nil && len(more) == 0:
+		return newRedactor(p.cfg.secret)
+	case corp == nil:
+		return newRedactor(more...)
+	case len(more) == 0:
+		return corp.redactor()
+	}
+	return newRedactor(append(corp.values(), more...)...)
+}
+
+// redactErr returns err with its text, and any URL in it, free of the client's
+// secret and of every token it has held, by value and by structure (see
+// redactor). errors.Is and errors.As work on the result as on err for the
+// classes callers branch on; the original text stays out of reach.
+func (p *pipeline) redactErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return p.redactor().err(err)
+}
+
+// redactText returns s free of the client's secret, of every token it has
+// held and of any credential key's value: for outside text (WeCom's or a
+// proxy's errmsg, bodies) placed in an error or a log line.
+func (p *pipeline) redactText(s string) string {
+	return p.redactor().text(s)
+}

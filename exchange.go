@@ -1,17 +1,34 @@
-// The exchange of an attempt that holds its limits: sent and answered, or
-// not sent at all, and in both cases settled and observed. A request sent
-// is in flight at WeCom until WeCom answers, whatever the caller does: when
-// the caller can give up, the exchange runs in a goroutine of its own that
-// outlives it.
+// The exchange of an attempt that holds its limits: its credential
+// attached, sent and answered, or not sent at all, and in both cases
+// settled and observed. A request sent is in flight at WeCom until WeCom
+// answers, whatever the caller does: when the caller can give up, the
+// exchange runs in a goroutine of its own that outlives it.
 
 package wecom
 
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/url"
 	"reflect"
 	"time"
 )
+
+// tried is what an attempt hands the loop.
+type tried struct {
+	err error
+	// tok is the credential's value the attempt sent.
+	tok string
+	// final: the error ends the call (no credential could be had, the
+	// fetch having made its own retries; a duplicate check run out).
+	final bool
+	// retake: no attempt was made; the limits are to be taken again after
+	// wait, and changes reported with the attempt that starts.
+	retake  bool
+	wait    time.Duration
+	changes []LimitChange
+}
 
 // attemptResult is what an attempt run in the background hands its caller.
 type attemptResult struct {
@@ -19,16 +36,30 @@ type attemptResult struct {
 	panicked any // re-panicked in the caller
 }
 
-// exchange sends the call, which holds the leases t took (renewed until
-// settled), with tok, the credential's value, unless failed says why it
-// cannot be sent (the limits, the credential, the caller gone), and waits
-// for its answer. When ctx ends
-// first, exchange returns ctx's error at once and the attempt goes on in
-// the background under the client's attempt timeout, its leases going back
-// when the answer arrives (see Client.Drain). A panic in the background
-// reaches the caller, or is logged when the caller has gone.
-func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, t taken, tok string, failed error, a Attempt) error {
-	detach := failed == nil && ctx.Done() != nil // a caller who can give up, of a call to send
+// exchange sends the call, which holds h (renewed until settled), unless
+// failed says why it cannot be sent (its limits), or it cannot be sent now:
+// its credential cannot be had (a token replaced while the call waited
+// for a slot is not sent), the caller left, or WeCom's duplicate check no
+// longer covers a repeat. It waits for the answer; when ctx ends first, it
+// returns ctx's error at once and the attempt goes on in the background
+// under the client's attempt timeout, its leases going back when the
+// answer arrives (see Client.Drain). A panic in the background reaches the
+// caller, or is logged when the caller has gone.
+func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, h held, a Attempt, failed error) tried {
+	res := tried{err: failed}
+	if res.err == nil && cl.counted && !time.Now().Before(cl.dedupeUntil) {
+		// The wait outlasted WeCom's duplicate check: a copy sent now
+		// would be delivered again.
+		res.err, res.final = fmt.Errorf("wecom: %s: not repeated: WeCom's duplicate check no longer covers it (%w)", cl.path, ErrMaybeDone), true
+	}
+	if res.err == nil && cl.cred != nil {
+		res.tok, res.err = cl.cred.token(ctx)
+		res.final = res.err != nil
+	}
+	if res.err == nil && ctx.Err() != nil { // the caller left before anything was sent
+		res.err = fmt.Errorf("wecom: %s: %w", cl.path, ctx.Err())
+	}
+	detach := res.err == nil && ctx.Done() != nil // a call to send, whose caller can give up
 	c, private := cl, reflect.Value{}
 	if detach {
 		// The answer is decoded into a value of the attempt's own, handed
@@ -36,9 +67,10 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, t
 		// that left never sees its out written behind its back.
 		c, private = cl.detached()
 	}
+	tok, failed := res.tok, res.err
 	run := func() (r attemptResult) {
 		defer func() { r.panicked = recover() }()
-		r.a = p.roundTrip(ctx, c, el, t, tok, failed, a)
+		r.a = p.roundTrip(ctx, c, el, h, tok, failed, a)
 		return r
 	}
 	var r attemptResult
@@ -61,7 +93,8 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, t
 		case r = <-answered:
 		case <-ctx.Done():
 			cl.leave()
-			return fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller, and may be done): %w (%w)", cl.path, ctx.Err(), ErrMaybeDone)
+			res.err = fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller, and may be done): %w (%w)", cl.path, ctx.Err(), ErrMaybeDone)
+			return res
 		}
 	}
 	if r.panicked != nil {
@@ -71,25 +104,39 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, t
 		reflect.ValueOf(cl.out).Elem().Set(private.Elem())
 	}
 	p.observe(ctx, r.a, nil)
-	return r.a.Err
+	res.err = r.a.Err
+	return res
 }
 
-// roundTrip makes the HTTP exchange of an attempt that holds leases,
-// unless failed says why not, and then settles them (settle). A panic while
-// the request may have left (the transport's, the caller's reader or
-// writer) settles them as for no answer, and then goes on.
-func (p *pipeline) roundTrip(ctx context.Context, cl *call, el *endpointLimits, t taken, tok string, failed error, a Attempt) Attempt {
+// roundTrip sends the call with the credential's value tok attached,
+// unless failed says why not, and then settles its leases (settle). A
+// panic while the request may have left (the transport's, the caller's
+// reader or writer) settles them as for no answer, and then goes on.
+func (p *pipeline) roundTrip(ctx context.Context, cl *call, el *endpointLimits, h held, tok string, failed error, a Attempt) Attempt {
 	a.Err = failed
-	unanswered := false
+	var d delivery // not sent
 	var panicked any
 	if failed == nil {
 		start := time.Now()
-		unanswered, panicked, a.Err = p.send(ctx, cl, tok)
+		d, panicked, a.Err = p.send(ctx, outgoing{cl: cl, query: withCredential(cl, tok)})
 		a.Duration = time.Since(start)
 	}
-	a = p.settle(ctx, cl, el, t, failed == nil, unanswered || panicked != nil, a)
+	a = p.settle(ctx, cl, el, h, d, a)
 	if panicked != nil {
 		panic(panicked)
 	}
 	return a
+}
+
+// withCredential returns the query of cl with the credential's value
+// tok attached.
+func withCredential(cl *call, tok string) url.Values {
+	q := maps.Clone(cl.query)
+	if cl.cred != nil {
+		if q == nil {
+			q = make(url.Values, 1)
+		}
+		q.Set(cl.cred.carriedIn(), tok)
+	}
+	return q
 }

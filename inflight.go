@@ -3,7 +3,6 @@ package wecom
 import (
 	"context"
 	"sync"
-	"time"
 )
 
 // What happens to a call that is in flight when its caller, or the client,
@@ -11,23 +10,6 @@ import (
 // from the moment the request arrives until it answers, whatever the client
 // does meanwhile; so a slot is given back only when the answer is in, or when
 // the request surely never left.
-
-// WithAbandonedHold sets how long the concurrency slots of an abandoned call
-// (sent, and no answer came: the attempt timeout fired or the connection
-// broke) stay taken, from the moment it was given up, because it may still be
-// running at WeCom. They are not released and not renewed, and free
-// themselves when the hold ends. The default is the lease TTL
-// (WithLeaseTTL). A retry of the call waits for the hold of its per-resource
-// slot, so it never overlaps the abandoned attempt on the same customer.
-func WithAbandonedHold(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 100*time.Millisecond {
-			return invalid("abandoned hold", "%s is under 100ms", d)
-		}
-		c.abandonedHold = d
-		return nil
-	}
-}
 
 // tracker counts the attempts running in the background, for Drain.
 type tracker struct {

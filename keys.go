@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,17 +19,6 @@ import (
 // acquisition, as before the catalog. A natural-day count lives on a key
 // named after its China Standard Time date, so it starts again at midnight
 // there; weighted counts live on keys of their own.
-
-// leaseRequest is one acquisition of a call.
-type leaseRequest struct {
-	throttle.Request
-	// day: the key counts a CST day. It is taken without waiting; when
-	// full, it opens at the next midnight there.
-	day bool
-	// order: scarcer keys first, so that no API slot is held while the call
-	// waits for a busy customer.
-	order int
-}
 
 // dayWindow is the window of a day key: longer than any day, so that
 // nothing counted on the key leaves it before the key is left for the next
@@ -153,27 +141,6 @@ func (p *pipeline) memberKeys(ms []string) []string {
 // userid, with the messages that name it alone.
 func (p *pipeline) memberKey(m string) string {
 	return strings.TrimPrefix(strings.ToLower(m), strings.ToLower(p.cfg.corpID)+"/")
-}
-
-// asNamed rewrites the members a *RateLimitError in err names, which the
-// limiter counts by memberKey, as the call named them.
-func (p *pipeline) asNamed(err error, members []string) error {
-	var rl *RateLimitError
-	if !errors.As(err, &rl) || len(rl.Members) == 0 {
-		return err
-	}
-	named := make(map[string]string, len(members))
-	for _, m := range members {
-		if k := p.memberKey(m); named[k] == "" {
-			named[k] = m
-		}
-	}
-	for i, k := range rl.Members {
-		if m := named[k]; m != "" {
-			rl.Members[i] = m
-		}
-	}
-	return err
 }
 
 func scopeOrder(s catalog.Scope) int {

@@ -6,12 +6,56 @@ package wecom
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/throttle"
 )
+
+// acquire takes the requests of cl in order, under the limit learned for
+// its API (changes: those to report), giving back those taken if one
+// fails. An earlier
+// lease's TTL runs while the call waits for a later one, so after a long
+// wait the earlier ones are renewed; lost reports one that expired
+// meanwhile (another call may hold its slot now): nothing is held then.
+// The leases are renewed from then on, until the attempt settles them,
+// however long the credential and the answer take.
+func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (h held, changes []LimitChange, lost bool, err error) {
+	slot, changes := p.learnedLimit(ctx, cl, reqs)
+	reqs = together(reqs)
+	leases := make([]throttle.Lease, 0, len(reqs))
+	var firstAt time.Time
+	for _, r := range reqs {
+		var l throttle.Lease
+		if r.day || (cl.tryMembers && len(r.Members) > 0) {
+			l, err = p.cfg.limiter.TryAcquire(ctx, r.Request)
+		} else {
+			l, err = p.cfg.limiter.Acquire(ctx, r.Request)
+		}
+		if err != nil {
+			p.release(ctx, leases)
+			return held{}, changes, false, p.asNamed(p.limitError(cl.path, r.day, err), cl.members)
+		}
+		if len(leases) == 0 {
+			firstAt = time.Now()
+		}
+		leases = append(leases, l)
+	}
+	if len(leases) > 1 && time.Since(firstAt) >= p.cfg.leaseTTL/4 {
+		lost, err := p.renewEarlier(ctx, leases)
+		if err != nil || lost {
+			p.release(ctx, leases)
+			if err != nil {
+				err = p.limitError(cl.path, false, err)
+			}
+			return held{}, changes, lost, err
+		}
+	}
+	return held{leases: leases, slot: p.granted(cl, slot, leases), stop: p.keepAlive(ctx, leases)}, changes, false, nil
+}
 
 // renewEarlier renews the slots of every lease but the last after a long
 // wait. lost reports one that expired meanwhile. A lease that holds no slot
@@ -116,4 +160,90 @@ func (p *pipeline) hold(ctx context.Context, path string, leases []throttle.Leas
 			slog.String("path", path), slog.Duration("hold", p.cfg.holdFor()))
 	}
 	return held
+}
+
+// granted returns the cap the API's slot was granted under, which may be
+// lower than the learned limit asked for: the backend caps every acquisition by the
+// limit learned on its key when it keeps learned limits.
+func (p *pipeline) granted(cl *call, slot apiSlot, leases []throttle.Lease) apiSlot {
+	if slot.limit == 0 {
+		return slot
+	}
+	key := p.apiKey(cl.path)
+	for _, l := range leases {
+		if l.Key == key && l.Concurrency > 0 {
+			slot.limit = l.Concurrency
+		}
+	}
+	return slot
+}
+
+// asNamed rewrites the members a *RateLimitError in err names, which the
+// limiter counts by memberKey, as the call named them.
+func (p *pipeline) asNamed(err error, members []string) error {
+	var rl *RateLimitError
+	if !errors.As(err, &rl) || len(rl.Members) == 0 {
+		return err
+	}
+	named := make(map[string]string, len(members))
+	for _, m := range members {
+		if k := p.memberKey(m); named[k] == "" {
+			named[k] = m
+		}
+	}
+	for i, k := range rl.Members {
+		if m := named[k]; m != "" {
+			rl.Members[i] = m
+		}
+	}
+	return err
+}
+
+// limitError turns a limiter refusal into the client's error. A refusal of
+// a day key lasts until the next midnight in China Standard Time.
+func (p *pipeline) limitError(path string, day bool, err error) error {
+	var le *throttle.LimitError
+	if errors.As(err, &le) {
+		rl := &RateLimitError{Path: path, RetryAfter: le.RetryAfter, Err: le, Members: le.Members}
+		if day && (le.Reason == throttle.ReasonRate || le.Reason == throttle.ReasonReserve) {
+			now := p.cfg.now()
+			rl.RetryAfter, rl.day = catalog.NextDay(now).Sub(now), true
+		}
+		return rl
+	}
+	return fmt.Errorf("wecom: %s: waiting for the limiter: %w", path, err)
+}
+
+// held is what an attempt holds until it is settled: its leases, the cap
+// its API's slot was granted under, and the stop of their renewal (nil
+// when none were taken).
+type held struct {
+	leases []throttle.Lease
+	slot   apiSlot
+	stop   func()
+}
+
+// apiSlot is the calls-in-flight cap of its API an attempt asks or was
+// granted under (learned, at most the configured one); zero: none.
+type apiSlot struct{ limit, configured int }
+
+// learnedLimit lowers the calls-in-flight cap of the call's API in reqs
+// to the limit learned for it, and returns what it asks under and the
+// changes to report.
+func (p *pipeline) learnedLimit(ctx context.Context, cl *call, reqs []leaseRequest) (slot apiSlot, changes []LimitChange) {
+	key := p.apiKey(cl.path)
+	for i := range reqs {
+		if reqs[i].Key != key || reqs[i].Concurrency == 0 {
+			continue
+		}
+		limit, ch := p.learner.Limit(ctx, key, reqs[i].Concurrency)
+		slot = apiSlot{limit: limit, configured: reqs[i].Concurrency}
+		reqs[i].Concurrency = limit
+		if ch != nil {
+			lc := limitChange(cl.path, slot.configured, ch)
+			p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, logMessage, lc.attrs()...)
+			changes = append(changes, lc)
+		}
+	}
+	return slot, changes
 }

@@ -2,10 +2,8 @@ package wecom
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/wecomkit/wecom/catalog"
@@ -131,51 +129,6 @@ func (el *endpointLimits) periods() []catalog.Period {
 	return ps
 }
 
-// blockLog remembers, per (corp, API), the last block after a 45009.
-type blockLog struct {
-	mu   sync.Mutex
-	last map[string]lastBlock
-}
-
-type lastBlock struct {
-	level int // index in the API's periods
-	end   time.Time
-}
-
-// block returns how long an API is left alone after a 45009 at now. WeCom
-// blocks an API for the window that was exceeded, but does not say which:
-// the first 45009 is taken for the shortest window's (a minute), and one that
-// comes within that long after the block ended, for the next longer
-// window's (an hour, then the rest of the CST day), as the shorter block
-// was not enough. After a block to the end of the day, a new day starts
-// again from the shortest. Limits.BlockFor, when set, is the block whatever
-// comes.
-func (p *pipeline) block(path string, el *endpointLimits, now time.Time) time.Duration {
-	if el.blockFor > 0 {
-		return el.blockFor
-	}
-	ps := el.periods()
-	key := p.apiKey(path)
-	p.blocks.mu.Lock()
-	defer p.blocks.mu.Unlock()
-	level := 0
-	if prev, ok := p.blocks.last[key]; ok {
-		switch {
-		case now.Before(prev.end): // one incident: a call sent before the block began
-			level = prev.level
-		case ps[prev.level] == catalog.Day: // a new CST day, whose counts start afresh
-		case now.Before(prev.end.Add(ps[0].Duration())):
-			level = min(prev.level+1, len(ps)-1)
-		}
-	}
-	d := ps[level].BlockAt(now).Sub(now)
-	if p.blocks.last == nil {
-		p.blocks.last = make(map[string]lastBlock)
-	}
-	p.blocks.last[key] = lastBlock{level: level, end: now.Add(d)}
-	return d
-}
-
 // override is what the limit options asked for one path, kept until New
 // resolves it against the catalog.
 type override struct {
@@ -183,31 +136,6 @@ type override struct {
 	rules   []catalog.Rule   // added or replaced, by name
 	without []string         // rules removed, by name
 	keys    catalog.KeysFunc // WithKeys
-}
-
-// resolveLimits builds the client's table: every catalog endpoint and every
-// overridden path, with their overrides applied. An override of a path one
-// typo away from a wrapped one is an error: it would silently change nothing.
-func (p *pipeline) resolveLimits() error {
-	p.endpoints = make(map[string]*endpointLimits)
-	for _, e := range catalog.Endpoints() {
-		p.endpoints[string(e.ID)] = &endpointLimits{ep: e, rules: e.Rules}
-	}
-	p.generic = &endpointLimits{rules: catalog.Generic()}
-	for path, o := range p.cfg.overrides {
-		el, ok := p.endpoints[path]
-		if !ok {
-			if near := nearEndpoint(path); near != "" {
-				return invalid("limits path", "%q is not an endpoint the SDK wraps: did you mean %q?", path, near)
-			}
-			el = &endpointLimits{ep: catalog.Endpoint{ID: catalog.ID(path)}, rules: catalog.Generic()}
-			p.endpoints[path] = el
-		}
-		if err := o.resolve(el); err != nil {
-			return err
-		}
-	}
-	return p.checkShared()
 }
 
 // counted fails, naming the rule, when a rule of cl's endpoint counts what
@@ -226,43 +154,6 @@ func counted(cl *call, rules []catalog.Rule) error {
 		}
 		if what != "" {
 			return invalid("limits", "%s: its limit %q (%s) counts %s, which the call does not say", cl.path, r.Name, r, what)
-		}
-	}
-	return nil
-}
-
-// checkShared fails when the APIs that share a lock (a ScopeShared rule's
-// group, such as mark_tag's and remark's per-customer lock) disagree on it
-// after the overrides: they would count one key under different caps, or
-// one would not take the lock the others wait for.
-func (p *pipeline) checkShared() error {
-	caps := make(map[string]map[string]int) // group -> path -> cap (0: none)
-	note := func(path string, r catalog.Rule, n int) {
-		if r.Scope != catalog.ScopeShared {
-			return
-		}
-		if caps[r.Group] == nil {
-			caps[r.Group] = make(map[string]int)
-		}
-		caps[r.Group][path] = n
-	}
-	for _, e := range catalog.Endpoints() {
-		for _, r := range e.Rules {
-			note(string(e.ID), r, 0)
-		}
-	}
-	for path, el := range p.endpoints {
-		for _, r := range el.rules {
-			note(path, r, r.InFlight+r.Limit)
-		}
-	}
-	for group, byPath := range caps {
-		paths := slices.Sorted(maps.Keys(byPath))
-		for _, p := range paths[1:] {
-			if byPath[p] != byPath[paths[0]] {
-				return invalid("limits "+p, "shares the %q lock with %s, at %d where %s has %d (0: none): change it on each of %s alike",
-					group, paths[0], byPath[p], paths[0], byPath[paths[0]], strings.Join(paths, ", "))
-			}
 		}
 	}
 	return nil
@@ -329,37 +220,7 @@ func nearEndpoint(path string) string {
 	return ""
 }
 
-// nearCache remembers nearEndpoint's verdict per path Do was called with,
-// as Do is on the call path; at most nearCacheSize paths.
-type nearCache struct {
-	mu    sync.Mutex
-	paths map[string]string
-}
-
 const nearCacheSize = 1024
-
-// nearWrapped returns the wrapped endpoint path is a slip away from, or ""
-// (path itself wrapped, or near none).
-func (p *pipeline) nearWrapped(path string) string {
-	p.near.mu.Lock()
-	near, ok := p.near.paths[path]
-	p.near.mu.Unlock()
-	if ok {
-		return near
-	}
-	if near = nearEndpoint(path); near == path {
-		near = ""
-	}
-	p.near.mu.Lock()
-	defer p.near.mu.Unlock()
-	if p.near.paths == nil {
-		p.near.paths = make(map[string]string)
-	}
-	if len(p.near.paths) < nearCacheSize {
-		p.near.paths[path] = near
-	}
-	return near
-}
 
 // editDistance returns the number of letters changed, added, removed or
 // swapped with their neighbour that make a into b (optimal string alignment
@@ -392,14 +253,6 @@ func editDistance(a, b string, most int) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
-}
-
-// limitsFor returns how the client limits a call of path.
-func (p *pipeline) limitsFor(path string) *endpointLimits {
-	if el, ok := p.endpoints[path]; ok {
-		return el
-	}
-	return p.generic
 }
 
 // DefaultLeaseTTL is how long a concurrency slot outlives a process that died

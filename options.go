@@ -1,129 +1,20 @@
-// The options of a Client for its transport, limits, retries, logging and
-// observer. The options of tokens, learned limits, calls in flight and
-// stalls live beside their concerns (token.go, adapt.go, inflight.go,
-// stall.go).
+// The options of a Client (and a Robot): its transport, limits, retries,
+// logging and observers, credentials, learned limits and calls in flight.
+// Each validates its input and sets the config (config.go).
 
 package wecom
 
 import (
-	"cmp"
+	"context"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/go-resty/resty/v2"
-
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/throttle"
 )
-
-// DefaultBaseURL is WeCom's API endpoint.
-const DefaultBaseURL = "https://qyapi.weixin.qq.com"
-
-// Option configures a Client. Options validate their input: New fails on a bad
-// one.
-type Option func(*config) error
-
-// config is what the options set, with its defaults (newConfig); New
-// validates it and the pipeline reads it, never changing it.
-type config struct {
-	corpID, secret string
-	agentID        int
-	baseURL        string
-	http           *resty.Client
-	limiter        throttle.Backend
-	overrides      map[string]*override
-	egress         string
-	now            func() time.Time
-	retry          RetryPolicy
-	logger         *slog.Logger
-	observer       Observer
-	stallObserver  StallObserver
-	// waitOnRateLimit: a call waits out a cooldown or a spent day when its
-	// deadline allows, rather than failing at once.
-	waitOnRateLimit bool
-	attemptTimeout  time.Duration
-	leaseTTL        time.Duration
-	abandonedHold   time.Duration // 0: leaseTTL
-	adaptive        adaptive
-	// The corp's access token: where it is kept, or where it comes from.
-	tokenStore           TokenStore
-	tokenSource          TokenSource
-	refreshAhead, badFor time.Duration
-	suite                *suiteConfig    // WithSuite, or nil
-	provider             *providerConfig // WithProvider, or nil
-	robotKey             string          // a Robot's webhook key, or ""
-}
-
-// newConfig returns the defaults with opts applied.
-func newConfig(corpID, secret string, opts []Option) (*config, error) {
-	c := &config{
-		corpID:         corpID,
-		secret:         secret,
-		baseURL:        DefaultBaseURL,
-		overrides:      make(map[string]*override),
-		now:            time.Now,
-		retry:          DefaultRetryPolicy(),
-		logger:         slog.New(slog.DiscardHandler),
-		attemptTimeout: 30 * time.Second,
-		leaseTTL:       DefaultLeaseTTL,
-		tokenStore:     NewMemoryTokenStore(),
-		refreshAhead:   5 * time.Minute,
-		badFor:         time.Minute,
-	}
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, invalid("option", "nil")
-		}
-		if err := opt(c); err != nil {
-			return nil, err
-		}
-	}
-	if c.http == nil {
-		c.http = newResty(&http.Client{Transport: defaultTransport()})
-	}
-	if c.limiter == nil {
-		c.limiter = throttle.NewMemory()
-	}
-	return c, nil
-}
-
-// holdFor is how long the slots of an abandoned call stay taken.
-func (c *config) holdFor() time.Duration { return cmp.Or(c.abandonedHold, c.leaseTTL) }
-
-// fetchTimeout bounds a token fetch, its retries included.
-func (c *config) fetchTimeout() time.Duration { return 2*c.attemptTimeout + 15*time.Second }
-
-// defaultTransport is http.DefaultTransport with enough idle connections per
-// host for the calls in flight: the standard 2 would reopen a TCP (and TLS)
-// connection for most calls of a busy client. When http.DefaultTransport is
-// not an *http.Transport (httpmock.Activate, a tracing wrapper), it is used
-// as it is.
-func defaultTransport() http.RoundTripper {
-	t, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return http.DefaultTransport
-	}
-	t = t.Clone()
-	t.MaxIdleConnsPerHost = 64
-	return t
-}
-
-func newResty(hc *http.Client) *resty.Client {
-	r := resty.NewWithClient(hc)
-	r.SetLogger(quietLogger{}) // resty's own logs may carry URLs with tokens
-	r.SetRetryCount(0)
-	r.SetPreRequestHook(streamBody) // a file goes as it is read
-	return r
-}
-
-type quietLogger struct{}
-
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Warnf(string, ...any)  {}
-func (quietLogger) Debugf(string, ...any) {}
 
 // WithBaseURL sets the API endpoint (default DefaultBaseURL), for a proxy or a
 // mock server.
@@ -340,6 +231,143 @@ func WithLeaseTTL(d time.Duration) Option {
 			return invalid("lease TTL", "%s is under 100ms", d)
 		}
 		c.leaseTTL = d
+		return nil
+	}
+}
+
+// WithAdaptiveLimits sets how limits are learned from WeCom's 45033 answers
+// (on by default, with the zero throttle.AIMD: a drop to 90% of the slots a
+// refused call was granted under, by at least one, and one more slot after
+// each quiet minute). The learned limits are kept in the limiter backend
+// when it keeps them (throttle.LimitStore: Memory and Redis do), so that
+// every client sharing it learns at once; otherwise in this client.
+func WithAdaptiveLimits(a throttle.AIMD) Option {
+	return func(c *config) error {
+		if a.Backoff < 0 || a.Backoff >= 1 || a.Quiet < 0 {
+			return invalid("adaptive limits", "backoff %v not in [0, 1) or negative quiet period %s", a.Backoff, a.Quiet)
+		}
+		c.adaptive = adaptive{aimd: a}
+		return nil
+	}
+}
+
+// WithoutAdaptiveLimits turns learning off: the configured limits hold
+// whatever WeCom answers.
+func WithoutAdaptiveLimits() Option {
+	return func(c *config) error {
+		c.adaptive.off = true
+		return nil
+	}
+}
+
+// WithStallObserver sets a hook told of every call's long waits for its
+// limits (see StallObserver). Whether or not one is set, the client logs
+// each stall at Info once per limiter key, until that stall ends.
+func WithStallObserver(o StallObserver) Option {
+	return func(c *config) error {
+		if o == nil {
+			return invalid("stall observer", "nil")
+		}
+		c.stallObserver = o
+		return nil
+	}
+}
+
+// WithAbandonedHold sets how long the concurrency slots of an abandoned call
+// (sent, and no answer came: the attempt timeout fired or the connection
+// broke) stay taken, from the moment it was given up, because it may still be
+// running at WeCom. They are not released and not renewed, and free
+// themselves when the hold ends. The default is the lease TTL
+// (WithLeaseTTL). A retry of the call waits for the hold of its per-resource
+// slot, so it never overlaps the abandoned attempt on the same customer.
+func WithAbandonedHold(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 100*time.Millisecond {
+			return invalid("abandoned hold", "%s is under 100ms", d)
+		}
+		c.abandonedHold = d
+		return nil
+	}
+}
+
+// WithTokenStore sets where tokens are cached (default: a private
+// MemoryTokenStore). Clients and processes sharing a store share tokens.
+func WithTokenStore(s TokenStore) Option {
+	return func(c *config) error {
+		if s == nil {
+			return invalid("token store", "nil")
+		}
+		c.tokenStore = s
+		return nil
+	}
+}
+
+// WithTokenSource makes the client take tokens from src instead of calling
+// gettoken. The secret may then be empty.
+func WithTokenSource(src TokenSource) Option {
+	return func(c *config) error {
+		if src == nil {
+			return invalid("token source", "nil")
+		}
+		c.tokenSource = src
+		return nil
+	}
+}
+
+// WithTokenRefreshAhead sets how long before expiry a token is refreshed
+// (default 5 minutes, less a random up to 20% so that processes spread out).
+func WithTokenRefreshAhead(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return invalid("token refresh ahead", "%s is negative", d)
+		}
+		c.refreshAhead = d
+		return nil
+	}
+}
+
+// WithBadCredentialsBackoff sets how long the client refuses to call gettoken
+// again after it answered 40001, 40013 or 40091 (default one minute): WeCom
+// bans an IP that repeats bad secrets.
+func WithBadCredentialsBackoff(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return invalid("bad credentials backoff", "%s is not positive", d)
+		}
+		c.badFor = d
+		return nil
+	}
+}
+
+// WithSuite gives the client a third-party suite (第三方应用): the calls
+// whose endpoints carry a suite_access_token get one fetched from suiteID,
+// secret and the newest suite_ticket that ticket returns (WeCom pushes one
+// to the suite's command URL every 10 minutes, each valid 30 minutes; keep
+// the newest). The token is cached and shared through the token store,
+// fetched once at a time by the whole fleet (through the limiter),
+// refreshed ahead of expiry, dropped when WeCom refuses it (40082, 42009),
+// and redacted, with the secret and the tickets, from every error and log.
+func WithSuite(suiteID, secret string, ticket func(ctx context.Context) (string, error)) Option {
+	return func(c *config) error {
+		if suiteID == "" || secret == "" || ticket == nil {
+			return invalid("suite", "a suite id, its secret and a source of suite tickets are required")
+		}
+		c.suite = &suiteConfig{id: suiteID, secret: secret, ticket: ticket}
+		return nil
+	}
+}
+
+// WithProvider gives the client a service provider (服务商): the calls
+// whose endpoints carry a provider_access_token get one fetched with the
+// provider's corp id and secret, kept as the access token is (the token
+// store, one fetch at a time fleet-wide, refresh ahead, dropped when WeCom
+// refuses it, redacted with the secret).
+func WithProvider(providerCorpID, secret string) Option {
+	return func(c *config) error {
+		if providerCorpID == "" || secret == "" {
+			return invalid("provider", "the provider's corp id and secret are required")
+		}
+		c.provider = &providerConfig{corpID: providerCorpID, secret: secret}
 		return nil
 	}
 }

@@ -1,7 +1,14 @@
+// The pipeline every call goes through, and the state its steps keep
+// between calls.
+
 package wecom
 
 import (
+	"sync"
+	"time"
+
 	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/throttle"
 )
 
 // pipeline is what calls go through: the configuration, the credentials,
@@ -27,3 +34,32 @@ type pipeline struct {
 // service is what a family's service holds: the pipeline its calls go
 // through.
 type service struct{ p *pipeline }
+
+// blockLog remembers, per (corp, API), the last block after a 45009.
+type blockLog struct {
+	mu   sync.Mutex
+	last map[string]lastBlock
+}
+
+type lastBlock struct {
+	level int // index in the API's periods
+	end   time.Time
+}
+
+// nearCache remembers nearEndpoint's verdict per path Do was called with,
+// as Do is on the call path; at most nearCacheSize paths.
+type nearCache struct {
+	mu    sync.Mutex
+	paths map[string]string
+}
+
+// leaseRequest is one acquisition of a call.
+type leaseRequest struct {
+	throttle.Request
+	// day: the key counts a CST day. It is taken without waiting; when
+	// full, it opens at the next midnight there.
+	day bool
+	// order: scarcer keys first, so that no API slot is held while the call
+	// waits for a busy customer.
+	order int
+}

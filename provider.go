@@ -6,24 +6,6 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 )
 
-// WithProvider gives the client a service provider (服务商): the calls
-// whose endpoints carry a provider_access_token get one fetched with the
-// provider's corp id and secret, kept as the access token is (the token
-// store, one fetch at a time fleet-wide, refresh ahead, dropped when WeCom
-// refuses it, redacted with the secret).
-func WithProvider(providerCorpID, secret string) Option {
-	return func(c *config) error {
-		if providerCorpID == "" || secret == "" {
-			return invalid("provider", "the provider's corp id and secret are required")
-		}
-		c.provider = &providerConfig{corpID: providerCorpID, secret: secret}
-		return nil
-	}
-}
-
-// providerConfig is what WithProvider gave.
-type providerConfig struct{ corpID, secret string }
-
 // initProvider makes the provider's credential.
 func (p *pipeline) providerCredential() *credential {
 	cfg := p.cfg.provider

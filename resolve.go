@@ -137,3 +137,96 @@ func (p *pipeline) checkDo(cl *call) error {
 	}
 	return nil
 }
+
+// resolveLimits builds the client's table: every catalog endpoint and every
+// overridden path, with their overrides applied. An override of a path one
+// typo away from a wrapped one is an error: it would silently change nothing.
+func (p *pipeline) resolveLimits() error {
+	p.endpoints = make(map[string]*endpointLimits)
+	for _, e := range catalog.Endpoints() {
+		p.endpoints[string(e.ID)] = &endpointLimits{ep: e, rules: e.Rules}
+	}
+	p.generic = &endpointLimits{rules: catalog.Generic()}
+	for path, o := range p.cfg.overrides {
+		el, ok := p.endpoints[path]
+		if !ok {
+			if near := nearEndpoint(path); near != "" {
+				return invalid("limits path", "%q is not an endpoint the SDK wraps: did you mean %q?", path, near)
+			}
+			el = &endpointLimits{ep: catalog.Endpoint{ID: catalog.ID(path)}, rules: catalog.Generic()}
+			p.endpoints[path] = el
+		}
+		if err := o.resolve(el); err != nil {
+			return err
+		}
+	}
+	return p.checkShared()
+}
+
+// checkShared fails when the APIs that share a lock (a ScopeShared rule's
+// group, such as mark_tag's and remark's per-customer lock) disagree on it
+// after the overrides: they would count one key under different caps, or
+// one would not take the lock the others wait for.
+func (p *pipeline) checkShared() error {
+	caps := make(map[string]map[string]int) // group -> path -> cap (0: none)
+	note := func(path string, r catalog.Rule, n int) {
+		if r.Scope != catalog.ScopeShared {
+			return
+		}
+		if caps[r.Group] == nil {
+			caps[r.Group] = make(map[string]int)
+		}
+		caps[r.Group][path] = n
+	}
+	for _, e := range catalog.Endpoints() {
+		for _, r := range e.Rules {
+			note(string(e.ID), r, 0)
+		}
+	}
+	for path, el := range p.endpoints {
+		for _, r := range el.rules {
+			note(path, r, r.InFlight+r.Limit)
+		}
+	}
+	for group, byPath := range caps {
+		paths := slices.Sorted(maps.Keys(byPath))
+		for _, p := range paths[1:] {
+			if byPath[p] != byPath[paths[0]] {
+				return invalid("limits "+p, "shares the %q lock with %s, at %d where %s has %d (0: none): change it on each of %s alike",
+					group, paths[0], byPath[p], paths[0], byPath[paths[0]], strings.Join(paths, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// nearWrapped returns the wrapped endpoint path is a slip away from, or ""
+// (path itself wrapped, or near none).
+func (p *pipeline) nearWrapped(path string) string {
+	p.near.mu.Lock()
+	near, ok := p.near.paths[path]
+	p.near.mu.Unlock()
+	if ok {
+		return near
+	}
+	if near = nearEndpoint(path); near == path {
+		near = ""
+	}
+	p.near.mu.Lock()
+	defer p.near.mu.Unlock()
+	if p.near.paths == nil {
+		p.near.paths = make(map[string]string)
+	}
+	if len(p.near.paths) < nearCacheSize {
+		p.near.paths[path] = near
+	}
+	return near
+}
+
+// limitsFor returns how the client limits a call of path.
+func (p *pipeline) limitsFor(path string) *endpointLimits {
+	if el, ok := p.endpoints[path]; ok {
+		return el
+	}
+	return p.generic
+}

@@ -1,10 +1,10 @@
-// The pipeline: one call goes down it once per attempt. run owns the one
-// loop of retries and waits; attempt takes the call's limits (take.go),
-// then its credential (credential.go), sends it and reads the answer
-// (exchange.go, transport.go, answer.go), settles its limits (settle.go)
-// and tells the observer (observe.go); decide (retry.go) says what comes
-// next. What a call is, and what its endpoint asks of it, is resolved
-// once before the loop (resolve.go, keys.go).
+// The pipeline's loop, and how a pipeline is built. perform resolves a
+// call once (resolve.go, keys.go), then sends it down the steps once per
+// attempt: take its limits (take.go, acquired in lease.go), attach its
+// credential and send it (exchange.go, transport.go), check the answer
+// (answer.go), settle its limits (settle.go) and tell the observer
+// (observe.go). Between attempts it alone waits, for the backoff and the
+// limits, as afterFailure (decide.go) says.
 
 package wecom
 
@@ -12,7 +12,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"time"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // perform runs a call to completion: attempts, and between them the waits
@@ -29,7 +32,7 @@ func (p *pipeline) perform(ctx context.Context, cl *call) error {
 	}
 	var pending []LimitChange // learned before an attempt that did not start
 	for n := 1; ; {
-		res := p.attempt(ctx, cl, el, n, pending)
+		res := p.take(ctx, cl, el, n, pending)
 		var (
 			d    time.Duration
 			what string // what the wait is for, said when it is cut short
@@ -42,7 +45,7 @@ func (p *pipeline) perform(ctx context.Context, cl *call) error {
 			}
 			deadline, _ := ctx.Deadline()
 			var next retryAction
-			next, d, st, res.err = p.afterFailure(cl, res, bo, st, deadline, ctx.Err() != nil)
+			next, d, st, res.err = p.afterFailure(cl, res.err, res.final, bo, st, deadline, ctx.Err() != nil)
 			code := errcodeOf(res.err)
 			switch next {
 			case retryStop:
@@ -68,46 +71,27 @@ func (p *pipeline) perform(ctx context.Context, cl *call) error {
 	}
 }
 
-// tried is what an attempt hands the loop.
-type tried struct {
-	err error
-	// tok is the credential's value the attempt sent.
-	tok string
-	// final: the error ends the call (no credential could be had, the
-	// fetch having made its own retries; a duplicate check run out).
-	final bool
-	// retake: no attempt was made; the limits are to be taken again after
-	// wait, and changes reported with the attempt that starts.
-	retake  bool
-	wait    time.Duration
-	changes []LimitChange
-}
-
-// attempt sends the call once: it takes the call's limits, then the
-// credential (a token replaced while the call waited for a slot is not
-// sent), and hands both to exchange, which sends unless something failed
-// already, settles the limits and observes the attempt.
-func (p *pipeline) attempt(ctx context.Context, cl *call, el *endpointLimits, n int, pending []LimitChange) tried {
-	start := time.Now()
-	t := p.take(ctx, cl, el)
-	t.changes = append(pending, t.changes...)
-	if t.retake {
-		return tried{retake: true, wait: t.wait, changes: t.changes, err: t.err}
+// newPipeline builds the pipeline of cfg: its credentials (a robot's key,
+// or the corp's token and tickets and what WithSuite and WithProvider
+// give), its limits and its learner.
+func newPipeline(cfg *config) (*pipeline, error) {
+	p := &pipeline{cfg: cfg, creds: make(map[catalog.Token]carried), learner: newLearner(cfg), stalls: stallLog{logger: cfg.logger, observer: cfg.stallObserver}}
+	switch {
+	case cfg.robotKey != "": // the corp's options do nothing here
+		p.creds[catalog.RobotKey] = givenKey{name: "robot key", param: catalog.RobotKey.String(), value: cfg.robotKey}
+	default:
+		p.creds[catalog.CorpToken] = p.corpCredential()
+		p.tickets = tickets{jsapi: p.ticket("jsapi ticket", catalog.JSAPITicket, nil, "jsapi"),
+			agent: p.ticket("agent ticket", catalog.AgentTicket, url.Values{"type": {"agent_config"}}, "agent")}
+		if cfg.suite != nil {
+			p.creds[catalog.SuiteToken] = p.suiteCredential()
+		}
+		if cfg.provider != nil {
+			p.creds[catalog.ProviderToken] = p.providerCredential()
+		}
 	}
-	a := Attempt{Method: cl.method, Path: cl.path, Number: n, LeaseWait: time.Since(start), LimitChanges: t.changes, Uncounted: cl.uncounted}
-	res := tried{err: t.err}
-	if res.err == nil && cl.counted && !time.Now().Before(cl.dedupeUntil) {
-		// The wait outlasted WeCom's duplicate check: a copy sent now
-		// would be delivered again.
-		res.err, res.final = fmt.Errorf("wecom: %s: not repeated: WeCom's duplicate check no longer covers it (%w)", cl.path, ErrMaybeDone), true
+	if err := p.resolveLimits(); err != nil {
+		return nil, err
 	}
-	if res.err == nil && cl.cred != nil {
-		res.tok, res.err = cl.cred.token(ctx)
-		res.final = res.err != nil
-	}
-	if res.err == nil && ctx.Err() != nil { // the caller left before anything was sent
-		res.err = fmt.Errorf("wecom: %s: %w", cl.path, ctx.Err())
-	}
-	res.err = p.exchange(ctx, cl, el, t, res.tok, res.err, a)
-	return res
+	return p, nil
 }

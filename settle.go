@@ -10,22 +10,32 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
-// settle settles the leases of an attempt whose outcome a holds: its
-// error, which is WeCom's answer when sent; unanswered: a request that may
-// be running at WeCom, no answer having come back. It returns a with what
-// settling learned.
-func (p *pipeline) settle(ctx context.Context, cl *call, el *endpointLimits, t taken, sent, unanswered bool, a Attempt) Attempt {
-	if t.stop != nil {
-		t.stop()
+// delivery is what became of an attempt's request, as settle needs it.
+type delivery struct {
+	// sent: the request went out, and the attempt's error, if any, is its
+	// answer's (or the transport's).
+	sent bool
+	// unanswered: it may be running at WeCom, no answer having come back.
+	unanswered bool
+}
+
+// settle settles the leases h of an attempt whose outcome is d and a.Err,
+// and returns a with what settling learned.
+func (p *pipeline) settle(ctx context.Context, cl *call, el *endpointLimits, h held, d delivery, a Attempt) Attempt {
+	if h.stop != nil {
+		h.stop()
 	}
 	bg := context.WithoutCancel(ctx)
 	var ae *APIError
-	if sent && errors.As(a.Err, &ae) {
+	if d.sent && errors.As(a.Err, &ae) {
 		a.ErrCode = ae.Code
 		if ae.Code == CodeConcurrencyLimited {
-			if ch := p.refused(bg, cl, t.slot); ch != nil {
+			if ch := p.refused(bg, cl, h.slot); ch != nil {
 				a.LimitChanges = append(a.LimitChanges, *ch)
 			}
 		}
@@ -38,10 +48,63 @@ func (p *pipeline) settle(ctx context.Context, cl *call, el *endpointLimits, t t
 			a.Err = &RateLimitError{Path: cl.path, RetryAfter: block, Err: ae}
 		}
 	}
-	if unanswered {
-		a.Abandoned = p.hold(ctx, cl.path, t.leases)
+	if d.unanswered {
+		a.Abandoned = p.hold(ctx, cl.path, h.leases)
 	} else {
-		p.release(ctx, t.leases)
+		p.release(ctx, h.leases)
 	}
 	return a
+}
+
+// block returns how long an API is left alone after a 45009 at now. WeCom
+// blocks an API for the window that was exceeded, but does not say which:
+// the first 45009 is taken for the shortest window's (a minute), and one that
+// comes within that long after the block ended, for the next longer
+// window's (an hour, then the rest of the CST day), as the shorter block
+// was not enough. After a block to the end of the day, a new day starts
+// again from the shortest. Limits.BlockFor, when set, is the block whatever
+// comes.
+func (p *pipeline) block(path string, el *endpointLimits, now time.Time) time.Duration {
+	if el.blockFor > 0 {
+		return el.blockFor
+	}
+	ps := el.periods()
+	key := p.apiKey(path)
+	p.blocks.mu.Lock()
+	defer p.blocks.mu.Unlock()
+	level := 0
+	if prev, ok := p.blocks.last[key]; ok {
+		switch {
+		case now.Before(prev.end): // one incident: a call sent before the block began
+			level = prev.level
+		case ps[prev.level] == catalog.Day: // a new CST day, whose counts start afresh
+		case now.Before(prev.end.Add(ps[0].Duration())):
+			level = min(prev.level+1, len(ps)-1)
+		}
+	}
+	d := ps[level].BlockAt(now).Sub(now)
+	if p.blocks.last == nil {
+		p.blocks.last = make(map[string]lastBlock)
+	}
+	p.blocks.last[key] = lastBlock{level: level, end: now.Add(d)}
+	return d
+}
+
+// refused learns from a 45033 to a call that held a slot of its API's
+// calls-in-flight cap, and returns the change to report, if any.
+func (p *pipeline) refused(ctx context.Context, cl *call, slot apiSlot) *LimitChange {
+	if slot.limit == 0 {
+		return nil
+	}
+	ch, err := p.learner.Refused(ctx, p.apiKey(cl.path), slot.configured, slot.limit)
+	if err != nil {
+		p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: the limit learned from a 45033 holds in this client only",
+			slog.String("path", cl.path), slog.String("error", err.Error()))
+	}
+	if ch == nil {
+		return nil
+	}
+	lc := limitChange(cl.path, slot.configured, ch)
+	p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, logMessage, lc.attrs()...)
+	return &lc
 }

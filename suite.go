@@ -8,30 +8,6 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 )
 
-// suiteConfig is what WithSuite gave.
-type suiteConfig struct {
-	id, secret string
-	ticket     func(ctx context.Context) (string, error)
-}
-
-// WithSuite gives the client a third-party suite (第三方应用): the calls
-// whose endpoints carry a suite_access_token get one fetched from suiteID,
-// secret and the newest suite_ticket that ticket returns (WeCom pushes one
-// to the suite's command URL every 10 minutes, each valid 30 minutes; keep
-// the newest). The token is cached and shared through the token store,
-// fetched once at a time by the whole fleet (through the limiter),
-// refreshed ahead of expiry, dropped when WeCom refuses it (40082, 42009),
-// and redacted, with the secret and the tickets, from every error and log.
-func WithSuite(suiteID, secret string, ticket func(ctx context.Context) (string, error)) Option {
-	return func(c *config) error {
-		if suiteID == "" || secret == "" || ticket == nil {
-			return invalid("suite", "a suite id, its secret and a source of suite tickets are required")
-		}
-		c.suite = &suiteConfig{id: suiteID, secret: secret, ticket: ticket}
-		return nil
-	}
-}
-
 // initSuite makes the suite's credential.
 func (p *pipeline) suiteCredential() *credential {
 	cfg := p.cfg.suite

@@ -18,10 +18,6 @@ import (
 // cached and shared through the token store, fetched once at a time by
 // the whole fleet, refreshed ahead of expiry, and redacted.
 
-// tickets are the JS-SDK tickets a caller signs pages with: the corp's
-// (wx.config) and the app's (wx.agentConfig).
-type tickets struct{ jsapi, agent *credential }
-
 // ticket returns the credential of the ticket id answers.
 func (p *pipeline) ticket(name string, id catalog.ID, q url.Values, kind string) *credential {
 	app := p.corp().app

@@ -42,55 +42,6 @@ type TokenSourceFunc func(ctx context.Context) (Token, error)
 // Token calls f.
 func (f TokenSourceFunc) Token(ctx context.Context) (Token, error) { return f(ctx) }
 
-// WithTokenStore sets where tokens are cached (default: a private
-// MemoryTokenStore). Clients and processes sharing a store share tokens.
-func WithTokenStore(s TokenStore) Option {
-	return func(c *config) error {
-		if s == nil {
-			return invalid("token store", "nil")
-		}
-		c.tokenStore = s
-		return nil
-	}
-}
-
-// WithTokenSource makes the client take tokens from src instead of calling
-// gettoken. The secret may then be empty.
-func WithTokenSource(src TokenSource) Option {
-	return func(c *config) error {
-		if src == nil {
-			return invalid("token source", "nil")
-		}
-		c.tokenSource = src
-		return nil
-	}
-}
-
-// WithTokenRefreshAhead sets how long before expiry a token is refreshed
-// (default 5 minutes, less a random up to 20% so that processes spread out).
-func WithTokenRefreshAhead(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return invalid("token refresh ahead", "%s is negative", d)
-		}
-		c.refreshAhead = d
-		return nil
-	}
-}
-
-// WithBadCredentialsBackoff sets how long the client refuses to call gettoken
-// again after it answered 40001, 40013 or 40091 (default one minute): WeCom
-// bans an IP that repeats bad secrets.
-func WithBadCredentialsBackoff(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return invalid("bad credentials backoff", "%s is not positive", d)
-		}
-		c.badFor = d
-		return nil
-	}
-}
-
 // MemoryTokenStore is an in-process TokenStore. The zero value is not usable;
 // call NewMemoryTokenStore.
 type MemoryTokenStore struct {

@@ -10,9 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -22,28 +22,35 @@ import (
 // maxAnswer bounds the JSON answer read.
 const maxAnswer = 16 << 20
 
-// send makes one HTTP exchange of cl carrying the credential's value tok,
-// bounded by the attempt timeout (for a file: the wait for the answer and
+// outgoing is a call as it goes on the wire: its query carries the
+// credential.
+type outgoing struct {
+	cl    *call
+	query url.Values
+}
+
+// send makes one HTTP exchange of a call, bounded by the attempt timeout (for a file: the wait for the answer and
 // every pause of the transfer, not the transfer, so that a large file on a
 // slow link goes on as long as it moves), not by the caller's context, and
-// reads its answer into cl.out or the error a caller sees. unanswered
+// reads its answer into cl.out or the error a caller sees. d.unanswered
 // reports a request that may be running at WeCom while no answer (no HTTP
 // status) came back: it was written to a connection, or the transport
 // cannot tell. A panic on the way (the transport's, the caller's reader
 // or writer) is recovered into panicked, for the caller to settle the
-// call's limits before it goes on.
-func (p *pipeline) send(ctx context.Context, cl *call, tok string) (unanswered bool, panicked any, err error) {
+// call's limits before it goes on: the request may have left.
+func (p *pipeline) send(ctx context.Context, out outgoing) (d delivery, panicked any, err error) {
+	d.sent = true
 	defer func() {
 		if r := recover(); r != nil {
-			panicked = r
+			d.unanswered, panicked = true, r
 		}
 	}()
-	unanswered, err = p.exchangeHTTP(ctx, cl, tok)
-	return unanswered, nil, err
+	d.unanswered, err = p.sendHTTP(ctx, out.cl, out.query)
+	return d, nil, err
 }
 
-// exchangeHTTP is send without its recovery.
-func (p *pipeline) exchangeHTTP(ctx context.Context, cl *call, tok string) (unanswered bool, err error) {
+// sendHTTP is send without its recovery.
+func (p *pipeline) sendHTTP(ctx context.Context, cl *call, q url.Values) (unanswered bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.attemptTimeout)
 	var t *ticker
 	if cl.upload != nil || cl.download != nil {
@@ -52,13 +59,6 @@ func (p *pipeline) exchangeHTTP(ctx context.Context, cl *call, tok string) (unan
 		defer t.pause()
 	}
 	defer cancel()
-	q := maps.Clone(cl.query)
-	if cl.cred != nil {
-		if q == nil {
-			q = make(map[string][]string, 1)
-		}
-		q.Set(cl.cred.carriedIn(), tok)
-	}
 	var w wire
 	req := p.cfg.http.R().SetContext(httptrace.WithClientTrace(ctx, w.trace())).
 		SetQueryParamsFromValues(q).SetDoNotParseResponse(true)
