@@ -7,12 +7,13 @@ import (
 )
 
 // Client calls the WeCom server API for one app of one corp. It is safe for
-// concurrent use and cheap to create: run one Client per (corp, app) and let
-// them share one limiter backend, one token store and one HTTP transport
-// through the options. It starts goroutines only for work that outlives a
-// call: an attempt whose caller gave up runs on until WeCom answers (see
-// Drain), a token is refreshed ahead of its expiry, and the leases of a
-// call slower than half their TTL are renewed.
+// concurrent use and cheap to create (New starts no goroutine): run one
+// Client per (corp, app) and let them share one limiter backend, one token
+// store and one HTTP transport through the options. While it works it runs
+// some: an attempt whose caller can give up runs in a goroutine and goes on
+// after the caller left until WeCom answers (see Drain); a token or ticket
+// fetch, a refresh ahead of expiry included, runs in one its callers
+// share; and a call's leases are renewed from a timer.
 type Client struct {
 	p *pipeline // every call goes through it
 

@@ -59,53 +59,62 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, h
 	if res.err == nil && ctx.Err() != nil { // the caller left before anything was sent
 		res.err = fmt.Errorf("wecom: %s: %w", cl.path, ctx.Err())
 	}
-	detach := res.err == nil && ctx.Done() != nil // a call to send, whose caller can give up
+	r, gone := p.awaitAnswer(ctx, cl, el, h, res.tok, res.err, a)
+	if gone != nil {
+		res.err = gone
+		return res
+	}
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	p.observe(ctx, r.a, nil)
+	res.err = r.a.Err
+	return res
+}
+
+// awaitAnswer runs the round trip of an attempt and returns its result: in this
+// goroutine when there is nothing to send or the caller cannot give up,
+// else in a goroutine of its own, whose answer is decoded into a value of
+// the attempt's own, handed to the caller's out only when the caller takes
+// the answer (a caller that left never sees its out written behind its
+// back). gone is the error of a caller that gave up first; the attempt
+// then goes on without it, and tells the observer itself.
+func (p *pipeline) awaitAnswer(ctx context.Context, cl *call, el *endpointLimits, h held, tok string, failed error, a Attempt) (r attemptResult, gone error) {
+	detach := failed == nil && ctx.Done() != nil
 	c, private := cl, reflect.Value{}
 	if detach {
-		// The answer is decoded into a value of the attempt's own, handed
-		// to the caller's only when the caller takes the answer: a caller
-		// that left never sees its out written behind its back.
 		c, private = cl.detached()
 	}
-	tok, failed := res.tok, res.err
 	run := func() (r attemptResult) {
 		defer func() { r.panicked = recover() }()
 		r.a = p.roundTrip(ctx, c, el, h, tok, failed, a)
 		return r
 	}
-	var r attemptResult
 	if !detach {
-		r = run()
-	} else {
-		answered := make(chan attemptResult)
-		p.background.add()
-		go func() {
-			defer p.background.done()
-			r := run()
-			select {
-			case answered <- r:
-			case <-ctx.Done():
-				r.a.Detached = true
-				p.observe(ctx, r.a, r.panicked)
-			}
-		}()
+		return run(), nil
+	}
+	answered := make(chan attemptResult)
+	p.background.add()
+	go func() {
+		defer p.background.done()
+		r := run()
 		select {
-		case r = <-answered:
+		case answered <- r:
 		case <-ctx.Done():
-			cl.leave()
-			res.err = fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller, and may be done): %w (%w)", cl.path, ctx.Err(), ErrMaybeDone)
-			return res
+			r.a.Detached = true
+			p.observe(ctx, r.a, r.panicked)
 		}
+	}()
+	select {
+	case r = <-answered:
+		if private.IsValid() && r.panicked == nil {
+			reflect.ValueOf(cl.out).Elem().Set(private.Elem())
+		}
+		return r, nil
+	case <-ctx.Done():
+		cl.leave()
+		return r, fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller, and may be done): %w (%w)", cl.path, ctx.Err(), ErrMaybeDone)
 	}
-	if r.panicked != nil {
-		panic(r.panicked)
-	}
-	if private.IsValid() {
-		reflect.ValueOf(cl.out).Elem().Set(private.Elem())
-	}
-	p.observe(ctx, r.a, nil)
-	res.err = r.a.Err
-	return res
 }
 
 // roundTrip sends the call with the credential's value tok attached,
