@@ -293,7 +293,7 @@ func (s *Server) admit(rt *route, cs []counted) (admission, *apiError) {
 	var adm admission
 	for _, ck := range cs {
 		if ck.inFlight > 0 && s.inFlight[ck.key] >= ck.inFlight {
-			return admission{}, errf(codeConcurrent, "api concurrent out of limit")
+			return admission{}, errf(catalog.CodeConcurrencyLimited, "api concurrent out of limit")
 		}
 	}
 	for _, ck := range cs {

@@ -104,8 +104,8 @@ func TestAnswerOK(t *testing.T) {
 		code int
 	}{
 		{`{"userid":"u1","external_userid":"wm1"}`, 0},
-		{`[1]`, codeDataFormat},
-		{`{"userid":"u1"}`, codeInvalidParam},
+		{`[1]`, catalog.CodeDataFormat},
+		{`{"userid":"u1"}`, catalog.CodeInvalidParam},
 	} {
 		_, aerr := h(&corp{id: "ww1"}, &input{body: []byte(tc.body)})
 		code := 0

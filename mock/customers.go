@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // customerBook is a corp's customers (客户), their followers and the
@@ -270,11 +272,11 @@ type customerListAnswer struct {
 func (c *corp) customerList(in *input) (any, *apiError) {
 	u := in.query.Get("userid")
 	if u == "" {
-		return nil, errf(codeUserIDMissing, "missing userid")
+		return nil, errf(catalog.CodeUserIDMissing, "missing userid")
 	}
 	ids := sortedKeys(c.followed(u))
 	if len(ids) == 0 {
-		return nil, errf(codeNoCustomers, "not external contact")
+		return nil, errf(catalog.CodeNoCustomers, "not external contact")
 	}
 	return customerListAnswer{status: okStatus("ok"), ExternalUserID: ids}, nil
 }

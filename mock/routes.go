@@ -126,7 +126,7 @@ func answerOK(e catalog.Endpoint) func(c *corp, in *input) (any, *apiError) {
 		}
 		if e.Keys != nil {
 			if _, err := e.Keys(in.query, in.body); err != nil {
-				return nil, errf(codeInvalidParam, "invalid parameter: %v", err)
+				return nil, errf(catalog.CodeInvalidParam, "invalid parameter: %v", err)
 			}
 		}
 		return okStatus("ok"), nil
