@@ -98,7 +98,6 @@ func TestAdmissionEveryScope(t *testing.T) {
 func TestAnswerOK(t *testing.T) {
 	t.Parallel()
 	e := catalog.Endpoint{ID: "/cgi-bin/test/edit", Method: "POST", Keys: catalog.CustomerKeys}
-	h := answerOK(e)
 	for _, tc := range []struct {
 		body string
 		code int
@@ -107,7 +106,7 @@ func TestAnswerOK(t *testing.T) {
 		{`[1]`, catalog.CodeDataFormat},
 		{`{"userid":"u1"}`, catalog.CodeInvalidParam},
 	} {
-		_, aerr := h(&corp{id: "ww1"}, &input{body: []byte(tc.body)})
+		_, aerr := answerOK(&corp{id: "ww1"}, &input{endpoint: &e, body: []byte(tc.body)})
 		code := 0
 		if aerr != nil {
 			code = aerr.code

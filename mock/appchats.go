@@ -101,6 +101,16 @@ type appChatCreateAnswer struct {
 	ChatID string `json:"chatid"`
 }
 
+// AppChats registers the app group chat (群聊会话) APIs.
+func (handlerSets) AppChats() handlers {
+	return handlers{
+		catalog.AppChatCreate: (*corp).appChatCreate,
+		catalog.AppChatUpdate: (*corp).appChatUpdate,
+		catalog.AppChatGet:    (*corp).appChatGet,
+		catalog.AppChatSend:   (*corp).appChatSend,
+	}
+}
+
 // appChatCreate creates a chat (document/path/90245).
 func (c *corp) appChatCreate(in *input) (any, *apiError) {
 	var req appChatCreateRequest

@@ -137,6 +137,19 @@ func (c *corp) tagByQuery(in *input) (*contactTag, *apiError) {
 	return c.tagByID(id)
 }
 
+// ContactTags registers the contact tag (标签) APIs.
+func (handlerSets) ContactTags() handlers {
+	return handlers{
+		catalog.TagCreate:   (*corp).tagCreate,
+		catalog.TagUpdate:   (*corp).tagUpdate,
+		catalog.TagDelete:   (*corp).tagDelete,
+		catalog.TagGet:      (*corp).tagGet,
+		catalog.TagAddUsers: (*corp).tagAddUsers,
+		catalog.TagDelUsers: (*corp).tagDelUsers,
+		catalog.TagList:     (*corp).tagList,
+	}
+}
+
 func (c *corp) tagCreate(in *input) (any, *apiError) {
 	var req tagRequest
 	if e := in.decode(&req); e != nil {

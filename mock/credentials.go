@@ -127,6 +127,19 @@ type ticketAnswer struct {
 	ExpiresIn int    `json:"expires_in"`
 }
 
+// Credentials registers the tickets, the pre-auth code and the web login;
+// the suite's and the provider's tokens are nil: serve answers them itself.
+func (handlerSets) Credentials() handlers {
+	return handlers{
+		catalog.JSAPITicket:      (*corp).jsapiTicket,
+		catalog.AgentTicket:      (*corp).jsapiTicket,
+		catalog.GetSuiteToken:    nil,
+		catalog.GetPreAuthCode:   (*corp).preAuthCode,
+		catalog.GetProviderToken: nil,
+		catalog.GetLoginInfo:     (*corp).loginInfo,
+	}
+}
+
 // jsapiTicket answers get_jsapi_ticket and ticket/get: a ticket valid two
 // hours, the same until then.
 func (c *corp) jsapiTicket(in *input) (any, *apiError) {

@@ -82,6 +82,14 @@ type customerGetAnswer struct {
 	NextCursor      string       `json:"next_cursor,omitempty"`
 }
 
+// CustomerGet registers the customer details, one and in batches.
+func (handlerSets) CustomerGet() handlers {
+	return handlers{
+		catalog.CustomerGet:   (*corp).customerGet,
+		catalog.CustomerBatch: (*corp).customerBatch,
+	}
+}
+
 // customerGet answers one customer and a page of 500 of its followers.
 func (c *corp) customerGet(in *input) (any, *apiError) {
 	ext := in.query.Get("external_userid")

@@ -37,6 +37,13 @@ const (
 	maxRemarkCompany = catalog.RemarkCompanyLen
 )
 
+// CustomerRemark registers a customer's remark.
+func (handlerSets) CustomerRemark() handlers {
+	return handlers{
+		catalog.CustomerRemark: (*corp).remark,
+	}
+}
+
 // remark sets a member's notes on a customer. remark_mobiles replaces the
 // list, and [""] clears it.
 func (c *corp) remark(in *input) (any, *apiError) {

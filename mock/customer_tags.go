@@ -183,6 +183,17 @@ type markTagRequest struct {
 	RemoveTag      []string `json:"remove_tag"`
 }
 
+// CustomerTags registers the customer tag (客户标签) APIs.
+func (handlerSets) CustomerTags() handlers {
+	return handlers{
+		catalog.CorpTagList: (*corp).corpTagList,
+		catalog.CorpTagAdd:  (*corp).corpTagAdd,
+		catalog.CorpTagEdit: (*corp).corpTagEdit,
+		catalog.CorpTagDel:  (*corp).corpTagDel,
+		catalog.MarkTag:     (*corp).markTag,
+	}
+}
+
 func (c *corp) corpTagList(in *input) (any, *apiError) {
 	var req corpTagListRequest
 	if len(bytes.TrimSpace(in.body)) > 0 || in.bodyErr {

@@ -242,6 +242,15 @@ type followUsersAnswer struct {
 	FollowUser []string `json:"follow_user"`
 }
 
+// Customers registers the members who have customers, and a member's
+// customers.
+func (handlerSets) Customers() handlers {
+	return handlers{
+		catalog.FollowUserList: (*corp).followUserList,
+		catalog.CustomerList:   (*corp).customerList,
+	}
+}
+
 // followUserList answers the members who have customers.
 func (c *corp) followUserList(*input) (any, *apiError) {
 	users := sortedKeys(c.customersOf())

@@ -148,6 +148,15 @@ type groupChatListAnswer struct {
 	NextCursor    string         `json:"next_cursor"`
 }
 
+// GroupChats registers the customer group chat (客户群) APIs.
+func (handlerSets) GroupChats() handlers {
+	return handlers{
+		catalog.GroupChatList:     (*corp).groupChatList,
+		catalog.GroupChatGet:      (*corp).groupChatGet,
+		catalog.GroupChatTransfer: (*corp).groupChatTransfer,
+	}
+}
+
 // groupChatList answers one page of the corp's group chats, sorted by
 // chat_id, as groupchat/list (document/path/93414) does: limit 1 to 1,000,
 // at most 100 owners, and 81017 without an owner filter when the corp has

@@ -32,6 +32,13 @@ type linkedSendAnswer struct {
 	InvalidTag   []string `json:"invalidtag,omitempty"`
 }
 
+// Linked registers the linked-corp message.
+func (handlerSets) Linked() handlers {
+	return handlers{
+		catalog.LinkedMessageSend: (*corp).linkedMessageSend,
+	}
+}
+
 // linkedMessageSend delivers a message to members of linked corps
 // (document/path/90250).
 func (c *corp) linkedMessageSend(in *input) (any, *apiError) {

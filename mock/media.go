@@ -71,6 +71,14 @@ type uploadAnswer struct {
 	CreatedAt string `json:"created_at"`
 }
 
+// Media registers the media (素材) APIs.
+func (handlerSets) Media() handlers {
+	return handlers{
+		catalog.MediaUpload: (*corp).mediaUpload,
+		catalog.MediaGet:    (*corp).mediaGet,
+	}
+}
+
 // mediaUpload stores the file of a multipart body, as WeCom does: one part
 // named "media" with a filename, over 5 bytes and within its type's cap.
 func (c *corp) mediaUpload(in *input) (any, *apiError) {

@@ -86,6 +86,13 @@ type sendAnswer struct {
 	ResponseCode string `json:"response_code,omitempty"`
 }
 
+// Messages registers message/send.
+func (handlerSets) Messages() handlers {
+	return handlers{
+		catalog.MessageSend: (*corp).messageSend,
+	}
+}
+
 // messageSend delivers an app message (document/path/90236).
 func (c *corp) messageSend(in *input) (any, *apiError) {
 	var req sendRequest

@@ -70,6 +70,16 @@ func (mb *messageBook) issue(in *input, agentID int, msgID, code string) {
 	}
 }
 
+// MessagesManage registers the recall, the card update and the statistics
+// of app messages.
+func (handlerSets) MessagesManage() handlers {
+	return handlers{
+		catalog.MessageRecall:     (*corp).messageRecall,
+		catalog.MessageUpdateCard: (*corp).messageUpdateCard,
+		catalog.MessageStatistics: (*corp).messageStatistics,
+	}
+}
+
 // messageRecall recalls a message the app sent within 24 hours
 // (document/path/94867).
 func (c *corp) messageRecall(in *input) (any, *apiError) {

@@ -23,12 +23,13 @@ const maxBodyBytes int64 = 21 << 20
 
 // input is what an endpoint sees of a request.
 type input struct {
-	app     string // the app (or suite) the call's token was issued to
-	query   url.Values
-	header  http.Header
-	body    []byte
-	bodyErr bool // the body could not be read whole
-	now     time.Time
+	endpoint *catalog.Endpoint // the row called
+	app      string            // the app (or suite) the call's token was issued to
+	query    url.Values
+	header   http.Header
+	body     []byte
+	bodyErr  bool // the body could not be read whole
+	now      time.Time
 	// dropped are the members the call's silent limits drop it for (an
 	// app message over a member's minute): WeCom answers success.
 	dropped map[string]bool
@@ -139,7 +140,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, s.getToken(query, ip))
 		return
 	}
-	in := &input{query: query, header: r.Header, body: body, bodyErr: bodyErr}
+	in := &input{endpoint: &rt.Endpoint, query: query, header: r.Header, body: body, bodyErr: bodyErr}
 
 	s.mu.Lock()
 	now := s.now()
@@ -294,6 +295,13 @@ func sleepTimer(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// Token registers gettoken, which serve answers itself (getToken).
+func (handlerSets) Token() handlers {
+	return handlers{
+		catalog.GetToken: nil,
 	}
 }
 

@@ -78,6 +78,14 @@ func (c *corp) robotOf(in *input) *robot {
 	return c.robots[in.query.Get(catalog.RobotKey.String())]
 }
 
+// Robots registers the group robot (群机器人) APIs.
+func (handlerSets) Robots() handlers {
+	return handlers{
+		catalog.WebhookSend:   (*corp).robotSend,
+		catalog.WebhookUpload: (*corp).robotUpload,
+	}
+}
+
 // robotSend delivers a robot's message (webhook/send) once it is one
 // WeCom takes.
 func (c *corp) robotSend(in *input) (any, *apiError) {

@@ -183,6 +183,16 @@ type transferAnswer struct {
 	Customer []transferResult `json:"customer"`
 }
 
+// Transfers registers the customer transfer (客户继承) APIs.
+func (handlerSets) Transfers() handlers {
+	return handlers{
+		catalog.TransferCustomer:         (*corp).transferCustomer,
+		catalog.TransferResult:           (*corp).transferResult,
+		catalog.ResignedTransferCustomer: (*corp).resignedTransferCustomer,
+		catalog.ResignedTransferResult:   (*corp).resignedTransferResult,
+	}
+}
+
 // transferCustomer answers externalcontact/transfer_customer.
 func (c *corp) transferCustomer(in *input) (any, *apiError) { return c.transfer(in, onJob) }
 

@@ -91,6 +91,13 @@ type welcomeRequest struct {
 // The msgtypes of a welcome message's attachments.
 var attachmentTypes = map[string]bool{"image": true, "link": true, "miniprogram": true, "video": true, "file": true}
 
+// Welcome registers the welcome message.
+func (handlerSets) Welcome() handlers {
+	return handlers{
+		catalog.SendWelcomeMsg: (*corp).sendWelcome,
+	}
+}
+
 // sendWelcome delivers a welcome message. A code that is unknown, used or
 // past its 20 seconds gets 41051, as WeCom answers a code another app used
 // first (its page gives no code for the other cases).
