@@ -80,7 +80,8 @@ func TestLimitLearnedFromWeCom(t *testing.T) {
 		t.Run(fmt.Sprintf("%d allowed", allowed), func(t *testing.T) {
 			t.Parallel()
 			var log changeLog
-			c, srv := mockClient(t, cfg, retries, wecom.WithObserver(log.observe))
+			srv := newMock(t, cfg)
+			c := setup(t, on(srv), retries, wecom.WithObserver(log.observe))
 			if failed := markMany(t, c, 0, 200); failed != 0 {
 				t.Errorf("%d marks failed while learning", failed)
 			}
@@ -114,7 +115,8 @@ func TestLimitLearnedFromWeCom(t *testing.T) {
 	}
 	t.Run("off", func(t *testing.T) {
 		t.Parallel()
-		c, srv := mockClient(t, mock.Config{Concurrency: 3, Latency: 3 * time.Millisecond, LatencyJitter: time.Millisecond}, retries, wecom.WithoutAdaptiveLimits())
+		srv := newMock(t, mock.Config{Concurrency: 3, Latency: 3 * time.Millisecond, LatencyJitter: time.Millisecond})
+		c := setup(t, on(srv), retries, wecom.WithoutAdaptiveLimits())
 		markMany(t, c, 0, 200)
 		srv.ResetStats()
 		markMany(t, c, 200, 300)

@@ -43,7 +43,7 @@ func TestMessageLateArrival(t *testing.T) {
 		srv.AddUsers(testCorp, "a")
 		mt := httpmock.NewMockTransport()
 		srv.Register(mt, testBase)
-		c := transportClient(t, &slowFirst{next: mt}, wecom.WithAgentID(1000002))
+		c := setup(t, wecom.WithTransport(&slowFirst{next: mt}), wecom.WithAgentID(1000002))
 		for i := range 31 {
 			if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"a"}, Content: &wecom.TextMessage{Content: "m" + string(rune('a'+i%26))}}); err != nil {
 				t.Fatal(err)

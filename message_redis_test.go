@@ -24,7 +24,8 @@ import (
 // member gets exactly 30, the mock drops none, and the two sends over the
 // window fail before leaving, naming all 1,000 members.
 func TestMessagesAcrossProcesses(t *testing.T) {
-	srv, base := startMock(t, testCorp, testSecret)
+	srv := newMock(t, mock.Config{})
+	base := started(t, srv)
 	members := make([]string, wecom.MaxMessageUsers)
 	for i := range members {
 		members[i] = fmt.Sprintf("user%04d", i)
@@ -76,7 +77,8 @@ func TestRobotAcrossProcesses(t *testing.T) {
 	rdb := redistest.Single(t)
 	prefix := redistest.Prefix(t, rdb)
 	limiters := limitersOn(t, rdb, prefix, 2)
-	srv, base := startMock(t, testCorp, testSecret)
+	srv := newMock(t, mock.Config{})
+	base := started(t, srv)
 	srv.AddRobot(testRobotKey)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
