@@ -228,7 +228,8 @@ func TestMediaDownloadResumes(t *testing.T) {
 	file := make([]byte, 300_000)
 	_, _ = rand.Read(file)
 	url, ranges := cutServer(t, file, 100_000)
-	c := setup(t, wecom.WithBaseURL(url), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
+	c := setup(t, wecom.WithBaseURL(url), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3,
+		InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
 	var out bytes.Buffer
 	if _, err := c.Media.Download(context.Background(), "m1", &out); err != nil {
 		t.Fatalf("Download: %v", err)
@@ -352,7 +353,8 @@ func TestMediaDownloadUnsizedRanges(t *testing.T) {
 func TestMediaUploadRetryFromWhereTheReaderWas(t *testing.T) {
 	t.Parallel()
 	url, bodies := busyOnce(t)
-	c := setup(t, wecom.WithBaseURL(url), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
+	c := setup(t, wecom.WithBaseURL(url), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3,
+		InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
 	r := strings.NewReader("HEADERpayload-of-the-file")
 	_, _ = r.Seek(6, io.SeekStart)
 	if _, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: r}); err != nil {
@@ -384,7 +386,8 @@ func (f *failFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestMediaUploadRetryBeforeAnyRead(t *testing.T) {
 	t.Parallel()
 	srv := newMock(t, mock.Config{})
-	c := setup(t, wecom.WithBaseURL(started(t, srv)), wecom.WithTransport(&failFirst{next: http.DefaultTransport}), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
+	c := setup(t, wecom.WithBaseURL(started(t, srv)), wecom.WithTransport(&failFirst{next: http.DefaultTransport}),
+		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
 	data := []byte("a file read once")
 	m, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: onlyReader{bytes.NewReader(data)}, Size: int64(len(data))})
 	if err != nil {

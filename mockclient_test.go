@@ -43,9 +43,13 @@ func newMock(t testing.TB, cfg mock.Config, users ...string) *mock.Server {
 // wecom.WithTransport.
 func setup(t testing.TB, opts ...wecom.Option) *wecom.Client {
 	t.Helper()
-	network := http.DefaultTransport.(*http.Transport).Clone()
-	network.MaxIdleConnsPerHost = 64 // as the client's default transport
-	t.Cleanup(network.CloseIdleConnections)
+	network := http.DefaultTransport
+	if dt, ok := network.(*http.Transport); ok { // as the client's default transport
+		tr := dt.Clone()
+		tr.MaxIdleConnsPerHost = 64
+		t.Cleanup(tr.CloseIdleConnections)
+		network = tr
+	}
 	rt := routeTransport{base: testBase, mock: srvTransport(newMock(t, mock.Config{})), network: network}
 	c, err := wecom.New(testCorp, testSecret, append([]wecom.Option{wecom.WithBaseURL(testBase), wecom.WithTransport(rt)}, opts...)...)
 	if err != nil {
