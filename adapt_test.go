@@ -132,11 +132,7 @@ func TestLimitLearnedFromWeCom(t *testing.T) {
 func TestLimitLearnedFleetWide(t *testing.T) {
 	rdb := redistest.Single(t)
 	prefix := redistest.Prefix(t, rdb)
-	srv, err := mock.New(mock.Config{Concurrency: 2, Latency: 3 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(testCorp, testSecret)
+	srv := newMock(t, mock.Config{Concurrency: 2, Latency: 3 * time.Millisecond})
 	hs := srv.Start()
 	t.Cleanup(hs.Close)
 	var logs [2]changeLog
@@ -147,11 +143,8 @@ func TestLimitLearnedFleetWide(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
-		clients[i], err = wecom.New(testCorp, testSecret, wecom.WithBaseURL(hs.URL), wecom.WithLimiter(b), wecom.WithObserver(logs[i].observe),
+		clients[i] = setup(t, wecom.WithBaseURL(hs.URL), wecom.WithLimiter(b), wecom.WithObserver(logs[i].observe),
 			wecom.WithRetryPolicy(wecom.RetryPolicy{MaxConcurrencyRetries: 20, InitialInterval: time.Millisecond, MaxInterval: 4 * time.Millisecond}))
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	if failed := markMany(t, clients[0], 0, 150); failed != 0 {
 		t.Errorf("%d marks failed in the first process", failed)

@@ -352,11 +352,7 @@ func twoAppsRun(t *testing.T, opts ...wecom.Option) (mock.MessageTally, time.Dur
 func TestAppChatFreshMembers(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := mock.New(mock.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.AddApp(testCorp, testSecret)
+		srv := newMock(t, mock.Config{})
 		srv.AddUsers(testCorp, "a", "b", "c", "d")
 		mt := httpmock.NewMockTransport()
 		srv.Register(mt, testBase)

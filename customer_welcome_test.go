@@ -70,11 +70,7 @@ func TestWelcomeInvalid(t *testing.T) {
 func TestWelcomeMock(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := mock.New(mock.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.AddApp(testCorp, testSecret)
+		srv := newMock(t, mock.Config{})
 		srv.AddCustomers(testCorp, "zhangsan", "wmCustomer")
 		mt := httpmock.NewMockTransport()
 		srv.Register(mt, testBase)

@@ -35,11 +35,7 @@ func (s *slowFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 // than the margin and a bucket can still lose one (see silentMargin).
 func TestMessageLateArrival(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := mock.New(mock.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.AddApp(testCorp, testSecret)
+		srv := newMock(t, mock.Config{})
 		srv.AddUsers(testCorp, "a")
 		mt := httpmock.NewMockTransport()
 		srv.Register(mt, testBase)

@@ -37,10 +37,7 @@ func TestMessagesAcrossProcesses(t *testing.T) {
 	var sent, refused int
 	var wg sync.WaitGroup
 	for p, b := range sharedLimiters(t, 2) {
-		c, err := wecom.New(testCorp, testSecret, wecom.WithBaseURL(base), wecom.WithLimiter(b), wecom.WithAgentID(1000002))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := setup(t, wecom.WithBaseURL(base), wecom.WithLimiter(b), wecom.WithAgentID(1000002))
 		wg.Go(func() {
 			for i := range 16 {
 				_, err := c.Messages.Send(ctx, wecom.Message{ToUser: members, Content: &wecom.TextMessage{Content: fmt.Sprintf("process %d, message %d", p, i)}})
@@ -86,10 +83,7 @@ func TestRobotAcrossProcesses(t *testing.T) {
 	var sent, refused int
 	var wg sync.WaitGroup
 	for p, b := range limiters {
-		r, err := wecom.NewRobot(testRobotKey, wecom.WithBaseURL(base), wecom.WithLimiter(b))
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := setupRobot(t, testRobotKey, wecom.WithBaseURL(base), wecom.WithLimiter(b))
 		wg.Go(func() {
 			for i := range 13 {
 				err := r.Send(ctx, &wecom.RobotText{Content: fmt.Sprintf("process %d, message %d", p, i)})

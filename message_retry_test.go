@@ -108,15 +108,9 @@ func TestMessageRetryWithinCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, err := mock.New(mock.Config{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				srv.AddApp(testCorp, testSecret)
+				srv := newMock(t, mock.Config{})
 				srv.AddUsers(testCorp, "a")
-				mt := httpmock.NewMockTransport()
-				srv.Register(mt, testBase)
-				lost := &loseAnswers{next: mt, path: catalog.MessageSend.Path()}
+				lost := &loseAnswers{next: srvTransport(srv), path: catalog.MessageSend.Path()}
 				c := setup(t, wecom.WithTransport(lost), wecom.WithAgentID(1000002), fastRetries())
 				ctx := context.Background()
 				for i := range tc.prior {
@@ -128,7 +122,7 @@ func TestMessageRetryWithinCheck(t *testing.T) {
 				lost.n = 1
 				lost.mu.Unlock()
 				start := time.Now()
-				_, err = c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a"}, DuplicateCheck: true, DuplicateInterval: tc.interval,
+				_, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a"}, DuplicateCheck: true, DuplicateInterval: tc.interval,
 					Content: &wecom.TextMessage{Content: "alert"}})
 				got := srv.MessageTally(testCorp, "a")
 				t.Logf("err=%v after %s; tally %+v", err, time.Since(start), got)

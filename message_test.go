@@ -178,11 +178,7 @@ func TestMessageInvalid(t *testing.T) {
 // time it took.
 func notifyRun(t *testing.T, members []string, perMember int, opts ...wecom.Option) (map[string]mock.MessageTally, time.Duration) {
 	t.Helper()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(testCorp, testSecret)
+	srv := newMock(t, mock.Config{})
 	srv.AddUsers(testCorp, members...)
 	mt := httpmock.NewMockTransport()
 	srv.Register(mt, testBase)
@@ -296,15 +292,9 @@ func TestMessageAnswerLost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv, err := mock.New(mock.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv.AddApp(testCorp, testSecret)
+			srv := newMock(t, mock.Config{})
 			srv.AddUsers(testCorp, "zhangsan")
-			mt := httpmock.NewMockTransport()
-			srv.Register(mt, testBase)
-			lost := &loseAnswers{next: mt, path: catalog.MessageSend.Path(), n: 1, late: tt.late}
+			lost := &loseAnswers{next: srvTransport(srv), path: catalog.MessageSend.Path(), n: 1, late: tt.late}
 			if tt.busy {
 				lost.n = 0
 				if err := srv.AddScript(mock.Script{Path: catalog.MessageSend.Path(), ErrCode: -1, ErrMsg: "system error"}); err != nil {
@@ -312,7 +302,7 @@ func TestMessageAnswerLost(t *testing.T) {
 				}
 			}
 			c := setup(t, wecom.WithTransport(lost), wecom.WithAgentID(1000002), fastRetries(), wecom.WithAttemptTimeout(100*time.Millisecond))
-			_, err = c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"zhangsan"}, DuplicateCheck: tt.dedupe,
+			_, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"zhangsan"}, DuplicateCheck: tt.dedupe,
 				Content: &wecom.TextMessage{Content: "the build is green"}})
 			if tt.wantErr {
 				if !errors.Is(err, wecom.ErrMaybeDone) || !strings.Contains(err.Error(), "not repeated") {
@@ -343,10 +333,7 @@ func TestRefusedMessageRetried(t *testing.T) {
 		}
 		return d.DialContext(ctx, network, addr)
 	}}
-	c, err := wecom.New(testCorp, testSecret, wecom.WithBaseURL(base), wecom.WithTransport(tr), wecom.WithAgentID(1000002), fastRetries())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := setup(t, wecom.WithBaseURL(base), wecom.WithTransport(tr), wecom.WithAgentID(1000002), fastRetries())
 	if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"zhangsan"}, Content: &wecom.TextMessage{Content: "hello"}}); err != nil {
 		t.Fatalf("err = %v, want the refused send repeated", err)
 	}

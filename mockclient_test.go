@@ -43,14 +43,7 @@ func newMock(t testing.TB, cfg mock.Config, users ...string) *mock.Server {
 // wecom.WithTransport.
 func setup(t testing.TB, opts ...wecom.Option) *wecom.Client {
 	t.Helper()
-	network := http.DefaultTransport
-	if dt, ok := network.(*http.Transport); ok { // as the client's default transport
-		tr := dt.Clone()
-		tr.MaxIdleConnsPerHost = 64
-		t.Cleanup(tr.CloseIdleConnections)
-		network = tr
-	}
-	rt := routeTransport{base: testBase, mock: srvTransport(newMock(t, mock.Config{})), network: network}
+	rt := newRouteTransport(t, newMock(t, mock.Config{}))
 	c, err := wecom.New(testCorp, testSecret, append([]wecom.Option{wecom.WithBaseURL(testBase), wecom.WithTransport(rt)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +54,25 @@ func setup(t testing.TB, opts ...wecom.Option) *wecom.Client {
 		_ = c.Drain(ctx)
 	})
 	return c
+}
+
+// setupRobot is setup for a group robot of key: at testBase it reaches a
+// new mock of newMock's that holds the robot.
+func setupRobot(t testing.TB, key string, opts ...wecom.Option) *wecom.Robot {
+	t.Helper()
+	srv := newMock(t, mock.Config{})
+	srv.AddRobot(key)
+	rt := newRouteTransport(t, srv)
+	r, err := wecom.NewRobot(key, append([]wecom.Option{wecom.WithBaseURL(testBase), wecom.WithTransport(rt)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = r.Drain(ctx)
+	})
+	return r
 }
 
 // on points a client at srv, served through httpmock at testBase.
@@ -79,6 +91,20 @@ func started(t testing.TB, srv *mock.Server) string {
 	hs := srv.Start()
 	t.Cleanup(hs.Close)
 	return hs.URL
+}
+
+// newRouteTransport returns a transport to srv at testBase, and to the
+// network elsewhere as a client's default transport (more idle connections
+// per host than http.DefaultTransport's).
+func newRouteTransport(t testing.TB, srv *mock.Server) routeTransport {
+	network := http.DefaultTransport
+	if dt, ok := network.(*http.Transport); ok {
+		tr := dt.Clone()
+		tr.MaxIdleConnsPerHost = 64
+		t.Cleanup(tr.CloseIdleConnections)
+		network = tr
+	}
+	return routeTransport{base: testBase, mock: srvTransport(srv), network: network}
 }
 
 // routeTransport sends the requests for base to mock, and the others to
