@@ -15,7 +15,8 @@ import (
 // counts a call on the key catalog.Rule.Key forms for its scope (per corp
 // and API, per resource, per app, per app and member, per robot, per source
 // IP), from what the endpoint's catalog.KeysFunc reads of the request: the
-// key and the function the client counts with. A new rule is enforced the day it is declared.
+// key and the function the client counts with. A new rule is enforced the
+// day it is declared.
 
 // limit is one rule of a route as the Server enforces it: the calls in
 // flight per key (45033 over it) or its rate windows per key (45009, and
