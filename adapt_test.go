@@ -80,7 +80,8 @@ func TestLimitLearnedFromWeCom(t *testing.T) {
 		t.Run(fmt.Sprintf("%d allowed", allowed), func(t *testing.T) {
 			t.Parallel()
 			var log changeLog
-			c, srv := mockClient(t, cfg, retries, wecom.WithObserver(log.observe))
+			srv := newMock(t, cfg)
+			c := setup(t, on(srv), retries, wecom.WithObserver(log.observe))
 			if failed := markMany(t, c, 0, 200); failed != 0 {
 				t.Errorf("%d marks failed while learning", failed)
 			}
@@ -114,7 +115,8 @@ func TestLimitLearnedFromWeCom(t *testing.T) {
 	}
 	t.Run("off", func(t *testing.T) {
 		t.Parallel()
-		c, srv := mockClient(t, mock.Config{Concurrency: 3, Latency: 3 * time.Millisecond, LatencyJitter: time.Millisecond}, retries, wecom.WithoutAdaptiveLimits())
+		srv := newMock(t, mock.Config{Concurrency: 3, Latency: 3 * time.Millisecond, LatencyJitter: time.Millisecond})
+		c := setup(t, on(srv), retries, wecom.WithoutAdaptiveLimits())
 		markMany(t, c, 0, 200)
 		srv.ResetStats()
 		markMany(t, c, 200, 300)
@@ -130,11 +132,7 @@ func TestLimitLearnedFromWeCom(t *testing.T) {
 func TestLimitLearnedFleetWide(t *testing.T) {
 	rdb := redistest.Single(t)
 	prefix := redistest.Prefix(t, rdb)
-	srv, err := mock.New(mock.Config{Concurrency: 2, Latency: 3 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(testCorp, testSecret)
+	srv := newMock(t, mock.Config{Concurrency: 2, Latency: 3 * time.Millisecond})
 	hs := srv.Start()
 	t.Cleanup(hs.Close)
 	var logs [2]changeLog
@@ -145,11 +143,8 @@ func TestLimitLearnedFleetWide(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
-		clients[i], err = wecom.New(testCorp, testSecret, wecom.WithBaseURL(hs.URL), wecom.WithLimiter(b), wecom.WithObserver(logs[i].observe),
+		clients[i] = setup(t, wecom.WithBaseURL(hs.URL), wecom.WithLimiter(b), wecom.WithObserver(logs[i].observe),
 			wecom.WithRetryPolicy(wecom.RetryPolicy{MaxConcurrencyRetries: 20, InitialInterval: time.Millisecond, MaxInterval: 4 * time.Millisecond}))
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	if failed := markMany(t, clients[0], 0, 150); failed != 0 {
 		t.Errorf("%d marks failed in the first process", failed)

@@ -17,21 +17,6 @@ import (
 	"github.com/wecomkit/wecom/throttle"
 )
 
-// chatMock is a fresh mock whose directory holds users, and a client of
-// it with opts.
-func chatMock(t *testing.T, users []string, opts ...wecom.Option) (*wecom.Client, *mock.Server) {
-	t.Helper()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(testCorp, testSecret)
-	srv.AddUsers(testCorp, users...)
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, testBase)
-	return transportClient(t, mt, append([]wecom.Option{wecom.WithAgentID(1000002)}, opts...)...), srv
-}
-
 // wantCode fails unless err is WeCom's answer code.
 func wantCode(t *testing.T, what string, err error, code int) {
 	t.Helper()
@@ -47,7 +32,8 @@ func wantCode(t *testing.T, what string, err error, code int) {
 // create and update.
 func TestAppChatLifecycle(t *testing.T) {
 	t.Parallel()
-	c, srv := chatMock(t, []string{"zhangsan", "lisi", "wangwu"})
+	srv := newMock(t, mock.Config{}, "zhangsan", "lisi", "wangwu")
+	c := setup(t, on(srv), wecom.WithAgentID(1000002))
 	ctx := context.Background()
 	id, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Name: "项目群", Members: []string{"zhangsan", "lisi"}})
 	if err != nil || id == "" {
@@ -83,7 +69,8 @@ func TestAppChatLifecycle(t *testing.T) {
 // chat fails on reading its members and is not sent.
 func TestAppChatErrors(t *testing.T) {
 	t.Parallel()
-	c, srv := chatMock(t, []string{"zhangsan", "lisi"})
+	srv := newMock(t, mock.Config{}, "zhangsan", "lisi")
+	c := setup(t, on(srv), wecom.WithAgentID(1000002))
 	srv.AddApp(testCorp, "secret-other")
 	ctx := context.Background()
 	two := []string{"zhangsan", "lisi"}
@@ -115,21 +102,15 @@ func TestAppChatErrors(t *testing.T) {
 	wantCode(t, "another app's chat", err, wecom.CodeChatNotOwned)
 }
 
-// srvTransport is an httpmock transport serving srv at testBase.
-func srvTransport(srv *mock.Server) *httpmock.MockTransport {
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, testBase)
-	return mt
-}
-
 // TestAppChatMembersRead: a client that did not create a chat reads its
 // members once before its first message, and again once what it knows is
 // KnownChatTTL old, so that a member added by another client is counted.
 func TestAppChatMembersRead(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		creator, srv := chatMock(t, []string{"zhangsan", "lisi", "wangwu"})
-		sender := transportClient(t, srvTransport(srv))
+		srv := newMock(t, mock.Config{}, "zhangsan", "lisi", "wangwu")
+		creator := setup(t, on(srv), wecom.WithAgentID(1000002))
+		sender := setup(t, wecom.WithTransport(srvTransport(srv)))
 		ctx := context.Background()
 		id, err := creator.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: []string{"zhangsan", "lisi"}})
 		if err != nil {
@@ -169,7 +150,8 @@ func chatRun(t *testing.T, chats [][]string, perChat int, opts ...wecom.Option) 
 	for _, ms := range chats {
 		users = append(users, ms...)
 	}
-	c, srv := chatMock(t, users, opts...)
+	srv := newMock(t, mock.Config{}, users...)
+	c := setup(t, append([]wecom.Option{on(srv), wecom.WithAgentID(1000002)}, opts...)...)
 	ctx := context.Background()
 	ids := make([]string, len(chats))
 	for i, ms := range chats {
@@ -233,7 +215,8 @@ func TestAppChatNeverDropped(t *testing.T) {
 func TestAppChatMembersAtLimit(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c, srv := chatMock(t, []string{"zhangsan", "lisi"})
+		srv := newMock(t, mock.Config{}, "zhangsan", "lisi")
+		c := setup(t, on(srv), wecom.WithAgentID(1000002))
 		ctx := context.Background()
 		id, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: []string{"zhangsan", "lisi"}})
 		if err != nil {
@@ -276,7 +259,8 @@ func TestAppChatPushWeighted(t *testing.T) {
 			t.Fatalf("appchat/send has no rule %q", catalog.RulePushMinute)
 		}
 		rule.Limit = 4
-		c, srv := chatMock(t, []string{"zhangsan", "lisi"}, wecom.WithRule(catalog.AppChatSend.Path(), rule))
+		srv := newMock(t, mock.Config{}, "zhangsan", "lisi")
+		c := setup(t, on(srv), wecom.WithAgentID(1000002), wecom.WithRule(catalog.AppChatSend.Path(), rule))
 		ctx := context.Background()
 		id, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Members: []string{"zhangsan", "lisi"}})
 		if err != nil {
@@ -368,17 +352,13 @@ func twoAppsRun(t *testing.T, opts ...wecom.Option) (mock.MessageTally, time.Dur
 func TestAppChatFreshMembers(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := mock.New(mock.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.AddApp(testCorp, testSecret)
+		srv := newMock(t, mock.Config{})
 		srv.AddUsers(testCorp, "a", "b", "c", "d")
 		mt := httpmock.NewMockTransport()
 		srv.Register(mt, testBase)
 		lim := throttle.NewMemory()
-		A := transportClient(t, mt, wecom.WithAgentID(1000002), wecom.WithLimiter(lim))
-		B := transportClient(t, mt, wecom.WithAgentID(1000002), wecom.WithLimiter(lim))
+		A := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1000002), wecom.WithLimiter(lim))
+		B := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1000002), wecom.WithLimiter(lim))
 		ctx := context.Background()
 		x, err := A.AppChats.Create(ctx, wecom.AppChatCreateRequest{Name: "x", Members: []string{"a", "b"}, ChatID: "x"})
 		if err != nil {

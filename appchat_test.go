@@ -21,10 +21,9 @@ type sentRequest struct {
 	method, path, query, body string
 }
 
-// recordedClient answers each path of answers with its body and records
-// every request but gettoken.
-func recordedClient(t *testing.T, answers map[catalog.ID]string, opts ...wecom.Option) (*wecom.Client, func() []sentRequest) {
-	t.Helper()
+// recorded returns a transport that answers each path of answers with its
+// body, and the requests it got but gettoken.
+func recorded(answers map[catalog.ID]string) (*httpmock.MockTransport, func() []sentRequest) {
 	mt := tokenTransport()
 	var mu sync.Mutex
 	var sent []sentRequest
@@ -43,7 +42,7 @@ func recordedClient(t *testing.T, answers map[catalog.ID]string, opts ...wecom.O
 			return httpmock.NewStringResponse(http.StatusOK, answer), nil
 		})
 	}
-	return transportClient(t, mt, opts...), func() []sentRequest {
+	return mt, func() []sentRequest {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(sent)
@@ -62,11 +61,12 @@ func wantJSON(t *testing.T, got, want string) {
 // pages show them (document/path/90245, 90246, 90247).
 func TestAppChatWire(t *testing.T) {
 	t.Parallel()
-	c, sent := recordedClient(t, map[catalog.ID]string{
+	mt, sent := recorded(map[catalog.ID]string{
 		catalog.AppChatCreate: `{"errcode":0,"errmsg":"ok","chatid":"CHATID"}`,
 		catalog.AppChatUpdate: `{"errcode":0,"errmsg":"ok"}`,
 		catalog.AppChatGet:    `{"errcode":0,"errmsg":"ok","chat_info":{"chatid":"CHATID","name":"NAME","owner":"userid2","userlist":["userid1","userid2","userid3"],"chat_type":0}}`,
 	})
+	c := setup(t, wecom.WithTransport(mt))
 	ctx := context.Background()
 	id, err := c.AppChats.Create(ctx, wecom.AppChatCreateRequest{Name: "NAME", Owner: "userid1", Members: []string{"userid1", "userid2", "userid3", "USERID2"}, ChatID: "CHATID"})
 	if err != nil || id != "CHATID" {
@@ -124,10 +124,11 @@ func TestAppChatSendWire(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, sent := recordedClient(t, map[catalog.ID]string{
+			mt, sent := recorded(map[catalog.ID]string{
 				catalog.AppChatGet:  `{"errcode":0,"errmsg":"ok","chat_info":{"chatid":"CHATID","name":"NAME","owner":"userid2","userlist":["userid1","userid2","userid3"],"chat_type":0}}`,
 				catalog.AppChatSend: `{"errcode":0,"errmsg":"ok"}`,
 			})
+			c := setup(t, wecom.WithTransport(mt))
 			for range 2 {
 				if err := c.AppChats.Send(context.Background(), wecom.AppChatMessage{ChatID: "CHATID", Content: tc.content, Safe: tc.safe}); err != nil {
 					t.Fatal(err)
@@ -146,12 +147,13 @@ func TestAppChatSendWire(t *testing.T) {
 // anything is sent.
 func TestAppChatInvalid(t *testing.T) {
 	t.Parallel()
-	c, sent := recordedClient(t, map[catalog.ID]string{
+	mt, sent := recorded(map[catalog.ID]string{
 		catalog.AppChatCreate: `{"errcode":0,"errmsg":"ok","chatid":"x"}`,
 		catalog.AppChatUpdate: `{"errcode":0,"errmsg":"ok"}`,
 		catalog.AppChatGet:    `{"errcode":0,"errmsg":"ok"}`,
 		catalog.AppChatSend:   `{"errcode":0,"errmsg":"ok"}`,
 	})
+	c := setup(t, wecom.WithTransport(mt))
 	ctx := context.Background()
 	two := []string{"a", "b"}
 	text := &wecom.TextMessage{Content: "x"}
@@ -207,7 +209,8 @@ func manyUsers(n int) []string {
 // can, and sends nothing.
 func TestDoRefusesAppChatSend(t *testing.T) {
 	t.Parallel()
-	c, sent := recordedClient(t, map[catalog.ID]string{catalog.AppChatSend: `{"errcode":0,"errmsg":"ok"}`})
+	mt, sent := recorded(map[catalog.ID]string{catalog.AppChatSend: `{"errcode":0,"errmsg":"ok"}`})
+	c := setup(t, wecom.WithTransport(mt))
 	err := c.Do(context.Background(), http.MethodPost, catalog.AppChatSend.Path(), nil,
 		map[string]any{"chatid": "CHATID", "msgtype": "text", "text": map[string]string{"content": "hi"}}, nil)
 	if !errors.Is(err, wecom.ErrInvalidRequest) || !strings.Contains(err.Error(), "AppChats.Send") {

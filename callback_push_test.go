@@ -17,7 +17,8 @@ import (
 func TestWelcomeOnPushedCallback(t *testing.T) {
 	t.Parallel()
 	const token, key = "pushToken", "jWmYm7qr5nMoAUwZRjGtBxmz3KA1tkAj3ykkR6q2B2C"
-	c, srv := mockClient(t, mock.Config{})
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv))
 	t.Cleanup(srv.Close)
 	crypto, err := callback.NewCrypto(token, key, testCorp)
 	if err != nil {

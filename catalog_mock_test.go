@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
-
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
 )
@@ -21,17 +19,10 @@ func TestEveryEndpointAgainstTheMock(t *testing.T) {
 	for _, ep := range failureEndpoints() {
 		t.Run(ep.name, func(t *testing.T) {
 			t.Parallel()
-			srv, err := mock.New(mock.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv.AddApp(testCorp, testSecret)
+			f := setup(t, WithRetryPolicy(RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond}))
+			srv := f.srv
 			srv.SetFaults(mock.Faults{SystemBusy: 1})
-			mt := httpmock.NewMockTransport()
-			srv.Register(mt, testBaseURL)
-			c := newTestClient(t, WithBaseURL(testBaseURL), WithTransport(mt),
-				WithRetryPolicy(RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond}))
-			err = ep.call(context.Background(), c)
+			err := f.record(ep.call(context.Background(), f.c))
 			if !errors.Is(err, ErrSystemBusy) {
 				t.Fatalf("%s = %v, want ErrSystemBusy (-1 from the mock at %s %s)", ep.name, err, ep.method, ep.path)
 			}

@@ -17,7 +17,6 @@ import (
 	"github.com/jarcoal/httpmock"
 
 	"github.com/wecomkit/wecom/catalog"
-	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -732,17 +731,8 @@ func TestFailedRefreshKeepsToken(t *testing.T) {
 func TestSameTokenUntilExpiry(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		m, err := mock.New(mock.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.AddApp(testCorp, testSecret)
-		mt := httpmock.NewMockTransport()
-		m.Register(mt, testBaseURL)
-		c, err := New(testCorp, testSecret, WithBaseURL(testBaseURL), WithTransport(mt))
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := setup(t)
+		m, c := f.srv, f.c
 		ctx := context.Background()
 		for range 3 * 360 { // a call every 10 s for 3 hours
 			if _, err := c.Tags.List(ctx); err != nil {

@@ -43,7 +43,8 @@ func TestByMembersVisitsEveryPairOnce(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d members %d pairs", tc.members, tc.pairs), func(t *testing.T) {
 			t.Parallel()
-			c, srv := mockClient(t, mock.Config{})
+			srv := newMock(t, mock.Config{})
+			c := setup(t, on(srv))
 			var members []string
 			if tc.members > 0 {
 				s := srv.SeedCustomers(testCorp, mock.CustomerSeed{Members: tc.members, Pairs: tc.pairs, Shared: 0.2})
@@ -83,7 +84,8 @@ func TestByMembersVisitsEveryPairOnce(t *testing.T) {
 // two, with another case or not, is walked once.
 func TestByMembersNamesTwice(t *testing.T) {
 	t.Parallel()
-	c, srv := mockClient(t, mock.Config{})
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv))
 	s := srv.SeedCustomers(testCorp, mock.CustomerSeed{Members: 120, Pairs: 360})
 	members := append(slices.Clone(s.Members), s.Members[0], strings.ToUpper(s.Members[5]), s.Members[119])
 	got := make(map[string]int)
@@ -110,7 +112,8 @@ func TestByMembersStops(t *testing.T) {
 	t.Parallel()
 	setup := func(t *testing.T) (*wecom.Client, *mock.Server, []string) {
 		t.Helper()
-		c, srv := mockClient(t, mock.Config{})
+		srv := newMock(t, mock.Config{})
+		c := setup(t, on(srv))
 		s := srv.SeedCustomers(testCorp, mock.CustomerSeed{Members: 3, Pairs: 1000})
 		return c, srv, s.Members
 	}
@@ -195,7 +198,8 @@ func TestByMembersStops(t *testing.T) {
 // from batch/get_by_user.
 func TestGetReadsEveryFollower(t *testing.T) {
 	t.Parallel()
-	c, srv := mockClient(t, mock.Config{})
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv))
 	s := srv.SeedCustomers(testCorp, mock.CustomerSeed{Members: 2, Pairs: 4, WideFollowers: 1200})
 	var wide string
 	for _, u := range []string{"wide001", "wide1200"} {
@@ -290,7 +294,7 @@ func TestCustomerWire(t *testing.T) {
 		}
 		return httpmock.NewStringResponse(200, `{"errcode":40058,"errmsg":"invalid cursor"}`), nil
 	})
-	c := transportClient(t, mt)
+	c := setup(t, wecom.WithTransport(mt))
 	ctx := context.Background()
 	d, err := c.Customers.Get(ctx, "wmA")
 	if err != nil {

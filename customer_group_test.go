@@ -27,13 +27,6 @@ var (
 	pathGCTransfer = catalog.GroupChatTransfer.Path()
 )
 
-// groupChatMock returns a strict mock WeCom and a client of it.
-func groupChatMock(t *testing.T) (*mock.Server, *wecom.Client) {
-	t.Helper()
-	c, srv := mockClient(t, mock.Config{}, fastRetries())
-	return srv, c
-}
-
 // addGroups seeds n group chats wr00000, wr00001... owned by owner(i), in
 // state status, and returns their ids in order.
 func addGroups(srv *mock.Server, n, status int, owner func(i int) string) []string {
@@ -204,7 +197,7 @@ func TestGroupChatRequests(t *testing.T) {
 			mt := tokenTransport()
 			var s sent
 			mt.RegisterResponder(http.MethodPost, testBase+tc.path, s.responder(tc.answers...))
-			got, err := tc.call(transportClient(t, mt, fastRetries()))
+			got, err := tc.call(setup(t, wecom.WithTransport(mt), fastRetries()))
 			if err != nil {
 				t.Fatalf("err = %v", err)
 			}
@@ -261,7 +254,7 @@ func TestGroupChatValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			mt := httpmock.NewMockTransport()
-			err := tc.call(transportClient(t, mt, fastRetries()))
+			err := tc.call(setup(t, wecom.WithTransport(mt), fastRetries()))
 			var ve *wecom.ValidationError
 			if !errors.Is(err, wecom.ErrInvalidRequest) || !errors.As(err, &ve) {
 				t.Errorf("err = %v, want a *ValidationError", err)
@@ -280,7 +273,8 @@ func TestGroupChatsWalk(t *testing.T) {
 	for _, n := range []int{0, 1, 999, 1000, 1001, 2500} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			t.Parallel()
-			srv, c := groupChatMock(t)
+			srv := newMock(t, mock.Config{})
+			c := setup(t, on(srv), fastRetries())
 			want := addGroups(srv, n, wecom.GroupChatOwnerActive, func(i int) string { return fmt.Sprintf("u%d", i%10) })
 			got, err := collect(c.Customers.GroupChats(context.Background(), wecom.GroupChatListRequest{}))
 			if err != nil {
@@ -302,7 +296,8 @@ func TestGroupChatsWalk(t *testing.T) {
 // once.
 func TestGroupChatsFilters(t *testing.T) {
 	t.Parallel()
-	srv, c := groupChatMock(t)
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv), fastRetries())
 	// wr00000..wr00599: owner o(i%300), state i%2 (300 owners, 50 not asked for).
 	var want []string
 	owners := make([]string, 0, 251)
@@ -338,7 +333,8 @@ func TestGroupChatsStops(t *testing.T) {
 	t.Run("break", func(t *testing.T) {
 		t.Parallel()
 		for _, tc := range []struct{ after, calls int }{{1, 1}, {1000, 1}, {1001, 2}} {
-			srv, c := groupChatMock(t)
+			srv := newMock(t, mock.Config{})
+			c := setup(t, on(srv), fastRetries())
 			addGroups(srv, 2500, 0, func(int) string { return "u1" })
 			n := 0
 			for _, err := range c.Customers.GroupChats(context.Background(), wecom.GroupChatListRequest{}) {
@@ -356,7 +352,8 @@ func TestGroupChatsStops(t *testing.T) {
 	})
 	t.Run("cancel", func(t *testing.T) {
 		t.Parallel()
-		srv, c := groupChatMock(t)
+		srv := newMock(t, mock.Config{})
+		c := setup(t, on(srv), fastRetries())
 		addGroups(srv, 30, 0, func(int) string { return "u1" })
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -385,7 +382,8 @@ func TestGroupChatsStops(t *testing.T) {
 	})
 	t.Run("error on a later page", func(t *testing.T) {
 		t.Parallel()
-		srv, c := groupChatMock(t)
+		srv := newMock(t, mock.Config{})
+		c := setup(t, on(srv), fastRetries())
 		addGroups(srv, 30, 0, func(int) string { return "u1" })
 		if err := srv.AddScript(mock.Script{Path: pathGCList, ErrCode: wecom.CodeNoPrivilege, ErrMsg: "no privilege",
 			Match: func(_ *http.Request, body []byte) bool { return bytes.Contains(body, []byte(`"cursor"`)) }}); err != nil {
@@ -417,7 +415,8 @@ func TestGroupChatsStops(t *testing.T) {
 // with owners, the walk works.
 func TestGroupChatsOwnerFilterRequired(t *testing.T) {
 	t.Parallel()
-	srv, c := groupChatMock(t)
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv), fastRetries())
 	users := make([]string, 1001)
 	for i := range users {
 		users[i] = fmt.Sprintf("user%04d", i)
@@ -448,7 +447,8 @@ func TestTransferGroupChats(t *testing.T) {
 	ctx := context.Background()
 	t.Run("failures collected", func(t *testing.T) {
 		t.Parallel()
-		srv, c := groupChatMock(t)
+		srv := newMock(t, mock.Config{})
+		c := setup(t, on(srv), fastRetries())
 		srv.AddUsers(testCorp, "lisi")
 		ids := addGroups(srv, 250, wecom.GroupChatOwnerResigned, func(int) string { return "gone" })
 		var want []wecom.GroupChatTransferFailure
@@ -493,7 +493,8 @@ func TestTransferGroupChats(t *testing.T) {
 	// the 102 ids are 100 groups, one call.
 	t.Run("repeated chat ids", func(t *testing.T) {
 		t.Parallel()
-		srv, c := groupChatMock(t)
+		srv := newMock(t, mock.Config{})
+		c := setup(t, on(srv), fastRetries())
 		srv.AddUsers(testCorp, "lisi")
 		groups := addGroups(srv, 100, wecom.GroupChatOwnerResigned, func(int) string { return "gone" })
 		ids := slices.Insert(slices.Clone(groups), 50, groups[10]) // in the same call
@@ -513,7 +514,8 @@ func TestTransferGroupChats(t *testing.T) {
 	})
 	t.Run("a call fails", func(t *testing.T) {
 		t.Parallel()
-		srv, c := groupChatMock(t)
+		srv := newMock(t, mock.Config{})
+		c := setup(t, on(srv), fastRetries())
 		srv.AddUsers(testCorp, "lisi")
 		ids := addGroups(srv, 250, wecom.GroupChatOwnerResigned, func(int) string { return "gone" })
 		srv.AddGroupChat(testCorp, mock.GroupChat{ChatID: ids[3], Owner: "wangwu"})

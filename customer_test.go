@@ -38,7 +38,8 @@ func TestCustomerEditsNeverOverlap(t *testing.T) {
 // editCustomers runs the edits and returns the 45033 answers the mock gave.
 func editCustomers(t *testing.T, opts ...wecom.Option) int {
 	t.Helper()
-	c, srv := mockClient(t, mock.Config{Latency: 2 * time.Millisecond, LatencyJitter: time.Millisecond}, append([]wecom.Option{
+	srv := newMock(t, mock.Config{Latency: 2 * time.Millisecond, LatencyJitter: time.Millisecond})
+	c := setup(t, append([]wecom.Option{on(srv),
 		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxConcurrencyRetries: 50, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond})}, opts...)...)
 	ctx := context.Background()
 	group, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: "g", Tags: []wecom.CorpTagSpec{{Name: "vip"}}})
@@ -91,7 +92,8 @@ func editCustomers(t *testing.T, opts ...wecom.Option) int {
 // error.
 func TestCustomerLists(t *testing.T) {
 	t.Parallel()
-	c, srv := mockClient(t, mock.Config{})
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv))
 	srv.AddUsers(testCorp, "u1", "u2", "u3")
 	srv.AddCustomers(testCorp, "u1", "wmB", "wmA")
 	srv.AddCustomers(testCorp, "u2", "wmA")

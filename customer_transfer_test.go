@@ -32,7 +32,8 @@ func newTransferEnv(t *testing.T) *transferEnv {
 	t.Helper()
 	clock := wecom.NewFakeClock(time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC))
 	// The token outlives the tests' days: a token refetch would add calls.
-	c, srv := mockClient(t, mock.Config{Now: clock.Now, TokenTTL: 365 * 24 * time.Hour})
+	srv := newMock(t, mock.Config{Now: clock.Now, TokenTTL: 365 * 24 * time.Hour})
+	c := setup(t, on(srv))
 	return &transferEnv{c: c, srv: srv, clock: clock}
 }
 
@@ -110,7 +111,7 @@ func TestTransferWire(t *testing.T) {
 			return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","customer":[{"external_userid":"wmA","status":1,"takeover_time":1588262400},{"external_userid":"wmB","status":2,"takeover_time":1588482400}],"next_cursor":"C2"}`), nil
 		})
 	}
-	c := transportClient(t, mt)
+	c := setup(t, wecom.WithTransport(mt))
 	ctx := context.Background()
 
 	for _, k := range transferKinds() {
@@ -203,14 +204,13 @@ func (e *transferEcho) respond(r *http.Request) (*http.Response, error) {
 	return httpmock.NewJsonResponse(http.StatusOK, out)
 }
 
-// echoClient is a client whose transfer calls e answers.
-func echoClient(t *testing.T, e *transferEcho) *wecom.Client {
-	t.Helper()
+// transport answers the transfer calls with e.
+func (e *transferEcho) transport() *httpmock.MockTransport {
 	mt := tokenTransport()
 	for _, id := range []catalog.ID{catalog.TransferCustomer, catalog.ResignedTransferCustomer} {
 		mt.RegisterResponder(http.MethodPost, testBase+id.Path(), e.respond)
 	}
-	return transportClient(t, mt)
+	return mt
 }
 
 // TestTransferAnswerMissingCustomer: an answer without a result for some
@@ -242,7 +242,7 @@ func TestTransferAnswerMissingCustomer(t *testing.T) {
 				for _, ext := range tc.drop {
 					e.drop[ext] = true
 				}
-				c := echoClient(t, e)
+				c := setup(t, wecom.WithTransport(e.transport()))
 				outs, err := k.transfer(context.Background(), c, wecom.TransferRequest{HandoverUserID: "u1", TakeoverUserID: "u2", ExternalUserIDs: tc.exts})
 				var re *wecom.ResponseError
 				if !errors.As(err, &re) || re.Path != k.id.Path() || !strings.Contains(err.Error(), tc.errText) {
@@ -298,7 +298,7 @@ func TestTransferDedup(t *testing.T) {
 			t.Run(k.name+" "+tc.name, func(t *testing.T) {
 				t.Parallel()
 				e := &transferEcho{}
-				c := echoClient(t, e)
+				c := setup(t, wecom.WithTransport(e.transport()))
 				outs, err := k.transfer(context.Background(), c, wecom.TransferRequest{HandoverUserID: "u1", TakeoverUserID: "u2", ExternalUserIDs: tc.exts})
 				if err != nil {
 					t.Fatal(err)

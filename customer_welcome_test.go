@@ -20,7 +20,8 @@ import (
 // shows it, every kind of attachment with its msgtype.
 func TestWelcomeWire(t *testing.T) {
 	t.Parallel()
-	c, sent := recordedClient(t, map[catalog.ID]string{catalog.SendWelcomeMsg: `{"errcode":0,"errmsg":"ok"}`})
+	mt, sent := recorded(map[catalog.ID]string{catalog.SendWelcomeMsg: `{"errcode":0,"errmsg":"ok"}`})
+	c := setup(t, wecom.WithTransport(mt))
 	err := c.Customers.Welcome(context.Background(), wecom.WelcomeMessage{WelcomeCode: "CALLBACK_CODE", Text: "文本消息内容",
 		Attachments: []wecom.Attachment{
 			{Image: &wecom.AttachmentImage{MediaID: "MEDIA_ID"}},
@@ -43,7 +44,8 @@ func TestWelcomeWire(t *testing.T) {
 // TestWelcomeInvalid: what WeCom would refuse is refused unsent.
 func TestWelcomeInvalid(t *testing.T) {
 	t.Parallel()
-	c, sent := recordedClient(t, map[catalog.ID]string{catalog.SendWelcomeMsg: `{"errcode":0,"errmsg":"ok"}`})
+	mt, sent := recorded(map[catalog.ID]string{catalog.SendWelcomeMsg: `{"errcode":0,"errmsg":"ok"}`})
+	c := setup(t, wecom.WithTransport(mt))
 	for name, m := range map[string]wecom.WelcomeMessage{
 		"no code":              {Text: "x"},
 		"nothing to say":       {WelcomeCode: "c"},
@@ -68,15 +70,11 @@ func TestWelcomeInvalid(t *testing.T) {
 func TestWelcomeMock(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := mock.New(mock.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.AddApp(testCorp, testSecret)
+		srv := newMock(t, mock.Config{})
 		srv.AddCustomers(testCorp, "zhangsan", "wmCustomer")
 		mt := httpmock.NewMockTransport()
 		srv.Register(mt, testBase)
-		c := transportClient(t, mt)
+		c := setup(t, wecom.WithTransport(mt))
 		ctx := context.Background()
 		code := srv.WelcomeCode(testCorp, "zhangsan", "wmCustomer")
 		m := wecom.WelcomeMessage{WelcomeCode: code, Text: "welcome", Attachments: []wecom.Attachment{{Link: &wecom.AttachmentLink{Title: "t", URL: "https://example.com"}}}}

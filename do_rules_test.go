@@ -46,22 +46,11 @@ func inFlightServer(t *testing.T, latency time.Duration) (url string, peak, call
 	return srv.URL, peak, calls
 }
 
-// newDoClient is New as a user calls it to call unwrapped through Do.
-func newDoClient(url string, opts ...wecom.Option) (*wecom.Client, error) {
-	src := wecom.TokenSourceFunc(func(context.Context) (wecom.Token, error) {
+// doToken is the token source of a user who calls unwrapped through Do.
+func doToken() wecom.Option {
+	return wecom.WithTokenSource(wecom.TokenSourceFunc(func(context.Context) (wecom.Token, error) {
 		return wecom.Token{Value: "tok-do-rules", ExpiresAt: time.Now().Add(time.Hour)}, nil
-	})
-	return wecom.New("wwdorules", "", append([]wecom.Option{wecom.WithBaseURL(url), wecom.WithTokenSource(src), wecom.WithAgentID(1000002)}, opts...)...)
-}
-
-// doClient is newDoClient, which must succeed.
-func doClient(t *testing.T, url string, opts ...wecom.Option) *wecom.Client {
-	t.Helper()
-	c, err := newDoClient(url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	}))
 }
 
 // A limit added with WithRule that counts what a request says (its
@@ -85,7 +74,7 @@ func TestDoRefusesRulesItCannotCount(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			url, _, calls := inFlightServer(t, 0)
-			c, err := newDoClient(url, wecom.WithRule(tc.path, tc.rule))
+			c, err := wecom.New("wwdorules", "", wecom.WithBaseURL(url), doToken(), wecom.WithAgentID(1000002), wecom.WithRule(tc.path, tc.rule))
 			if err == nil {
 				err = c.Do(context.Background(), http.MethodPost, tc.path, nil, map[string]any{"x": 1}, nil)
 			}
@@ -106,7 +95,7 @@ func TestTypedCallRefusesRulesItCannotCount(t *testing.T) {
 	t.Parallel()
 	url, _, calls := inFlightServer(t, 0)
 	rule := catalog.Rule{Name: "member-minute", Scope: catalog.ScopeAppMember, Group: "msg", Limit: 30, Per: catalog.Minute}
-	c := doClient(t, url, wecom.WithRule(catalog.MarkTag.Path(), rule))
+	c := setup(t, wecom.WithBaseURL(url), doToken(), wecom.WithAgentID(1000002), wecom.WithRule(catalog.MarkTag.Path(), rule))
 	err := c.CustomerTags.Mark(context.Background(), wecom.MarkTagRequest{UserID: "u", ExternalUserID: "wm", AddTags: []string{"et1"}})
 	if !errors.Is(err, wecom.ErrInvalidRequest) || !strings.Contains(err.Error(), rule.Name) {
 		t.Errorf("CustomerTags.Mark = %v, want ErrInvalidRequest naming the rule %q", err, rule.Name)
@@ -123,7 +112,8 @@ func TestDoEnforcesRulesItCanCount(t *testing.T) {
 	t.Parallel()
 	// 100 ms a call: long enough that two overlap on a loaded machine.
 	url, peak, calls := inFlightServer(t, 100*time.Millisecond)
-	c := doClient(t, url, wecom.WithRule(unwrapped, catalog.Rule{Name: "two-at-a-time", Scope: catalog.ScopeApp, InFlight: 2}))
+	c := setup(t, wecom.WithBaseURL(url), doToken(), wecom.WithAgentID(1000002),
+		wecom.WithRule(unwrapped, catalog.Rule{Name: "two-at-a-time", Scope: catalog.ScopeApp, InFlight: 2}))
 	var wg sync.WaitGroup
 	for range 12 {
 		wg.Go(func() {
@@ -184,7 +174,7 @@ func idKeys(_ url.Values, body []byte) (catalog.Keys, error) {
 func TestDoEnforcesKeyedRules(t *testing.T) {
 	t.Parallel()
 	srv, peaks := resourceServer(t, 10*time.Millisecond)
-	c := doClient(t, srv, wecom.WithKeys(unwrapped, idKeys),
+	c := setup(t, wecom.WithBaseURL(srv), doToken(), wecom.WithAgentID(1000002), wecom.WithKeys(unwrapped, idKeys),
 		wecom.WithRule(unwrapped, catalog.Rule{Name: "one-at-a-time", Scope: catalog.ScopeResource, InFlight: 1}))
 	var wg sync.WaitGroup
 	for i := range 24 {
@@ -210,18 +200,9 @@ func TestDoEnforcesKeyedRules(t *testing.T) {
 // customer at a time with 45033, all succeed and none is refused.
 func TestDoLocksTheCustomerItEdits(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{Latency: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp("wwdo", "secret-do")
-	srv.AddCustomers("wwdo", "u1", "wm0", "wm1", "wm2")
-	hs := srv.Start()
-	t.Cleanup(hs.Close)
-	c, err := wecom.New("wwdo", "secret-do", wecom.WithBaseURL(hs.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newMock(t, mock.Config{Latency: 5 * time.Millisecond})
+	srv.AddCustomers(testCorp, "u1", "wm0", "wm1", "wm2")
+	c := setup(t, wecom.WithBaseURL(started(t, srv)))
 	ctx := context.Background()
 	g, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: "g", Tags: []wecom.CorpTagSpec{{Name: "t"}}})
 	if err != nil {
@@ -307,7 +288,7 @@ func TestDoBytesBodyNotEncodedAgain(t *testing.T) {
 		_, _ = w.Write([]byte(`{"errcode":0,"errmsg":"ok"}`))
 	}))
 	t.Cleanup(srv.Close)
-	c := doClient(t, srv.URL, wecom.WithKeys(unwrapped, idKeys),
+	c := setup(t, wecom.WithBaseURL(srv.URL), doToken(), wecom.WithAgentID(1000002), wecom.WithKeys(unwrapped, idKeys),
 		wecom.WithRule(unwrapped, catalog.Rule{Name: "one-at-a-time", Scope: catalog.ScopeResource, InFlight: 1}))
 	const body = `{"id":"r1","text":"hi"}`
 	for _, b := range []any{[]byte(body), body, json.RawMessage(body)} {

@@ -6,115 +6,118 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/throttle"
 )
 
 // WeCom error codes (errcode) the SDK knows by name. The meanings are those of the
 // official error code page; codes not listed here still come back as *APIError.
+// Each is package catalog's constant of the same name: its Errcodes table
+// says which sentinel below matches a code, and the mock answers from it.
 const (
 	// CodeSystemBusy (-1): system busy; WeCom advises retrying at most 3 times.
-	CodeSystemBusy = -1
+	CodeSystemBusy = catalog.CodeSystemBusy
 	// CodeOK (0): success.
-	CodeOK = 0
+	CodeOK = catalog.CodeOK
 	// CodeDataVersionConflict (6000): data version conflict; retry later.
-	CodeDataVersionConflict = 6000
+	CodeDataVersionConflict = catalog.CodeDataVersionConflict
 	// CodeInvalidSecret (40001): invalid secret (not an invalid token).
-	CodeInvalidSecret = 40001
+	CodeInvalidSecret = catalog.CodeInvalidSecret
 	// CodeInvalidCorpID (40013): invalid corpid.
-	CodeInvalidCorpID = 40013
+	CodeInvalidCorpID = catalog.CodeInvalidCorpID
 	// CodeInvalidAccessToken (40014): invalid access_token.
-	CodeInvalidAccessToken = 40014
+	CodeInvalidAccessToken = catalog.CodeInvalidAccessToken
 	// CodeInvalidTagID (40068): invalid tag id or tag group id.
-	CodeInvalidTagID = 40068
+	CodeInvalidTagID = catalog.CodeInvalidTagID
 	// CodeAllTagUsersInvalid (40070): addtagusers: every user and party is invalid.
-	CodeAllTagUsersInvalid = 40070
+	CodeAllTagUsersInvalid = catalog.CodeAllTagUsersInvalid
 	// CodeTagNameExists (40071): the tag name already exists.
-	CodeTagNameExists = 40071
+	CodeTagNameExists = catalog.CodeTagNameExists
 	// CodeTagNameLength (40072): tag name length invalid (1 to 32 characters).
-	CodeTagNameLength = 40072
+	CodeTagNameLength = catalog.CodeTagNameLength
 	// CodeAllDelTagUsersInvalid (40031): deltagusers: every user and party is invalid.
-	CodeAllDelTagUsersInvalid = 40031
+	CodeAllDelTagUsersInvalid = catalog.CodeAllDelTagUsersInvalid
 	// CodeSecretOfOtherCorp (40091): the secret belongs to another corp.
-	CodeSecretOfOtherCorp = 40091
+	CodeSecretOfOtherCorp = catalog.CodeSecretOfOtherCorp
 	// CodeTooManyCorpTags (40126): the corp has the maximum of 3,000 customer tags.
-	CodeTooManyCorpTags = 40126
+	CodeTooManyCorpTags = catalog.CodeTooManyCorpTags
 	// CodeAccessTokenMissing (41001): access_token missing (a bug).
-	CodeAccessTokenMissing = 41001
+	CodeAccessTokenMissing = catalog.CodeAccessTokenMissing
 	// CodeAccessTokenExpired (42001): access_token expired.
-	CodeAccessTokenExpired = 42001
+	CodeAccessTokenExpired = catalog.CodeAccessTokenExpired
 	// CodeFrequencyLimited (45009): call frequency over the limit; the API is
 	// blocked for the rest of the window.
-	CodeFrequencyLimited = 45009
+	CodeFrequencyLimited = catalog.CodeFrequencyLimited
 	// CodeConcurrencyLimited (45033): too many calls in flight at once.
-	CodeConcurrencyLimited = 45033
+	CodeConcurrencyLimited = catalog.CodeConcurrencyLimited
 	// CodeInvalidSuiteToken (40082): the suite_access_token is not valid.
-	CodeInvalidSuiteToken = 40082
+	CodeInvalidSuiteToken = catalog.CodeInvalidSuiteToken
 	// CodeInvalidSuiteID (40083): no such suite, or a wrong suite_secret.
-	CodeInvalidSuiteID = 40083
+	CodeInvalidSuiteID = catalog.CodeInvalidSuiteID
 	// CodeInvalidSuiteTicket (40085): the suite_ticket is not valid (a
 	// stale one: WeCom pushes a new one every 10 minutes).
-	CodeInvalidSuiteTicket = 40085
+	CodeInvalidSuiteTicket = catalog.CodeInvalidSuiteTicket
 	// CodeSuiteTokenExpired (42009): the suite_access_token expired.
-	CodeSuiteTokenExpired = 42009
+	CodeSuiteTokenExpired = catalog.CodeSuiteTokenExpired
 	// CodeInvalidWebhook (93000): the robot's webhook key is not valid, or
 	// the robot was removed from its group.
-	CodeInvalidWebhook = 93000
+	CodeInvalidWebhook = catalog.CodeInvalidWebhook
 	// CodeAPINotAllowed (48002): the API is not allowed for this app.
-	CodeAPINotAllowed = 48002
+	CodeAPINotAllowed = catalog.CodeAPINotAllowed
 	// CodeNoPrivilege (60011): no privilege on the member, department or tag.
-	CodeNoPrivilege = 60011
+	CodeNoPrivilege = catalog.CodeNoPrivilege
 	// CodeIPNotTrusted (60020): the calling IP is not trusted.
-	CodeIPNotTrusted = 60020
+	CodeIPNotTrusted = catalog.CodeIPNotTrusted
 	// CodeTagNotOwned (81011): the app may not operate this tag.
-	CodeTagNotOwned = 81011
+	CodeTagNotOwned = catalog.CodeTagNotOwned
 	// CodeTooManyTagUsers (81014): too many users or parties in one call.
-	CodeTooManyTagUsers = 81014
+	CodeTooManyTagUsers = catalog.CodeTooManyTagUsers
 	// CodeGroupChatOwnerFilterRequired (81017): groupchat/list without an
 	// owner filter, for an app that sees over 1,000 members; list by owner
 	// (GroupChatListRequest.OwnerUserIDs) instead.
-	CodeGroupChatOwnerFilterRequired = 81017
+	CodeGroupChatOwnerFilterRequired = catalog.CodeGroupChatOwnerFilterRequired
 	// CodeChatOwnerNotResigned (90500): groupchat/transfer: the group's
 	// owner has not left the corp, so the group cannot be handed over
 	// (answered per group in the failures).
-	CodeChatOwnerNotResigned = 90500
+	CodeChatOwnerNotResigned = catalog.CodeChatOwnerNotResigned
 	// CodeNoCustomers (84061): the member has no customers
 	// (externalcontact/list); Customers.List answers an empty list instead.
-	CodeNoCustomers = 84061
+	CodeNoCustomers = catalog.CodeNoCustomers
 	// CodeInvalidExternalUserID (40096): invalid external_userid; a transfer
 	// answers it for a customer WeCom does not know.
-	CodeInvalidExternalUserID = 40096
+	CodeInvalidExternalUserID = catalog.CodeInvalidExternalUserID
 	// CodeNotResigned (40097): the member has not resigned (a resigned
 	// transfer of an on-job member's customers).
-	CodeNotResigned = 40097
+	CodeNotResigned = catalog.CodeNotResigned
 	// CodeTakeoverFull (40099): the takeover member has the most customers
 	// allowed.
-	CodeTakeoverFull = 40099
+	CodeTakeoverFull = catalog.CodeTakeoverFull
 	// CodeTransferTooOften (40128): the customer was transferred too often
 	// (an on-job member's customer at most twice in 90 days).
-	CodeTransferTooOften = 40128
+	CodeTransferTooOften = catalog.CodeTransferTooOften
 	// CodeTransferPending (40129): the customer is being transferred already.
-	CodeTransferPending = 40129
+	CodeTransferPending = catalog.CodeTransferPending
 	// CodeSameHandover (40130): the handover and takeover members are the
 	// same.
-	CodeSameHandover = 40130
+	CodeSameHandover = catalog.CodeSameHandover
 	// CodeNotFollower (40131): the handover member does not follow the
 	// customer.
-	CodeNotFollower = 40131
+	CodeNotFollower = catalog.CodeNotFollower
 	// CodeTokenOfOtherApp (301002): the token belongs to another app.
-	CodeTokenOfOtherApp = 301002
+	CodeTokenOfOtherApp = catalog.CodeTokenOfOtherApp
 
 	// CodeChatNotFound (86003): no app group chat has that chatid.
-	CodeChatNotFound = 86003
+	CodeChatNotFound = catalog.CodeChatNotFound
 	// CodeChatMemberCount (86006): a chat would have too many or too few
 	// members (2 to 2,000).
-	CodeChatMemberCount = 86006
+	CodeChatMemberCount = catalog.CodeChatMemberCount
 	// CodeChatNotOwned (86008): the chat was created by another app.
-	CodeChatNotOwned = 86008
+	CodeChatNotOwned = catalog.CodeChatNotOwned
 	// CodeChatIDExists (86215): a chat already has that chatid.
-	CodeChatIDExists = 86215
+	CodeChatIDExists = catalog.CodeChatIDExists
 	// CodeInvalidChatMember (86216): a member to add is not in the
 	// directory, or one to remove is not in the chat.
-	CodeInvalidChatMember = 86216
+	CodeInvalidChatMember = catalog.CodeInvalidChatMember
 )
 
 // Sentinels for the classes of failure a caller branches on. Match them with
@@ -191,15 +194,15 @@ func (e *APIError) who() string {
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrConcurrencyLimited:
-		return e.Code == CodeConcurrencyLimited
+		return catalog.ClassOf(e.Code) == catalog.ClassConcurrency
 	case ErrRateLimited:
-		return e.Code == CodeFrequencyLimited
+		return catalog.ClassOf(e.Code) == catalog.ClassRate
 	case ErrTokenInvalid:
-		return isTokenCode(e.Code) || e.Code == CodeAccessTokenMissing
+		return catalog.ClassOf(e.Code) == catalog.ClassToken
 	case ErrBadCredentials:
 		return isCredentialCode(e.Code)
 	case ErrSystemBusy:
-		return e.Code == CodeSystemBusy || e.Code == CodeDataVersionConflict
+		return catalog.ClassOf(e.Code) == catalog.ClassBusy
 	case ErrMaybeDone:
 		return e.Code == CodeSystemBusy
 	}
@@ -215,10 +218,7 @@ func isSuiteTokenCode(code int) bool {
 	return code == CodeInvalidSuiteToken || code == CodeSuiteTokenExpired
 }
 
-func isCredentialCode(code int) bool {
-	return code == CodeInvalidSecret || code == CodeInvalidCorpID || code == CodeSecretOfOtherCorp || code == CodeInvalidSuiteID ||
-		code == CodeInvalidWebhook
-}
+func isCredentialCode(code int) bool { return catalog.ClassOf(code) == catalog.ClassCredential }
 
 // RateLimitError reports that an API may not be called until RetryAfter has
 // passed: WeCom answered 45009, or the API is cooling down after one. It matches

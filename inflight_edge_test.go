@@ -42,12 +42,9 @@ func TestSlotRenewedWhileTheTokenComes(t *testing.T) {
 		_, _ = w.Write([]byte(`{"errcode":0,"errmsg":"ok","taglist":[]}`))
 	}))
 	t.Cleanup(srv.Close)
-	c, err := wecom.New(faultCorp, "", wecom.WithAgentID(1), wecom.WithBaseURL(srv.URL), wecom.WithTokenSource(slowToken(3*time.Second)),
+	c := setup(t, wecom.WithAgentID(1), wecom.WithBaseURL(srv.URL), wecom.WithTokenSource(slowToken(3*time.Second)),
 		wecom.WithLimiter(throttle.NewMemory()), wecom.WithLeaseTTL(time.Second), // renewed twice or more, with room for a loaded machine
 		wecom.WithLimits("/cgi-bin/tag/list", wecom.Limits{Concurrency: 1}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan error, 2)
 	for range 2 {
 		go func() {
@@ -87,12 +84,9 @@ func TestPanicInTheExchange(t *testing.T) {
 		t.Run(map[bool]string{false: "background", true: "cancellable"}[cancellable], func(t *testing.T) {
 			t.Parallel()
 			base := fakeWeCom(t, map[string]string{"/cgi-bin/tag/list": `{"errcode":0,"errmsg":"ok","taglist":[]}`})
-			c, err := wecom.New(faultCorp, faultSecret, wecom.WithBaseURL(base), wecom.WithTransport(&panicOnce{next: http.DefaultTransport}),
+			c := setup(t, wecom.WithBaseURL(base), wecom.WithTransport(&panicOnce{next: http.DefaultTransport}),
 				wecom.WithLimiter(throttle.NewMemory()), wecom.WithLeaseTTL(200*time.Millisecond),
 				wecom.WithLimits("/cgi-bin/tag/list", wecom.Limits{Concurrency: 1}))
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx := context.Background()
 			if cancellable {
 				var cancel context.CancelFunc
@@ -133,12 +127,9 @@ func TestAttemptTimeoutWhileReading(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(hang) })
-	c, err := wecom.New(faultCorp, faultSecret, wecom.WithBaseURL(srv.URL), wecom.WithAttemptTimeout(200*time.Millisecond),
+	c := setup(t, wecom.WithBaseURL(srv.URL), wecom.WithAttemptTimeout(200*time.Millisecond),
 		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: wecom.NoRetries}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Tags.List(context.Background())
+	_, err := c.Tags.List(context.Background())
 	if !errors.Is(err, wecom.ErrAttemptTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v: ErrAttemptTimeout %t, DeadlineExceeded %t; want true, false", err,
 			errors.Is(err, wecom.ErrAttemptTimeout), errors.Is(err, context.DeadlineExceeded))

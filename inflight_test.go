@@ -18,11 +18,6 @@ import (
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
-const (
-	faultCorp   = "wwfaults"
-	faultSecret = "faults-secret-0123456789"
-)
-
 // faultFixture is a set of clients of one app (one per limiter backend: one
 // "process" each) on a real HTTP server running the project's mock, with
 // counters of what their observers saw.
@@ -63,12 +58,7 @@ func newBackends(t *testing.T, kind string) []throttle.Backend {
 
 func newFaultFixture(t *testing.T, cfg mock.Config, limiters []throttle.Backend, opts ...wecom.Option) *faultFixture {
 	t.Helper()
-	m, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.AddApp(faultCorp, faultSecret)
-	m.AddUsers(faultCorp, "u1", "u2")
+	m := newMock(t, cfg, "u1", "u2")
 	srv := m.Start()
 	if limiters == nil {
 		limiters = []throttle.Backend{throttle.NewMemory()}
@@ -89,10 +79,7 @@ func newFaultFixture(t *testing.T, cfg mock.Config, limiters []throttle.Backend,
 				}
 			}),
 		}
-		c, err := wecom.New(faultCorp, faultSecret, append(base, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := setup(t, append(base, opts...)...)
 		f.clients = append(f.clients, c)
 	}
 	f.c = f.clients[0]
@@ -120,10 +107,7 @@ func (f *faultFixture) tag(t *testing.T) string {
 	t.Helper()
 	// A client of its own, with the default attempt timeout: the fixture's
 	// may be shorter than a loaded machine takes to answer at all.
-	c, err := wecom.New(faultCorp, faultSecret, wecom.WithBaseURL(f.url), wecom.WithTokenStore(f.tokens))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := setup(t, wecom.WithBaseURL(f.url), wecom.WithTokenStore(f.tokens))
 	g, err := c.CustomerTags.Add(context.Background(), wecom.CorpTagAddRequest{GroupName: "faults", Tags: []wecom.CorpTagSpec{{Name: "t"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +182,7 @@ func TestCallerGivingUpKeepsSlotsUntilAnswer(t *testing.T) {
 			// Redis up to throttle's linger (20 ms) after its Release.
 			n := 0
 			for give := time.Now().Add(2 * time.Second); n != 5 && time.Now().Before(give); time.Sleep(10 * time.Millisecond) {
-				n = freeSlots(f.limiters[0], faultCorp, "/cgi-bin/externalcontact/mark_tag", 5)
+				n = freeSlots(f.limiters[0], testCorp, "/cgi-bin/externalcontact/mark_tag", 5)
 			}
 			if n != 5 {
 				t.Errorf("%d of 5 slots free after Drain", n)
@@ -256,20 +240,17 @@ func TestSentOrNotDecidesTheSlot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			limiter := throttle.NewMemory()
-			c, err := wecom.New(faultCorp, faultSecret, wecom.WithBaseURL(tt.baseURL), wecom.WithLimiter(limiter),
+			c := setup(t, wecom.WithBaseURL(tt.baseURL), wecom.WithLimiter(limiter),
 				wecom.WithTokenSource(wecom.TokenSourceFunc(func(context.Context) (wecom.Token, error) {
 					return wecom.Token{Value: "tok-123456789", ExpiresAt: time.Now().Add(time.Hour)}, nil
 				})),
 				// 1 s: a loaded machine sends well within it.
 				wecom.WithLimits(path, wecom.Limits{Concurrency: 1}), wecom.WithAttemptTimeout(time.Second),
 				wecom.WithAbandonedHold(time.Hour), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: wecom.NoRetries, MaxConcurrencyRetries: 1, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
-			if err != nil {
-				t.Fatal(err)
-			}
 			if _, err := c.Tags.List(context.Background()); err == nil {
 				t.Fatal("call succeeded")
 			}
-			if n := freeSlots(limiter, faultCorp, path, 1); n != tt.wantFree {
+			if n := freeSlots(limiter, testCorp, path, 1); n != tt.wantFree {
 				t.Errorf("%d of 1 slot free after the call, want %d", n, tt.wantFree)
 			}
 		})
@@ -290,7 +271,7 @@ func TestDetachedAttemptReleasesOnAnswer(t *testing.T) {
 	t.Cleanup(srv.Close)
 	limiter := throttle.NewMemory()
 	var detached atomic.Int64
-	c, err := wecom.New(faultCorp, faultSecret, wecom.WithBaseURL(srv.URL), wecom.WithLimiter(limiter),
+	c := setup(t, wecom.WithBaseURL(srv.URL), wecom.WithLimiter(limiter),
 		wecom.WithTokenSource(wecom.TokenSourceFunc(func(context.Context) (wecom.Token, error) {
 			return wecom.Token{Value: "tok-123456789", ExpiresAt: time.Now().Add(time.Hour)}, nil
 		})),
@@ -300,9 +281,6 @@ func TestDetachedAttemptReleasesOnAnswer(t *testing.T) {
 				detached.Add(1)
 			}
 		}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
@@ -314,7 +292,7 @@ func TestDetachedAttemptReleasesOnAnswer(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("caller's error %v, want context.Canceled", err)
 	}
-	if n := freeSlots(limiter, faultCorp, path, 1); n != 0 {
+	if n := freeSlots(limiter, testCorp, path, 1); n != 0 {
 		t.Error("the slot was given back before WeCom answered")
 	}
 	close(answer)
@@ -323,7 +301,7 @@ func TestDetachedAttemptReleasesOnAnswer(t *testing.T) {
 	if err := c.Drain(dctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := freeSlots(limiter, faultCorp, path, 1); n != 1 {
+	if n := freeSlots(limiter, testCorp, path, 1); n != 1 {
 		t.Error("the slot was not given back after the answer")
 	}
 	if detached.Load() != 1 {

@@ -53,15 +53,6 @@ func (f *fakeClock) Advance(d time.Duration) {
 	f.t = f.t.Add(d)
 }
 
-func newTestClient(t *testing.T, opts ...Option) *Client {
-	t.Helper()
-	c, err := New(testCorp, testSecret, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // names returns the names of rules, sorted.
 func names(rules []catalog.Rule) []string {
 	var n []string
@@ -79,7 +70,7 @@ func TestOverridesStartFromTheDefaults(t *testing.T) {
 		return c.p.limitsFor(path).rule(name)
 	}
 	t.Run("partial keeps the windows", func(t *testing.T) {
-		c := newTestClient(t, WithLimits(mark, Limits{Concurrency: 3}))
+		c := setup(t, WithLimits(mark, Limits{Concurrency: 3})).c
 		r, _ := rule(c, mark, catalog.RuleInFlight)
 		if r.InFlight != 3 {
 			t.Errorf("concurrency %d, want 3", r.InFlight)
@@ -96,7 +87,7 @@ func TestOverridesStartFromTheDefaults(t *testing.T) {
 		}
 	})
 	t.Run("NoLimit removes, several options add up", func(t *testing.T) {
-		c := newTestClient(t, WithLimits(mark, Limits{PerHour: NoLimit}), WithLimits(mark, Limits{PerDay: 500}))
+		c := setup(t, WithLimits(mark, Limits{PerHour: NoLimit}), WithLimits(mark, Limits{PerDay: 500})).c
 		if _, ok := rule(c, mark, catalog.RulePerHour); ok {
 			t.Error("the hour window is still there")
 		}
@@ -107,7 +98,7 @@ func TestOverridesStartFromTheDefaults(t *testing.T) {
 	t.Run("WithRule and WithoutRule", func(t *testing.T) {
 		extra := catalog.Rule{Name: "quota", Scope: catalog.ScopeApp, Limit: 50, Per: catalog.Day, Weighted: true}
 		remark := catalog.CustomerRemark.Path()
-		c := newTestClient(t, WithRule(mark, extra), WithoutRule(mark, catalog.RuleCustomer), WithoutRule(remark, catalog.RuleCustomer))
+		c := setup(t, WithRule(mark, extra), WithoutRule(mark, catalog.RuleCustomer), WithoutRule(remark, catalog.RuleCustomer)).c
 		if r, ok := rule(c, mark, "quota"); !ok || r != extra {
 			t.Errorf("quota %+v, %t", r, ok)
 		}
@@ -126,19 +117,19 @@ func TestOverridesStartFromTheDefaults(t *testing.T) {
 				t.Errorf("New = %v, want an error saying to change both alike", err)
 			}
 		}
-		c := newTestClient(t, WithLimits(mark, Limits{PerResource: 2}), WithLimits(remark, Limits{PerResource: 2}))
+		c := setup(t, WithLimits(mark, Limits{PerResource: 2}), WithLimits(remark, Limits{PerResource: 2})).c
 		if r, _ := rule(c, remark, catalog.RuleCustomer); r.InFlight != 2 {
 			t.Errorf("both changed: remark's lock %d, want 2", r.InFlight)
 		}
 	})
 	t.Run("other endpoints keep the defaults", func(t *testing.T) {
-		c := newTestClient(t, WithLimits(mark, Limits{Concurrency: 1}))
+		c := setup(t, WithLimits(mark, Limits{Concurrency: 1})).c
 		if r, _ := rule(c, catalog.CustomerRemark.Path(), catalog.RuleInFlight); r.InFlight != 5 {
 			t.Errorf("remark concurrency %d, want 5", r.InFlight)
 		}
 	})
 	t.Run("a path the SDK does not wrap", func(t *testing.T) {
-		c := newTestClient(t, WithLimits("/cgi-bin/user/get", Limits{Concurrency: 2}))
+		c := setup(t, WithLimits("/cgi-bin/user/get", Limits{Concurrency: 2})).c
 		got := names(c.p.limitsFor("/cgi-bin/user/get").rules)
 		want := append(names(catalog.Generic()), catalog.RuleInFlight)
 		slices.Sort(want)
@@ -278,7 +269,7 @@ func TestRequestsFromRules(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newTestClient(t, tc.opts...)
+			c := setup(t, tc.opts...).c
 			reqs := c.p.requests(tc.cl, c.p.limitsFor(tc.cl.path), now)
 			var got []want
 			for _, r := range reqs {
@@ -344,7 +335,7 @@ func TestDayCountEndsAtCSTMidnight(t *testing.T) {
 func TestBlockEscalates(t *testing.T) {
 	t.Parallel()
 	path := catalog.TagList.Path()
-	c := newTestClient(t, WithLimits(path, Limits{PerDay: 1000}))
+	c := setup(t, WithLimits(path, Limits{PerDay: 1000})).c
 	el := c.p.limitsFor(path)
 	t0 := time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC) // 12:00 CST
 	for _, tc := range []struct {
@@ -363,7 +354,7 @@ func TestBlockEscalates(t *testing.T) {
 			t.Errorf("%s: block %s, want %s", tc.name, got, tc.want)
 		}
 	}
-	fixed := newTestClient(t, WithLimits(path, Limits{BlockFor: 7 * time.Minute}))
+	fixed := setup(t, WithLimits(path, Limits{BlockFor: 7 * time.Minute})).c
 	for range 3 {
 		if got := fixed.p.block(path, fixed.p.limitsFor(path), t0); got != 7*time.Minute {
 			t.Errorf("BlockFor: %s", got)
@@ -443,7 +434,7 @@ func TestPerMemberRule(t *testing.T) {
 // "lost" (which would make the call start over, and count again, forever).
 func TestRenewSkipsLeasesWithoutSlot(t *testing.T) {
 	t.Parallel()
-	c := newTestClient(t)
+	c := setup(t).c
 	ctx := context.Background()
 	window, err := c.p.cfg.limiter.Acquire(ctx, throttle.Request{Key: "w", Windows: []throttle.Window{{Limit: 5, Period: time.Minute}}})
 	if err != nil {

@@ -22,31 +22,6 @@ import (
 	"github.com/wecomkit/wecom/mock"
 )
 
-// startMock starts a fresh mock with one app, stopped with the test, and
-// returns it and its URL.
-func startMock(t *testing.T, corpID, secret string) (*mock.Server, string) {
-	t.Helper()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(corpID, secret)
-	hs := srv.Start()
-	t.Cleanup(hs.Close)
-	return srv, hs.URL
-}
-
-// mediaClient is a client, with opts, of a fresh mock with one app.
-func mediaClient(t *testing.T, opts ...wecom.Option) (*wecom.Client, *mock.Server) {
-	t.Helper()
-	srv, base := startMock(t, "wwmedia", "secret-media")
-	c, err := wecom.New("wwmedia", "secret-media", append([]wecom.Option{wecom.WithBaseURL(base)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, srv
-}
-
 // onlyReader hides every method of a reader but Read.
 type onlyReader struct{ r io.Reader }
 
@@ -57,7 +32,8 @@ func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 // bytes and name.
 func TestMediaUploadAndDownload(t *testing.T) {
 	t.Parallel()
-	c, srv := mediaClient(t)
+	srv := newMock(t, mock.Config{})
+	c := setup(t, wecom.WithBaseURL(started(t, srv)))
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("季度报告 quarterly\n"), 5000)
 	for _, tc := range []struct {
@@ -75,7 +51,7 @@ func TestMediaUploadAndDownload(t *testing.T) {
 		if m.ID == "" || m.Type != wecom.MediaFile || m.CreatedAt.IsZero() {
 			t.Errorf("%s: Upload = %+v", tc.name, m)
 		}
-		name, got, ok := srv.MediaData("wwmedia", m.ID)
+		name, got, ok := srv.MediaData(testCorp, m.ID)
 		if !ok || name != "报告 2026.txt" || !bytes.Equal(got, data) {
 			t.Errorf("%s: the mock holds %q, %d bytes (equal: %v), want the name raw and the file whole", tc.name, name, len(got), bytes.Equal(got, data))
 		}
@@ -90,7 +66,8 @@ func TestMediaUploadAndDownload(t *testing.T) {
 // Bad uploads are refused before anything is sent.
 func TestMediaUploadValidates(t *testing.T) {
 	t.Parallel()
-	c, srv := mediaClient(t)
+	srv := newMock(t, mock.Config{})
+	c := setup(t, wecom.WithBaseURL(started(t, srv)))
 	for _, tc := range []struct {
 		name string
 		req  wecom.UploadRequest
@@ -144,10 +121,7 @@ func TestMediaUploadRetry(t *testing.T) {
 	policy := wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond})
 	data := []byte("the whole file, twice")
 	url, bodies := busyOnce(t)
-	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(url), policy)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := setup(t, wecom.WithBaseURL(url), policy)
 	if _, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: bytes.NewReader(data)}); err != nil {
 		t.Fatalf("Upload of a bytes.Reader after a busy answer: %v", err)
 	}
@@ -155,11 +129,8 @@ func TestMediaUploadRetry(t *testing.T) {
 		t.Errorf("%d bodies sent, want two with the whole file", len(got))
 	}
 	url, bodies = busyOnce(t)
-	c, err = wecom.New("wwmedia", "secret", wecom.WithBaseURL(url), policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: onlyReader{bytes.NewReader(data)}, Size: int64(len(data))})
+	c = setup(t, wecom.WithBaseURL(url), policy)
+	_, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: onlyReader{bytes.NewReader(data)}, Size: int64(len(data))})
 	if !errors.Is(err, wecom.ErrInvalidRequest) || !strings.Contains(err.Error(), "io.ReadSeeker") {
 		t.Errorf("Upload of a reader that cannot be rewound, after a busy answer: %v, want ErrInvalidRequest naming io.ReadSeeker", err)
 	}
@@ -187,10 +158,11 @@ func (w *hashWriter) Write(p []byte) (int, error) {
 // a small fraction of the file. (Not parallel: other tests' allocations
 // would count.)
 func TestMediaDownloadLargeStreamed(t *testing.T) {
-	c, srv := mediaClient(t)
+	srv := newMock(t, mock.Config{})
+	c := setup(t, wecom.WithBaseURL(started(t, srv)))
 	data := make([]byte, 50<<20)
 	_, _ = rand.Read(data)
-	id := srv.AddMedia("wwmedia", "big.bin", "application/octet-stream", data)
+	id := srv.AddMedia(testCorp, "big.bin", "application/octet-stream", data)
 	want := sha256.Sum256(data)
 	data = nil
 	w := &hashWriter{h: sha256.New()}
@@ -256,11 +228,8 @@ func TestMediaDownloadResumes(t *testing.T) {
 	file := make([]byte, 300_000)
 	_, _ = rand.Read(file)
 	url, ranges := cutServer(t, file, 100_000)
-	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(url),
-		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := setup(t, wecom.WithBaseURL(url), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3,
+		InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
 	var out bytes.Buffer
 	if _, err := c.Media.Download(context.Background(), "m1", &out); err != nil {
 		t.Fatalf("Download: %v", err)
@@ -277,7 +246,7 @@ func TestMediaDownloadResumes(t *testing.T) {
 // nothing.
 func TestMediaDownloadError(t *testing.T) {
 	t.Parallel()
-	c, _ := mediaClient(t)
+	c := setup(t, wecom.WithBaseURL(started(t, newMock(t, mock.Config{}))))
 	var out bytes.Buffer
 	_, err := c.Media.Download(context.Background(), "nope", &out)
 	var ae *wecom.APIError
@@ -309,10 +278,7 @@ func slowFile(t *testing.T, size int) string {
 // never written after Download returned.
 func TestMediaDownloadCallerGivesUp(t *testing.T) {
 	t.Parallel()
-	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(slowFile(t, 200_000)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := setup(t, wecom.WithBaseURL(slowFile(t, 200_000)))
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &hashWriter{h: sha256.New()}
 	go func() {
@@ -321,7 +287,7 @@ func TestMediaDownloadCallerGivesUp(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, err = c.Media.Download(ctx, "m1", w)
+	_, err := c.Media.Download(ctx, "m1", w)
 	at := w.n.Load()
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Download = %v, want context.Canceled", err)
@@ -374,10 +340,7 @@ func TestMediaDownloadUnsizedRanges(t *testing.T) {
 	t.Parallel()
 	file := make([]byte, 300)
 	_, _ = rand.Read(file)
-	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(unsizedRanges(t, file, 100)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := setup(t, wecom.WithBaseURL(unsizedRanges(t, file, 100)))
 	var out bytes.Buffer
 	f, err := c.Media.Download(context.Background(), "m1", &out)
 	if err != nil || !bytes.Equal(out.Bytes(), file) || f.Size != 300 {
@@ -390,11 +353,8 @@ func TestMediaDownloadUnsizedRanges(t *testing.T) {
 func TestMediaUploadRetryFromWhereTheReaderWas(t *testing.T) {
 	t.Parallel()
 	url, bodies := busyOnce(t)
-	c, err := wecom.New("wwmedia", "secret", wecom.WithBaseURL(url),
-		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := setup(t, wecom.WithBaseURL(url), wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3,
+		InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
 	r := strings.NewReader("HEADERpayload-of-the-file")
 	_, _ = r.Seek(6, io.SeekStart)
 	if _, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: r}); err != nil {
@@ -425,14 +385,15 @@ func (f *failFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 // that read none of it.
 func TestMediaUploadRetryBeforeAnyRead(t *testing.T) {
 	t.Parallel()
-	c, srv := mediaClient(t, wecom.WithTransport(&failFirst{next: http.DefaultTransport}),
+	srv := newMock(t, mock.Config{})
+	c := setup(t, wecom.WithBaseURL(started(t, srv)), wecom.WithTransport(&failFirst{next: http.DefaultTransport}),
 		wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}))
 	data := []byte("a file read once")
 	m, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "f", Body: onlyReader{bytes.NewReader(data)}, Size: int64(len(data))})
 	if err != nil {
 		t.Fatalf("Upload: %v", err)
 	}
-	if _, got, _ := srv.MediaData("wwmedia", m.ID); !bytes.Equal(got, data) {
+	if _, got, _ := srv.MediaData(testCorp, m.ID); !bytes.Equal(got, data) {
 		t.Errorf("the mock holds %q", got)
 	}
 }
@@ -456,7 +417,8 @@ func TestMediaUploadLongerThanTheAttemptTimeout(t *testing.T) {
 	t.Parallel()
 	// 16 pauses of 50 ms: the transfer outlasts the 500 ms timeout, and a
 	// loaded machine has ten times a pause to answer.
-	c, srv := mediaClient(t, wecom.WithAttemptTimeout(500*time.Millisecond))
+	srv := newMock(t, mock.Config{})
+	c := setup(t, wecom.WithBaseURL(started(t, srv)), wecom.WithAttemptTimeout(500*time.Millisecond))
 	data := bytes.Repeat([]byte("x"), 64<<10)
 	start := time.Now()
 	m, err := c.Media.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "slow", Body: slowReader{bytes.NewReader(data), 4 << 10, 50 * time.Millisecond}, Size: int64(len(data))})
@@ -485,8 +447,9 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 func TestMediaDownloadSlowWriter(t *testing.T) {
 	t.Parallel()
 	// A timeout a loaded machine's mock answers within; writes slower still.
-	c2, srv := mediaClient(t, wecom.WithAttemptTimeout(400*time.Millisecond))
-	id := srv.AddMedia("wwmedia", "f.bin", "application/octet-stream", make([]byte, 96<<10))
+	srv := newMock(t, mock.Config{})
+	c2 := setup(t, wecom.WithBaseURL(started(t, srv)), wecom.WithAttemptTimeout(400*time.Millisecond))
+	id := srv.AddMedia(testCorp, "f.bin", "application/octet-stream", make([]byte, 96<<10))
 	w := &slowWriter{d: 500 * time.Millisecond}
 	if _, err := c2.Media.Download(context.Background(), id, w); err != nil || w.n.Load() != 96<<10 {
 		t.Fatalf("Download to a slow writer: %v, %d bytes", err, w.n.Load())
@@ -508,7 +471,7 @@ func (b blockingReader) Read(p []byte) (int, error) {
 // though a read of its reader is under way.
 func TestMediaUploadBlockedReaderCallerLeaves(t *testing.T) {
 	t.Parallel()
-	c, _ := mediaClient(t)
+	c := setup(t, wecom.WithBaseURL(started(t, newMock(t, mock.Config{}))))
 	r := blockingReader{release: make(chan struct{})}
 	defer close(r.release)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

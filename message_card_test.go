@@ -103,7 +103,8 @@ func TestTemplateCardWire(t *testing.T) {
 	for _, tc := range docCards() {
 		t.Run(string(tc.card.CardType), func(t *testing.T) {
 			t.Parallel()
-			c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok","invaliduser":"userid1|userid2","msgid":"xxxx","response_code":"xyzxyz"}`)
+			mt, bodies := recordBodies(`{"errcode":0,"errmsg":"ok","invaliduser":"userid1|userid2","msgid":"xxxx","response_code":"xyzxyz"}`)
+			c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1000002))
 			res, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"UserID1", "UserID2", "UserID3"}, AgentID: 1, Content: tc.card})
 			if err != nil {
 				t.Fatal(err)
@@ -194,7 +195,8 @@ func TestTemplateCardInvalid(t *testing.T) {
 			t.Errorf("%s: Validate = %v, want wecom.ErrInvalidRequest", name, err)
 		}
 	}
-	c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok"}`)
+	mt, bodies := recordBodies(`{"errcode":0,"errmsg":"ok"}`)
+	c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1000002))
 	if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"u"}, Content: with(vote, func(m *wecom.TemplateCardMessage) { m.Checkbox = nil })}); !errors.Is(err, wecom.ErrInvalidRequest) {
 		t.Errorf("Send = %v, want wecom.ErrInvalidRequest", err)
 	}

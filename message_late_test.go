@@ -35,15 +35,11 @@ func (s *slowFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 // than the margin and a bucket can still lose one (see silentMargin).
 func TestMessageLateArrival(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := mock.New(mock.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.AddApp(testCorp, testSecret)
+		srv := newMock(t, mock.Config{})
 		srv.AddUsers(testCorp, "a")
 		mt := httpmock.NewMockTransport()
 		srv.Register(mt, testBase)
-		c := transportClient(t, &slowFirst{next: mt}, wecom.WithAgentID(1000002))
+		c := setup(t, wecom.WithTransport(&slowFirst{next: mt}), wecom.WithAgentID(1000002))
 		for i := range 31 {
 			if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"a"}, Content: &wecom.TextMessage{Content: "m" + string(rune('a'+i%26))}}); err != nil {
 				t.Fatal(err)

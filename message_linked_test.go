@@ -11,6 +11,7 @@ import (
 
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/mock"
 )
 
 // linkedDoc is the text of document/path/90250's example.
@@ -22,7 +23,8 @@ const linkedDoc = "你的快递已到，请携带工卡前往邮件中心领取�
 func TestLinkedMessageWire(t *testing.T) {
 	t.Parallel()
 	answer := `{"errcode":0,"errmsg":"ok","invaliduser":["userid1","CorpId1/userid1"],"invalidparty":["partyid1","LinkedId1/partyid1"],"invalidtag":["tagid1"]}`
-	c, sent := recordedClient(t, map[catalog.ID]string{catalog.LinkedMessageSend: answer})
+	mt, sent := recorded(map[catalog.ID]string{catalog.LinkedMessageSend: answer})
+	c := setup(t, wecom.WithTransport(mt))
 	ctx := context.Background()
 	res, err := c.Messages.SendLinked(ctx, wecom.LinkedMessage{ToUser: []string{"userid1", "userid2", "CorpId1/userid1", "CorpId2/userid2"},
 		AgentID: 1, Content: &wecom.TextMessage{Content: linkedDoc}, Safe: true})
@@ -47,7 +49,8 @@ func TestLinkedMessageWire(t *testing.T) {
 // anything is sent.
 func TestLinkedMessageInvalid(t *testing.T) {
 	t.Parallel()
-	c, sent := recordedClient(t, map[catalog.ID]string{catalog.LinkedMessageSend: `{"errcode":0,"errmsg":"ok"}`}, wecom.WithAgentID(1))
+	mt, sent := recorded(map[catalog.ID]string{catalog.LinkedMessageSend: `{"errcode":0,"errmsg":"ok"}`})
+	c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1))
 	text := &wecom.TextMessage{Content: "x"}
 	for name, m := range map[string]wecom.LinkedMessage{
 		"no recipient":  {Content: text},
@@ -70,7 +73,8 @@ func TestLinkedMessageInvalid(t *testing.T) {
 // and answers 81013 when none is valid.
 func TestLinkedMessageMock(t *testing.T) {
 	t.Parallel()
-	c, srv := chatMock(t, []string{"zhangsan", "wwlinked/lisi"})
+	srv := newMock(t, mock.Config{}, "zhangsan", "wwlinked/lisi")
+	c := setup(t, on(srv), wecom.WithAgentID(1000002))
 	ctx := context.Background()
 	res, err := c.Messages.SendLinked(ctx, wecom.LinkedMessage{ToUser: []string{"zhangsan", "wwlinked/lisi", "wwlinked/ghost"}, Content: &wecom.TextMessage{Content: "hi"}})
 	if err != nil || !slices.Equal(res.InvalidUsers, []string{"wwlinked/ghost"}) {
@@ -92,7 +96,8 @@ func TestLinkedMessageMock(t *testing.T) {
 func TestLinkedMessagesNeverDropped(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c, srv := chatMock(t, []string{"zhangsan", "wwlinked/lisi"})
+		srv := newMock(t, mock.Config{}, "zhangsan", "wwlinked/lisi")
+		c := setup(t, on(srv), wecom.WithAgentID(1000002))
 		ctx := context.Background()
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -130,10 +135,11 @@ func TestLinkedMessagesNeverDropped(t *testing.T) {
 // testCorp/ZhangSan cannot go within a short deadline.
 func TestLinkedOwnMemberCountedOnce(t *testing.T) {
 	t.Parallel()
-	c, _ := recordedClient(t, map[catalog.ID]string{
+	mt, _ := recorded(map[catalog.ID]string{
 		catalog.MessageSend:       `{"errcode":0,"errmsg":"ok","msgid":"m"}`,
 		catalog.LinkedMessageSend: `{"errcode":0,"errmsg":"ok"}`,
-	}, wecom.WithAgentID(1))
+	})
+	c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1))
 	ctx := context.Background()
 	for range 30 {
 		if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"zhangsan"}, Content: &wecom.TextMessage{Content: "x"}}); err != nil {

@@ -9,19 +9,20 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/jarcoal/httpmock"
+
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
 )
 
-// answering returns a client whose calls to id are answered with answers
-// in turn, and the bodies they carried.
-func answering(t *testing.T, id catalog.ID, answers ...string) (*wecom.Client, *sent) {
-	t.Helper()
+// answerCalls returns a transport whose calls to id are answered with
+// answers in turn, and the bodies they carried.
+func answerCalls(id catalog.ID, answers ...string) (*httpmock.MockTransport, *sent) {
 	mt := tokenTransport()
 	s := &sent{}
 	mt.RegisterResponder(http.MethodPost, testBase+id.Path(), s.responder(answers...))
-	return transportClient(t, mt, wecom.WithAgentID(1)), s
+	return mt, s
 }
 
 // bodiesOf returns the bodies s received.
@@ -38,7 +39,8 @@ func TestMessageManageWire(t *testing.T) {
 	t.Parallel()
 	t.Run("recall", func(t *testing.T) {
 		t.Parallel()
-		c, s := answering(t, catalog.MessageRecall, `{"errcode":0,"errmsg":"ok"}`)
+		mt, s := answerCalls(catalog.MessageRecall, `{"errcode":0,"errmsg":"ok"}`)
+		c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1))
 		if err := c.Messages.Recall(context.Background(), "vcT8gGc-7dFb4bxT35ONjBDz901sLlXPZw1DAMC_Gc26qRpK-AK5sTJkkb0128t"); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +65,8 @@ func TestMessageManageWire(t *testing.T) {
 	} {
 		t.Run("update "+tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, s := answering(t, catalog.MessageUpdateCard, tc.answer)
+			mt, s := answerCalls(catalog.MessageUpdateCard, tc.answer)
+			c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1))
 			res, err := c.Messages.UpdateTemplateCard(context.Background(), tc.req)
 			if err != nil {
 				t.Fatal(err)
@@ -78,7 +81,8 @@ func TestMessageManageWire(t *testing.T) {
 	}
 	t.Run("statistics", func(t *testing.T) {
 		t.Parallel()
-		c, s := answering(t, catalog.MessageStatistics, `{"errcode":0,"errmsg":"ok","statistics":[{"agentid":1000002,"app_name":"应用1","count":101}]}`)
+		mt, s := answerCalls(catalog.MessageStatistics, `{"errcode":0,"errmsg":"ok","statistics":[{"agentid":1000002,"app_name":"应用1","count":101}]}`)
+		c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1))
 		got, err := c.Messages.Statistics(context.Background(), wecom.StatisticsYesterday)
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +100,8 @@ func TestMessageManageWire(t *testing.T) {
 // anything is sent.
 func TestMessageManageInvalid(t *testing.T) {
 	t.Parallel()
-	c, s := answering(t, catalog.MessageUpdateCard, `{"errcode":0,"errmsg":"ok"}`)
+	mt, s := answerCalls(catalog.MessageUpdateCard, `{"errcode":0,"errmsg":"ok"}`)
+	c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1))
 	ok := wecom.UpdateTemplateCardRequest{ResponseCode: "rc", Users: []string{"u"}, ReplaceButton: "done"}
 	with := func(change func(*wecom.UpdateTemplateCardRequest)) wecom.UpdateTemplateCardRequest {
 		r := ok
@@ -124,7 +129,7 @@ func TestMessageManageInvalid(t *testing.T) {
 	if _, err := c.Messages.Statistics(context.Background(), 2); !errors.Is(err, wecom.ErrInvalidRequest) {
 		t.Errorf("statistics of day 2: %v, want wecom.ErrInvalidRequest", err)
 	}
-	noAgent := transportClient(t, tokenTransport())
+	noAgent := setup(t, wecom.WithTransport(tokenTransport()))
 	if _, err := noAgent.Messages.UpdateTemplateCard(context.Background(), ok); !errors.Is(err, wecom.ErrInvalidRequest) {
 		t.Errorf("no agent id: %v, want wecom.ErrInvalidRequest", err)
 	}
@@ -140,15 +145,6 @@ func apiCode(err error) int {
 		return ae.Code
 	}
 	return 0
-}
-
-// messageMock returns a client of the app 1000002 of a new mock, which
-// knows the members zhangsan and lisi.
-func messageMock(t *testing.T) *wecom.Client {
-	t.Helper()
-	c, srv := mockClient(t, mock.Config{}, wecom.WithAgentID(1000002))
-	srv.AddUsers(testCorp, "zhangsan", "lisi")
-	return c
 }
 
 // sendBoth sends content to zhangsan and lisi.
@@ -182,7 +178,7 @@ func window(t *testing.T, span time.Duration, issue func() string, use func(stri
 func TestRecallAgainstTheMock(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c := messageMock(t)
+		c := setup(t, on(newMock(t, mock.Config{}, "zhangsan", "lisi")), wecom.WithAgentID(1000002))
 		ctx := context.Background()
 		send := func() string { return sendBoth(t, c, &wecom.TextMessage{Content: "hello"}).MsgID }
 		first := send()
@@ -205,7 +201,7 @@ func TestRecallAgainstTheMock(t *testing.T) {
 func TestUpdateTemplateCardAgainstTheMock(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c := messageMock(t)
+		c := setup(t, on(newMock(t, mock.Config{}, "zhangsan", "lisi")), wecom.WithAgentID(1000002))
 		ctx := context.Background()
 		send := func() string {
 			res := sendBoth(t, c, docCards()[2].card)
@@ -247,7 +243,7 @@ func TestUpdateTemplateCardAgainstTheMock(t *testing.T) {
 func TestStatisticsAgainstTheMock(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c := messageMock(t)
+		c := setup(t, on(newMock(t, mock.Config{}, "zhangsan", "lisi")), wecom.WithAgentID(1000002))
 		ctx := context.Background()
 		for i, m := range []wecom.Message{
 			{ToUser: []string{"zhangsan", "lisi", "nobody"}, Content: &wecom.TextMessage{Content: "a"}},

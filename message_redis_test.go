@@ -24,7 +24,8 @@ import (
 // member gets exactly 30, the mock drops none, and the two sends over the
 // window fail before leaving, naming all 1,000 members.
 func TestMessagesAcrossProcesses(t *testing.T) {
-	srv, base := startMock(t, testCorp, testSecret)
+	srv := newMock(t, mock.Config{})
+	base := started(t, srv)
 	members := make([]string, wecom.MaxMessageUsers)
 	for i := range members {
 		members[i] = fmt.Sprintf("user%04d", i)
@@ -36,10 +37,7 @@ func TestMessagesAcrossProcesses(t *testing.T) {
 	var sent, refused int
 	var wg sync.WaitGroup
 	for p, b := range sharedLimiters(t, 2) {
-		c, err := wecom.New(testCorp, testSecret, wecom.WithBaseURL(base), wecom.WithLimiter(b), wecom.WithAgentID(1000002))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := setup(t, wecom.WithBaseURL(base), wecom.WithLimiter(b), wecom.WithAgentID(1000002))
 		wg.Go(func() {
 			for i := range 16 {
 				_, err := c.Messages.Send(ctx, wecom.Message{ToUser: members, Content: &wecom.TextMessage{Content: fmt.Sprintf("process %d, message %d", p, i)}})
@@ -76,7 +74,8 @@ func TestRobotAcrossProcesses(t *testing.T) {
 	rdb := redistest.Single(t)
 	prefix := redistest.Prefix(t, rdb)
 	limiters := limitersOn(t, rdb, prefix, 2)
-	srv, base := startMock(t, testCorp, testSecret)
+	srv := newMock(t, mock.Config{})
+	base := started(t, srv)
 	srv.AddRobot(testRobotKey)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -84,10 +83,7 @@ func TestRobotAcrossProcesses(t *testing.T) {
 	var sent, refused int
 	var wg sync.WaitGroup
 	for p, b := range limiters {
-		r, err := wecom.NewRobot(testRobotKey, wecom.WithBaseURL(base), wecom.WithLimiter(b))
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := setupRobot(t, testRobotKey, wecom.WithBaseURL(base), wecom.WithLimiter(b))
 		wg.Go(func() {
 			for i := range 13 {
 				err := r.Send(ctx, &wecom.RobotText{Content: fmt.Sprintf("process %d, message %d", p, i)})

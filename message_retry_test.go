@@ -15,20 +15,12 @@ import (
 	"github.com/wecomkit/wecom/mock"
 )
 
-// lostClient is a client of a fresh mock knowing members a and b, whose
-// first n answers to message/send are lost after the mock has done them.
-func lostClient(t *testing.T, n int) (*wecom.Client, *mock.Server, *loseAnswers) {
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(testCorp, testSecret)
-	srv.AddUsers(testCorp, "a", "b")
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, testBase)
-	lost := &loseAnswers{next: mt, path: catalog.MessageSend.Path(), n: n}
-	c := transportClient(t, lost, wecom.WithAgentID(1000002), fastRetries(), wecom.WithAttemptTimeout(100*time.Millisecond))
-	return c, srv, lost
+// losing returns a fresh mock knowing members a and b, and a transport to
+// it that loses its first n answers to message/send after the mock has
+// done them.
+func losing(t *testing.T, n int) (*mock.Server, *loseAnswers) {
+	srv := newMock(t, mock.Config{}, "a", "b")
+	return srv, &loseAnswers{next: srvTransport(srv), path: catalog.MessageSend.Path(), n: n}
 }
 
 // TestMessageRetryCountsOnce: a send whose answer was lost filled member
@@ -36,7 +28,8 @@ func lostClient(t *testing.T, n int) (*wecom.Client, *mock.Server, *loseAnswers)
 // member again (the lost attempt's count stands), so it is not refused: it
 // goes out, and WeCom's check drops the copy.
 func TestMessageRetryCountsOnce(t *testing.T) {
-	c, srv, lost := lostClient(t, 0)
+	srv, lost := losing(t, 0)
+	c := setup(t, wecom.WithTransport(lost), wecom.WithAgentID(1000002), fastRetries(), wecom.WithAttemptTimeout(100*time.Millisecond))
 	ctx := context.Background()
 	for range 29 {
 		if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a"}, Content: &wecom.TextMessage{Content: "x"}}); err != nil {
@@ -58,7 +51,8 @@ func TestMessageRetryCountsOnce(t *testing.T) {
 // full) and b, and its answer was lost: the retry neither sends b a second
 // copy nor hands a back as not sent.
 func TestSendReadyAfterLostAnswer(t *testing.T) {
-	c, srv, lost := lostClient(t, 0)
+	srv, lost := losing(t, 0)
+	c := setup(t, wecom.WithTransport(lost), wecom.WithAgentID(1000002), fastRetries(), wecom.WithAttemptTimeout(100*time.Millisecond))
 	ctx := context.Background()
 	for range 29 {
 		if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a"}, Content: &wecom.TextMessage{Content: "x"}}); err != nil {
@@ -89,7 +83,7 @@ func TestMessageCallerGaveUp(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","msgid":"m1"}`), nil
 	})
-	c := transportClient(t, mt, wecom.WithAgentID(1))
+	c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a"}, Content: &wecom.TextMessage{Content: "x"}})
@@ -114,16 +108,10 @@ func TestMessageRetryWithinCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, err := mock.New(mock.Config{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				srv.AddApp(testCorp, testSecret)
+				srv := newMock(t, mock.Config{})
 				srv.AddUsers(testCorp, "a")
-				mt := httpmock.NewMockTransport()
-				srv.Register(mt, testBase)
-				lost := &loseAnswers{next: mt, path: catalog.MessageSend.Path()}
-				c := transportClient(t, lost, wecom.WithAgentID(1000002), fastRetries())
+				lost := &loseAnswers{next: srvTransport(srv), path: catalog.MessageSend.Path()}
+				c := setup(t, wecom.WithTransport(lost), wecom.WithAgentID(1000002), fastRetries())
 				ctx := context.Background()
 				for i := range tc.prior {
 					if _, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a"}, Content: &wecom.TextMessage{Content: "x" + string(rune('0'+i%10))}}); err != nil {
@@ -134,7 +122,7 @@ func TestMessageRetryWithinCheck(t *testing.T) {
 				lost.n = 1
 				lost.mu.Unlock()
 				start := time.Now()
-				_, err = c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a"}, DuplicateCheck: true, DuplicateInterval: tc.interval,
+				_, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"a"}, DuplicateCheck: true, DuplicateInterval: tc.interval,
 					Content: &wecom.TextMessage{Content: "alert"}})
 				got := srv.MessageTally(testCorp, "a")
 				t.Logf("err=%v after %s; tally %+v", err, time.Since(start), got)

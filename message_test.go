@@ -22,9 +22,9 @@ import (
 	"github.com/wecomkit/wecom/mock"
 )
 
-// sentBodies answers message/send with answer and records each body sent.
-func sentBodies(t *testing.T, answer string, opts ...wecom.Option) (*wecom.Client, func() []string) {
-	t.Helper()
+// recordBodies returns a transport that answers message/send with answer,
+// and the bodies it got.
+func recordBodies(answer string) (*httpmock.MockTransport, func() []string) {
 	mt := tokenTransport()
 	var mu sync.Mutex
 	var bodies []string
@@ -35,7 +35,7 @@ func sentBodies(t *testing.T, answer string, opts ...wecom.Option) (*wecom.Clien
 		mu.Unlock()
 		return httpmock.NewStringResponse(http.StatusOK, answer), nil
 	})
-	return transportClient(t, mt, append([]wecom.Option{wecom.WithAgentID(1000002)}, opts...)...), func() []string {
+	return mt, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(bodies)
@@ -76,7 +76,8 @@ func TestMessageWire(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok","msgid":"m1"}`)
+			mt, bodies := recordBodies(`{"errcode":0,"errmsg":"ok","msgid":"m1"}`)
+			c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1000002))
 			if _, err := c.Messages.Send(context.Background(), tc.m); err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +119,8 @@ func TestMessageResult(t *testing.T) {
 			wecom.SendResult{MsgID: "m", InvalidUsers: []string{"u1", "u2"}, InvalidParties: []string{"2", "3"}}},
 		{`{"errcode":0,"errmsg":"ok","invaliduser":null,"msgid":"m"}`, wecom.SendResult{MsgID: "m"}},
 	} {
-		c, _ := sentBodies(t, tc.answer)
+		mt, _ := recordBodies(tc.answer)
+		c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1000002))
 		got, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"u"}, Content: &wecom.TextMessage{Content: "x"}})
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +140,8 @@ func TestMessageResult(t *testing.T) {
 // count per member, is refused before anything is sent.
 func TestMessageInvalid(t *testing.T) {
 	t.Parallel()
-	c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok"}`)
+	mt, bodies := recordBodies(`{"errcode":0,"errmsg":"ok"}`)
+	c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1000002))
 	text := &wecom.TextMessage{Content: "x"}
 	for name, m := range map[string]wecom.Message{
 		"no recipient":        {Content: text},
@@ -160,7 +163,7 @@ func TestMessageInvalid(t *testing.T) {
 			t.Errorf("%s: %v, want wecom.ErrInvalidRequest", name, err)
 		}
 	}
-	noAgent := transportClient(t, tokenTransport())
+	noAgent := setup(t, wecom.WithTransport(tokenTransport()))
 	if _, err := noAgent.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"u"}, Content: text}); !errors.Is(err, wecom.ErrInvalidRequest) {
 		t.Errorf("no agent id: %v, want wecom.ErrInvalidRequest", err)
 	}
@@ -175,15 +178,11 @@ func TestMessageInvalid(t *testing.T) {
 // time it took.
 func notifyRun(t *testing.T, members []string, perMember int, opts ...wecom.Option) (map[string]mock.MessageTally, time.Duration) {
 	t.Helper()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(testCorp, testSecret)
+	srv := newMock(t, mock.Config{})
 	srv.AddUsers(testCorp, members...)
 	mt := httpmock.NewMockTransport()
 	srv.Register(mt, testBase)
-	c := transportClient(t, mt, append([]wecom.Option{wecom.WithAgentID(1000002)}, opts...)...)
+	c := setup(t, append([]wecom.Option{wecom.WithTransport(mt), wecom.WithAgentID(1000002)}, opts...)...)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, m := range members {
@@ -293,23 +292,17 @@ func TestMessageAnswerLost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv, err := mock.New(mock.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv.AddApp(testCorp, testSecret)
+			srv := newMock(t, mock.Config{})
 			srv.AddUsers(testCorp, "zhangsan")
-			mt := httpmock.NewMockTransport()
-			srv.Register(mt, testBase)
-			lost := &loseAnswers{next: mt, path: catalog.MessageSend.Path(), n: 1, late: tt.late}
+			lost := &loseAnswers{next: srvTransport(srv), path: catalog.MessageSend.Path(), n: 1, late: tt.late}
 			if tt.busy {
 				lost.n = 0
 				if err := srv.AddScript(mock.Script{Path: catalog.MessageSend.Path(), ErrCode: -1, ErrMsg: "system error"}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			c := transportClient(t, lost, wecom.WithAgentID(1000002), fastRetries(), wecom.WithAttemptTimeout(100*time.Millisecond))
-			_, err = c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"zhangsan"}, DuplicateCheck: tt.dedupe,
+			c := setup(t, wecom.WithTransport(lost), wecom.WithAgentID(1000002), fastRetries(), wecom.WithAttemptTimeout(100*time.Millisecond))
+			_, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"zhangsan"}, DuplicateCheck: tt.dedupe,
 				Content: &wecom.TextMessage{Content: "the build is green"}})
 			if tt.wantErr {
 				if !errors.Is(err, wecom.ErrMaybeDone) || !strings.Contains(err.Error(), "not repeated") {
@@ -329,7 +322,8 @@ func TestMessageAnswerLost(t *testing.T) {
 // refused) is safe to repeat and is repeated, without a duplicate check.
 func TestRefusedMessageRetried(t *testing.T) {
 	t.Parallel()
-	srv, base := startMock(t, testCorp, testSecret)
+	srv := newMock(t, mock.Config{})
+	base := started(t, srv)
 	srv.AddUsers(testCorp, "zhangsan")
 	var dials atomic.Int32
 	var d net.Dialer
@@ -339,10 +333,7 @@ func TestRefusedMessageRetried(t *testing.T) {
 		}
 		return d.DialContext(ctx, network, addr)
 	}}
-	c, err := wecom.New(testCorp, testSecret, wecom.WithBaseURL(base), wecom.WithTransport(tr), wecom.WithAgentID(1000002), fastRetries())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := setup(t, wecom.WithBaseURL(base), wecom.WithTransport(tr), wecom.WithAgentID(1000002), fastRetries())
 	if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: []string{"zhangsan"}, Content: &wecom.TextMessage{Content: "hello"}}); err != nil {
 		t.Fatalf("err = %v, want the refused send repeated", err)
 	}
@@ -356,7 +347,8 @@ func TestRefusedMessageRetried(t *testing.T) {
 // fails with 81013.
 func TestMessageRecipients(t *testing.T) {
 	t.Parallel()
-	c, srv := mockClient(t, mock.Config{}, wecom.WithAgentID(1000002))
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv), wecom.WithAgentID(1000002))
 	srv.AddUsers(testCorp, "zhangsan")
 	ctx := context.Background()
 	res, err := c.Messages.Send(ctx, wecom.Message{ToUser: []string{"zhangsan", "ghost"}, Content: &wecom.TextMessage{Content: "hi"}})
@@ -384,7 +376,8 @@ func TestMessageRecipients(t *testing.T) {
 // none ready, nothing is sent.
 func TestMessageSendReady(t *testing.T) {
 	t.Parallel()
-	c, srv := mockClient(t, mock.Config{}, wecom.WithAgentID(1000002))
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv), wecom.WithAgentID(1000002))
 	srv.AddUsers(testCorp, "zhangsan", "lisi", "wangwu")
 	ctx := context.Background()
 	text := &wecom.TextMessage{Content: "hi"}
@@ -426,7 +419,8 @@ func TestMessageUncounted(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok","msgid":"m"}`, obs)
+	mt, bodies := recordBodies(`{"errcode":0,"errmsg":"ok","msgid":"m"}`)
+	c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1000002), obs)
 	text := &wecom.TextMessage{Content: "x"}
 	ctx := context.Background()
 	for _, m := range []wecom.Message{
@@ -457,7 +451,8 @@ func TestMessageUncounted(t *testing.T) {
 // the next day, unsent.
 func TestMessageQuota(t *testing.T) {
 	t.Parallel()
-	c, srv := mockClient(t, mock.Config{}, wecom.WithAgentID(1000002), wecom.WithRule(catalog.MessageSend.Path(), catalog.MessageQuota(5)))
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv), wecom.WithAgentID(1000002), wecom.WithRule(catalog.MessageSend.Path(), catalog.MessageQuota(5)))
 	srv.AddUsers(testCorp, "a", "b", "c")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -481,7 +476,8 @@ func TestMessageQuota(t *testing.T) {
 // first named again in upper case go out as 1,000.
 func TestMessageThousandDistinct(t *testing.T) {
 	t.Parallel()
-	c, bodies := sentBodies(t, `{"errcode":0,"errmsg":"ok","msgid":"m"}`)
+	mt, bodies := recordBodies(`{"errcode":0,"errmsg":"ok","msgid":"m"}`)
+	c := setup(t, wecom.WithTransport(mt), wecom.WithAgentID(1000002))
 	users := append(manyUsers(1000), strings.ToUpper(manyUsers(1)[0]))
 	if _, err := c.Messages.Send(context.Background(), wecom.Message{ToUser: users, Content: &wecom.TextMessage{Content: "x"}}); err != nil {
 		t.Fatal(err)
@@ -499,7 +495,8 @@ func TestMessageThousandDistinct(t *testing.T) {
 // without room as the message named them, not as the limiter counts them.
 func TestMessageRefusalNamesMembersAsGiven(t *testing.T) {
 	t.Parallel()
-	c, srv := mockClient(t, mock.Config{}, wecom.WithAgentID(1000002))
+	srv := newMock(t, mock.Config{})
+	c := setup(t, on(srv), wecom.WithAgentID(1000002))
 	srv.AddUsers(testCorp, "zhangsan", "lisi")
 	ctx := context.Background()
 	for range 30 {

@@ -30,11 +30,7 @@ func rawPost(t *testing.T, hc *http.Client, path, tok, body string) string {
 // compare userids without case, as WeCom does: a mixed-case member's drops
 // are tallied as drops, and a chat may name a member in another case.
 func TestMockUserIDsWithoutCase(t *testing.T) {
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddApp(testCorp, testSecret)
+	srv := newMock(t, mock.Config{})
 	srv.AddUsers(testCorp, "ZhangSan", "lisi")
 	mt := httpmock.NewMockTransport()
 	srv.Register(mt, testBase)

@@ -10,7 +10,7 @@ import (
 // endpoint, the retries made and the deadline alone.
 func TestRetryDecision(t *testing.T) {
 	t.Parallel()
-	c := newTestClient(t, WithRetryPolicy(RetryPolicy{MaxRetries: 2, MaxConcurrencyRetries: 3}), WithWaitOnRateLimit(true))
+	c := setup(t, WithRetryPolicy(RetryPolicy{MaxRetries: 2, MaxConcurrencyRetries: 3}), WithWaitOnRateLimit(true)).c
 	now := time.Unix(1_790_000_000, 0)
 	api := func(code int) error { return &APIError{Code: code, Path: "/p"} }
 	block := &RateLimitError{Path: "/p", RetryAfter: time.Minute, Err: api(CodeFrequencyLimited)}

@@ -30,40 +30,12 @@ import (
 // testRobotKey looks like a real webhook key.
 const testRobotKey = "693a91f6-7aoc-4bc4-97a0-0ec2sifa5aaa"
 
-// newTestRobot returns a robot of key at testBase sending through rt,
-// drained at the test's end.
-func newTestRobot(t *testing.T, key string, rt http.RoundTripper, opts ...wecom.Option) *wecom.Robot {
+// robotMock returns a new embedded mock holding the robot testRobotKey.
+func robotMock(t *testing.T) *mock.Server {
 	t.Helper()
-	r, err := wecom.NewRobot(key, append([]wecom.Option{wecom.WithBaseURL(testBase), wecom.WithTransport(rt)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Drain(context.Background()) })
-	return r
-}
-
-// mockRobot returns a mock server holding the robot testRobotKey, and a
-// robot of that key talking to it through httpmock.
-func mockRobot(t *testing.T, opts ...wecom.Option) (*wecom.Robot, *mock.Server) {
-	t.Helper()
-	srv, mt := robotMock(t, testRobotKey)
-	return newTestRobot(t, testRobotKey, mt, opts...), srv
-}
-
-// robotMock returns a mock server holding the robots keys, and an httpmock
-// transport that reaches it at testBase.
-func robotMock(t *testing.T, keys ...string) (*mock.Server, *httpmock.MockTransport) {
-	t.Helper()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
-		srv.AddRobot(k)
-	}
-	mt := httpmock.NewMockTransport()
-	srv.Register(mt, testBase)
-	return srv, mt
+	srv := newMock(t, mock.Config{})
+	srv.AddRobot(testRobotKey)
+	return srv
 }
 
 // pngBytes is the start of a PNG file, enough for its type to be seen.
@@ -134,7 +106,7 @@ func TestRobotWire(t *testing.T) {
 				got, bodies = append(got, r), append(bodies, string(b))
 				return httpmock.NewStringResponse(http.StatusOK, `{"errcode":0,"errmsg":"ok"}`), nil
 			})
-			r := newTestRobot(t, testRobotKey, mt)
+			r := setupRobot(t, testRobotKey, wecom.WithTransport(mt))
 			if err := r.Send(context.Background(), tc.m); err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +169,8 @@ func TestRobotValidates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r, srv := mockRobot(t)
+			srv := robotMock(t)
+			r := setupRobot(t, testRobotKey, on(srv))
 			err := r.Send(context.Background(), tc.m)
 			if !errors.Is(err, wecom.ErrInvalidRequest) {
 				t.Fatalf("got %v, want ErrInvalidRequest", err)
@@ -214,11 +187,7 @@ func TestRobotValidates(t *testing.T) {
 // call a robot, so the body is sent raw through the transport).
 func TestRobotMockRefuses(t *testing.T) {
 	t.Parallel()
-	srv, err := mock.New(mock.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.AddRobot(testRobotKey)
+	srv := robotMock(t)
 	h := srv.Handler()
 	sum := md5.Sum(pngBytes)
 	img := base64.StdEncoding.EncodeToString(pngBytes)
@@ -258,7 +227,8 @@ func TestRobotMockRefuses(t *testing.T) {
 func TestRobotNeverRefused(t *testing.T) {
 	t.Parallel()
 	burst := func(t *testing.T, opts ...wecom.Option) (*mock.Server, time.Time, []error) {
-		r, srv := mockRobot(t, opts...)
+		srv := robotMock(t)
+		r := setupRobot(t, testRobotKey, append([]wecom.Option{on(srv)}, opts...)...)
 		start := time.Now()
 		errs := make([]error, 25)
 		var wg sync.WaitGroup
@@ -300,7 +270,8 @@ func TestRobotNeverRefused(t *testing.T) {
 // robot's messages then send it, and only file and voice are taken.
 func TestRobotUploadStreamed(t *testing.T) {
 	t.Parallel()
-	srv, mt := robotMock(t, testRobotKey)
+	srv := robotMock(t)
+	mt := srvTransport(srv)
 	const size = 3 << 20
 	src := &countingReader{r: io.LimitReader(patternReader{}, size)}
 	early := -1
@@ -319,7 +290,7 @@ func TestRobotUploadStreamed(t *testing.T) {
 		}
 		return mt.RoundTrip(req)
 	})
-	r := newTestRobot(t, testRobotKey, rt)
+	r := setupRobot(t, testRobotKey, wecom.WithTransport(rt))
 	m, err := r.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "报表.xlsx", Body: src, Size: size})
 	if err != nil {
 		t.Fatal(err)
@@ -359,8 +330,8 @@ func TestRobotKeyNeverShown(t *testing.T) {
 	_, err := wecom.NewRobot("https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=" + testRobotKey)
 	record(err)
 
-	_, mt := robotMock(t)
-	unknown := newTestRobot(t, testRobotKey, mt, wecom.WithLogger(logger)) // not added: 93000
+	mt := srvTransport(newMock(t, mock.Config{}))
+	unknown := setupRobot(t, testRobotKey, wecom.WithTransport(mt), wecom.WithLogger(logger)) // not added: 93000
 	err = unknown.Send(context.Background(), &wecom.RobotText{Content: "x"})
 	if !errors.Is(err, wecom.ErrBadCredentials) || !strings.Contains(err.Error(), "robot") {
 		t.Errorf("an unknown robot: %v, want ErrBadCredentials naming the robot", err)
@@ -370,16 +341,17 @@ func TestRobotKeyNeverShown(t *testing.T) {
 	broken := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("dial %s: connection refused", req.URL)
 	})
-	lost := newTestRobot(t, testRobotKey, broken, wecom.WithLogger(logger), fastRetries())
+	lost := setupRobot(t, testRobotKey, wecom.WithTransport(broken), wecom.WithLogger(logger), fastRetries())
 	record(lost.Send(context.Background(), &wecom.RobotText{Content: "x"}))
 	_, err = lost.Upload(context.Background(), wecom.UploadRequest{Type: wecom.MediaFile, Filename: "a.txt", Body: strings.NewReader("hello, wecom")})
 	record(err)
 
 	bad := httpmock.NewMockTransport()
 	bad.RegisterNoResponder(httpmock.NewStringResponder(http.StatusBadGateway, "<html>bad gateway for key="+testRobotKey+"</html>"))
-	record(newTestRobot(t, testRobotKey, bad, wecom.WithLogger(logger), fastRetries()).Send(context.Background(), &wecom.RobotText{Content: "x"}))
+	record(setupRobot(t, testRobotKey, wecom.WithTransport(bad), wecom.WithLogger(logger), fastRetries()).Send(context.Background(), &wecom.RobotText{Content: "x"}))
 
-	r, srv2 := mockRobot(t, wecom.WithLogger(logger))
+	srv2 := robotMock(t)
+	r := setupRobot(t, testRobotKey, on(srv2), wecom.WithLogger(logger))
 	_ = srv2
 	for range 20 {
 		if err := r.Send(context.Background(), &wecom.RobotText{Content: "x"}); err != nil {
@@ -466,7 +438,7 @@ func TestRobotFailures(t *testing.T) {
 	mt.RegisterResponderWithQuery(http.MethodPost, testBase+catalog.WebhookSend.Path(), "key="+testRobotKey, answer(45009))
 	mt.RegisterResponderWithQuery(http.MethodPost, testBase+catalog.WebhookSend.Path(), "key="+other, answer(0))
 	limiter := throttle.NewMemory()
-	r := newTestRobot(t, testRobotKey, mt, wecom.WithLimiter(limiter))
+	r := setupRobot(t, testRobotKey, wecom.WithTransport(mt), wecom.WithLimiter(limiter))
 	if err := r.Send(context.Background(), &wecom.RobotText{Content: "x"}); !errors.Is(err, wecom.ErrRateLimited) {
 		t.Fatalf("a send answered 45009: %v, want ErrRateLimited", err)
 	}
@@ -474,13 +446,13 @@ func TestRobotFailures(t *testing.T) {
 	if err := r.Send(context.Background(), &wecom.RobotText{Content: "x"}); !errors.Is(err, wecom.ErrRateLimited) || mt.GetTotalCallCount() != before {
 		t.Errorf("a send during the cooldown: %v after %d requests, want ErrRateLimited and none", err, mt.GetTotalCallCount()-before)
 	}
-	if err := newTestRobot(t, other, mt, wecom.WithLimiter(limiter)).Send(context.Background(), &wecom.RobotText{Content: "x"}); err != nil {
+	if err := setupRobot(t, other, wecom.WithTransport(mt), wecom.WithLimiter(limiter)).Send(context.Background(), &wecom.RobotText{Content: "x"}); err != nil {
 		t.Errorf("another robot on the same limiter: %v", err)
 	}
 
 	busy := httpmock.NewMockTransport()
 	busy.RegisterNoResponder(answer(-1))
-	b := newTestRobot(t, testRobotKey, busy, fastRetries())
+	b := setupRobot(t, testRobotKey, wecom.WithTransport(busy), fastRetries())
 	if err := b.Send(context.Background(), &wecom.RobotText{Content: "x"}); !errors.Is(err, wecom.ErrMaybeDone) {
 		t.Errorf("a send answered -1: %v, want ErrMaybeDone", err)
 	}
@@ -500,7 +472,8 @@ func TestRobotFailures(t *testing.T) {
 // the same minute goes at once.
 func TestRobotUploadNotCounted(t *testing.T) {
 	t.Parallel()
-	r, srv := mockRobot(t)
+	srv := robotMock(t)
+	r := setupRobot(t, testRobotKey, on(srv))
 	for range 20 {
 		if err := r.Send(context.Background(), &wecom.RobotText{Content: "x"}); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,25 +17,30 @@ import (
 	"github.com/jarcoal/httpmock"
 
 	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/mock"
 )
 
-// Test credentials. testSecret and the tokens the fake gettoken hands out must
-// never appear in an error or a log line; see checkNoSecrets.
+// Test credentials. testSecret and the tokens the mock hands out must never
+// appear in an error or a log line; see checkNoSecrets.
 const (
 	testCorp    = "wwcorp"
 	testSecret  = "S3CR3T-never-printed"
 	testBaseURL = "https://wecom.test"
-	testToken   = "TOKEN-must-not-leak-1"
+	// testToken is a token value for the redaction tests.
+	testToken = "TOKEN-must-not-leak-1"
 )
 
-// fixture is a client wired to an httpmock transport.
+// fixture is a client against the embedded mock, reached through an
+// httpmock transport on which a test may register answers of its own.
 type fixture struct {
 	c         *Client
+	srv       *mock.Server
 	mt        *httpmock.MockTransport
 	logs      *syncBuffer
 	tokenHits atomic.Int64
 	mu        sync.Mutex
-	errs      []error // every error seen by the observer
+	tokens    []string // every token gettoken handed out
+	errs      []error  // every error seen by the observer
 }
 
 type syncBuffer struct {
@@ -54,17 +60,39 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// setup returns a client whose gettoken answers testToken, a debug logger and
-// an observer that keep everything for checkNoSecrets, and fast retries.
-func setup(t *testing.T, opts ...Option) *fixture {
+// setup returns a client of testCorp's app against a new embedded mock
+// (served at testBaseURL through httpmock), with a debug logger and an
+// observer that keep everything for checkNoSecrets, and fast retries. opts
+// come after those: WithTransport or WithBaseURL point the client
+// elsewhere. The mock answers every API a test does not answer itself with
+// f.respond or f.mt; f.tokenHits counts its gettoken calls.
+func setup(t testing.TB, opts ...Option) *fixture {
 	t.Helper()
-	f := &fixture{mt: httpmock.NewMockTransport(), logs: &syncBuffer{}}
+	srv, err := mock.New(mock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddApp(testCorp, testSecret)
+	f := &fixture{srv: srv, mt: httpmock.NewMockTransport(), logs: &syncBuffer{}}
+	srv.Register(f.mt, testBaseURL)
+	gettoken := srv.Responder()
 	f.mt.RegisterResponder("GET", testBaseURL+catalog.GetToken.Path(), func(r *http.Request) (*http.Response, error) {
 		f.tokenHits.Add(1)
-		if r.URL.Query().Get("corpsecret") != testSecret || r.URL.Query().Get("corpid") != testCorp {
-			return httpmock.NewStringResponse(200, `{"errcode":40001,"errmsg":"invalid secret"}`), nil
+		resp, err := gettoken(r)
+		if err != nil {
+			return resp, err
 		}
-		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","access_token":"`+testToken+`","expires_in":7200}`), nil
+		body, err := io.ReadAll(resp.Body)
+		var tok struct {
+			AccessToken string `json:"access_token"`
+		}
+		if err == nil && json.Unmarshal(body, &tok) == nil && tok.AccessToken != "" {
+			f.mu.Lock()
+			f.tokens = append(f.tokens, tok.AccessToken)
+			f.mu.Unlock()
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return resp, err
 	})
 	base := []Option{
 		WithBaseURL(testBaseURL),
@@ -88,6 +116,16 @@ func setup(t *testing.T, opts ...Option) *fixture {
 	return f
 }
 
+// token returns the last token gettoken handed out.
+func (f *fixture) token() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.tokens) == 0 {
+		return ""
+	}
+	return f.tokens[len(f.tokens)-1]
+}
+
 // record keeps an error returned to the test for checkNoSecrets.
 func (f *fixture) record(err error) error {
 	if err != nil {
@@ -100,7 +138,7 @@ func (f *fixture) record(err error) error {
 
 // checkNoSecrets greps every log line and every error of the test for the
 // secret and the tokens.
-func (f *fixture) checkNoSecrets(t *testing.T) {
+func (f *fixture) checkNoSecrets(t testing.TB) {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -109,7 +147,7 @@ func (f *fixture) checkNoSecrets(t *testing.T) {
 		texts = append(texts, e.Error())
 	}
 	for _, text := range texts {
-		for _, secret := range []string{testSecret, "TOKEN-"} {
+		for _, secret := range append([]string{testSecret, "TOKEN-"}, f.tokens...) {
 			if strings.Contains(text, secret) {
 				t.Errorf("a secret or token leaked into %q", text)
 			}

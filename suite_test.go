@@ -16,6 +16,7 @@ import (
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/redisstore"
 	"github.com/wecomkit/wecom/throttle"
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
@@ -61,11 +62,8 @@ func fleet(t *testing.T, url string, n int, logs io.Writer, opts ...wecom.Option
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := wecom.New("wwsuitecorp", "corp-secret", append([]wecom.Option{wecom.WithBaseURL(url), wecom.WithLimiter(b), wecom.WithTokenStore(store),
+		c := setup(t, append([]wecom.Option{wecom.WithBaseURL(url), wecom.WithLimiter(b), wecom.WithTokenStore(store),
 			wecom.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
 		cs = append(cs, c)
 	}
 	return cs
@@ -76,7 +74,8 @@ func fleet(t *testing.T, url string, n int, logs io.Writer, opts ...wecom.Option
 // WeCom refused it, and never seen with the secret or a ticket in a log.
 func TestSuiteTokenAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	srv, base := startMock(t, "wwsuitecorp", "corp-secret")
+	srv := newMock(t, mock.Config{})
+	base := started(t, srv)
 	srv.AddSuite(testSuiteID, testSuiteSecret, "ticket-1")
 	var ticket atomic.Value
 	ticket.Store("ticket-1")
@@ -142,12 +141,9 @@ func TestSuiteSecretsRedacted(t *testing.T) {
 			return "", errors.New("vault refused suite " + testSuiteSecret)
 		}},
 	} {
-		c, err := wecom.New("wwsuitecorp", "corp-secret", wecom.WithBaseURL(echoSuite(t)), wecom.WithSuite(testSuiteID, testSuiteSecret, tc.ticket),
+		c := setup(t, wecom.WithBaseURL(echoSuite(t)), wecom.WithSuite(testSuiteID, testSuiteSecret, tc.ticket),
 			wecom.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _, err = c.PreAuthCode(context.Background())
+		_, _, err := c.PreAuthCode(context.Background())
 		if err == nil {
 			t.Fatalf("%s: PreAuthCode succeeded", tc.name)
 		}
@@ -163,7 +159,8 @@ func TestSuiteSecretsRedacted(t *testing.T) {
 // refused before anything is sent: never the corp's token in its place.
 func TestSuiteTokenRequired(t *testing.T) {
 	t.Parallel()
-	c, srv := mediaClient(t)
+	srv := newMock(t, mock.Config{})
+	c := setup(t, wecom.WithBaseURL(started(t, srv)))
 	if _, _, err := c.PreAuthCode(context.Background()); !errors.Is(err, wecom.ErrInvalidRequest) || !strings.Contains(err.Error(), "WithSuite") {
 		t.Errorf("PreAuthCode without WithSuite = %v, want ErrInvalidRequest naming WithSuite", err)
 	}
@@ -177,7 +174,8 @@ func TestSuiteTokenRequired(t *testing.T) {
 // and fetched again after InvalidateTicket.
 func TestTicketsAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	srv, base := startMock(t, "wwsuitecorp", "corp-secret")
+	srv := newMock(t, mock.Config{})
+	base := started(t, srv)
 	cs := fleet(t, base, 2, io.Discard)
 	for _, k := range []struct {
 		path string
@@ -228,7 +226,8 @@ func TestTicketsAcrossProcesses(t *testing.T) {
 func TestProviderTokenAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	const provider, secret = "wwprovider01", "provider-secret-987654"
-	srv, base := startMock(t, "wwsuitecorp", "corp-secret")
+	srv := newMock(t, mock.Config{})
+	base := started(t, srv)
 	srv.AddProvider(provider, secret)
 	for i := range 42 {
 		srv.AddLoginCode(provider, fmt.Sprint("code-", i), "wwcustomer", fmt.Sprint("user", i))

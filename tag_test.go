@@ -120,7 +120,7 @@ func runRequestCases(t *testing.T, tests []requestCase) {
 			if r.method != tt.method || r.path != tt.path {
 				t.Errorf("request %s %s, want %s %s", r.method, r.path, tt.method, tt.path)
 			}
-			if got := r.query["access_token"]; len(got) != 1 || got[0] != testToken {
+			if got := r.query["access_token"]; len(got) != 1 || got[0] != f.token() {
 				t.Errorf("access_token in query: %d values, want exactly the fixture's token", len(got))
 			}
 			rest := url.Values{}

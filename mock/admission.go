@@ -12,10 +12,11 @@ import (
 )
 
 // How the Server enforces the catalog's rules, every scope alike: a rule
-// counts a call on keys named by its scope (per corp and API, per resource,
-// per app, per app and member, per robot, per source IP), read from the
-// request by the endpoint's catalog.KeysFunc, the function the client
-// counts with. A new rule is enforced the day it is declared.
+// counts a call on the key catalog.Rule.Key forms for its scope (per corp
+// and API, per resource, per app, per app and member, per robot, per source
+// IP), from what the endpoint's catalog.KeysFunc reads of the request: the
+// key and the function the client counts with. A new rule is enforced the
+// day it is declared.
 
 // limit is one rule of a route as the Server enforces it: the calls in
 // flight per key (45033 over it) or its rate windows per key (45009, and
@@ -32,14 +33,13 @@ type limit struct {
 	silent bool
 }
 
-// limitKey names what one limit counts for one call.
+// limitKey names what one limit counts for one call: the key of its rule
+// as the client's limiter names it (catalog.Rule.Key) and, for a limit
+// that counts members, the member.
 type limitKey struct {
 	scope catalog.Scope
-	// in is what the key counts within: the corp, the corp's app, the
-	// robot or the source IP.
-	in string
-	// of is the API path or the rule's group; who the resource or member.
-	of, who string
+	key   string
+	who   string
 }
 
 // rateLog is the sliding log of one key: a time per unit counted.
@@ -90,46 +90,22 @@ func limits(rules []catalog.Rule, cfg Config) []limit {
 // request says (ok false: it does not say it, and no key of a scope that
 // needs it applies: the handler refuses such a request anyway).
 func (l limit) keysOf(rt *route, c *corp, tok *token, ip string, keys catalog.Keys, ok bool) []limitKey {
-	of := string(rt.ID)
-	if l.group != "" {
-		of = l.group
+	in := catalog.KeyInput{Corp: c.id, API: string(rt.ID), App: tok.app, Egress: ip}
+	if ok {
+		in.Resource, in.Members = keys.Resource, len(keys.Members) > 0
 	}
-	k := limitKey{scope: l.scope, in: c.id, of: of}
-	switch l.scope {
-	case catalog.ScopeAPI:
-		k.of = string(rt.ID)
-	case catalog.ScopeResource, catalog.ScopeShared:
-		if !ok || keys.Resource == "" {
-			return nil
-		}
-		k.who = keys.Resource
-	case catalog.ScopeApp:
-		k.in = c.id + "#" + tok.app
-	case catalog.ScopeAppMember, catalog.ScopeMember:
-		if !ok {
-			return nil
-		}
-		in := c.id
-		if l.scope == catalog.ScopeAppMember {
-			in += "#" + tok.app
-		}
-		out := make([]limitKey, 0, len(keys.Members))
-		for _, m := range keys.Members { // userids compare without case
-			out = append(out, limitKey{scope: l.scope, in: in, of: of, who: strings.ToLower(m)})
-		}
-		return out
-	case catalog.ScopeRobot:
-		if !ok || keys.Resource == "" {
-			return nil
-		}
-		k.in, k.who = "", keys.Resource
-	case catalog.ScopeIP:
-		k.in = ip
+	key, lacks := catalog.Rule{Scope: l.scope, Group: l.group, Weighted: l.weighted}.Key(in)
+	if lacks != catalog.NeedNothing {
+		return nil
 	}
-	if l.weighted { // units count apart from calls
-		k.of += "~units"
+	if l.scope.Need() != catalog.NeedMembers {
+		return []limitKey{{scope: l.scope, key: key}}
 	}
-	return []limitKey{k}
+	out := make([]limitKey, 0, len(keys.Members))
+	for _, m := range keys.Members { // userids compare without case
+		out = append(out, limitKey{scope: l.scope, key: key, who: strings.ToLower(m)})
+	}
+	return out
 }
 
 // counted is one key of a call with its limit.
@@ -158,7 +134,8 @@ func countedKeys(rt *route, c *corp, tok *token, ip string, in *input) (cs []cou
 	}
 	if !slices.ContainsFunc(cs, func(ck counted) bool { return ck.scope == catalog.ScopeAPI }) {
 		// counted in flight for Stats.MaxInFlight, under no cap
-		cs = append(cs, counted{key: limitKey{scope: catalog.ScopeAPI, in: c.id, of: string(rt.ID)}})
+		key, _ := catalog.Rule{Scope: catalog.ScopeAPI}.Key(catalog.KeyInput{Corp: c.id, API: string(rt.ID)})
+		cs = append(cs, counted{key: limitKey{scope: catalog.ScopeAPI, key: key}})
 	}
 	return cs, keys.Weight
 }
@@ -293,7 +270,7 @@ func (s *Server) admit(rt *route, cs []counted) (admission, *apiError) {
 	var adm admission
 	for _, ck := range cs {
 		if ck.inFlight > 0 && s.inFlight[ck.key] >= ck.inFlight {
-			return admission{}, errf(codeConcurrent, "api concurrent out of limit")
+			return admission{}, errf(catalog.CodeConcurrencyLimited, "api concurrent out of limit")
 		}
 	}
 	for _, ck := range cs {

@@ -98,16 +98,15 @@ func TestAdmissionEveryScope(t *testing.T) {
 func TestAnswerOK(t *testing.T) {
 	t.Parallel()
 	e := catalog.Endpoint{ID: "/cgi-bin/test/edit", Method: "POST", Keys: catalog.CustomerKeys}
-	h := answerOK(e)
 	for _, tc := range []struct {
 		body string
 		code int
 	}{
 		{`{"userid":"u1","external_userid":"wm1"}`, 0},
-		{`[1]`, codeDataFormat},
-		{`{"userid":"u1"}`, codeInvalidParam},
+		{`[1]`, catalog.CodeDataFormat},
+		{`{"userid":"u1"}`, catalog.CodeInvalidParam},
 	} {
-		_, aerr := h(&corp{id: "ww1"}, &input{body: []byte(tc.body)})
+		_, aerr := answerOK(&corp{id: "ww1"}, &input{endpoint: &e, body: []byte(tc.body)})
 		code := 0
 		if aerr != nil {
 			code = aerr.code

@@ -39,17 +39,6 @@ func (c *corp) appChatsOf() *appChatBook {
 	return c.appChats
 }
 
-// Error codes of the app group chat APIs.
-const (
-	codeInvalidChatID   = 86001
-	codeAppChatNotFound = 86003
-	codeChatMemberCount = 86006
-	codeChatNotOwned    = 86008
-	codeOwnerNotMember  = 86207
-	codeChatIDExists    = 86215
-	codeBadChatMember   = 86216
-)
-
 // The message types appchat/send takes.
 var appChatTypes = []string{"text", "image", "voice", "video", "file", "textcard", "news", "mpnews", "markdown"}
 
@@ -93,9 +82,9 @@ func (c *corp) ownChat(in *input, id string) (*appChat, *apiError) {
 	ch := c.appChatsOf().chats[id]
 	switch {
 	case ch == nil:
-		return nil, errf(codeAppChatNotFound, "chatid not found")
+		return nil, errf(catalog.CodeChatNotFound, "chatid not found")
 	case ch.app != in.app:
-		return nil, errf(codeChatNotOwned, "no permission to a chat another app created")
+		return nil, errf(catalog.CodeChatNotOwned, "no permission to a chat another app created")
 	}
 	return ch, nil
 }
@@ -112,6 +101,16 @@ type appChatCreateAnswer struct {
 	ChatID string `json:"chatid"`
 }
 
+// AppChats registers the app group chat (群聊会话) APIs.
+func (handlerSets) AppChats() handlers {
+	return handlers{
+		catalog.AppChatCreate: (*corp).appChatCreate,
+		catalog.AppChatUpdate: (*corp).appChatUpdate,
+		catalog.AppChatGet:    (*corp).appChatGet,
+		catalog.AppChatSend:   (*corp).appChatSend,
+	}
+}
+
 // appChatCreate creates a chat (document/path/90245).
 func (c *corp) appChatCreate(in *input) (any, *apiError) {
 	var req appChatCreateRequest
@@ -122,9 +121,9 @@ func (c *corp) appChatCreate(in *input) (any, *apiError) {
 	id := req.ChatID
 	switch {
 	case len(id) > catalog.AppChatIDLen || strings.IndexFunc(id, notAlnum) >= 0:
-		return nil, errf(codeInvalidChatID, "invalid chatid")
+		return nil, errf(catalog.CodeInvalidChatID, "invalid chatid")
 	case id != "" && book.chats[id] != nil:
-		return nil, errf(codeChatIDExists, "chatid already exists")
+		return nil, errf(catalog.CodeChatIDExists, "chatid already exists")
 	}
 	members := distinct(c.userIDs(req.Users))
 	owner := c.userIDs([]string{req.Owner})[0]
@@ -147,11 +146,11 @@ func (c *corp) appChatCreate(in *input) (any, *apiError) {
 func (c *corp) checkChatMembers(members []string, owner string) *apiError {
 	switch {
 	case len(members) < catalog.AppChatMinMembers || len(members) > catalog.AppChatMaxMembers:
-		return errf(codeChatMemberCount, "too many or too few members: %d", len(members))
+		return errf(catalog.CodeChatMemberCount, "too many or too few members: %d", len(members))
 	case slices.ContainsFunc(members, func(u string) bool { return !c.users[u] }):
-		return errf(codeBadChatMember, "invalid chat member userid")
+		return errf(catalog.CodeInvalidChatMember, "invalid chat member userid")
 	case owner != "" && !slices.Contains(members, owner):
-		return errf(codeOwnerNotMember, "owner not in the member list")
+		return errf(catalog.CodeChatOwnerNotMember, "owner not in the member list")
 	}
 	return nil
 }
@@ -178,7 +177,7 @@ func (c *corp) appChatUpdate(in *input) (any, *apiError) {
 	req.Add, req.Del = c.userIDs(req.Add), c.userIDs(req.Del)
 	if slices.ContainsFunc(req.Add, func(u string) bool { return !c.users[u] || slices.Contains(ch.members, u) }) ||
 		slices.ContainsFunc(req.Del, func(u string) bool { return !slices.Contains(ch.members, u) }) {
-		return nil, errf(codeBadChatMember, "invalid chat member userid")
+		return nil, errf(catalog.CodeInvalidChatMember, "invalid chat member userid")
 	}
 	members := slices.DeleteFunc(slices.Clone(ch.members), func(u string) bool { return slices.Contains(req.Del, u) })
 	members = distinct(append(members, req.Add...))
@@ -243,11 +242,11 @@ func (c *corp) appChatSend(in *input) (any, *apiError) {
 	}
 	switch content := raw[req.MsgType]; {
 	case !slices.Contains(appChatTypes, req.MsgType):
-		return nil, errf(codeInvalidMsgType, "invalid message type")
+		return nil, errf(catalog.CodeInvalidMsgType, "invalid message type")
 	case len(content) == 0 || string(content) == "null":
-		return nil, errf(codeInvalidParam, "invalid parameter: no %s", req.MsgType)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: no %s", req.MsgType)
 	case req.MsgType == "text" && !hasField(content, "content"):
-		return nil, errf(codeEmptyContent, "empty content")
+		return nil, errf(catalog.CodeEmptyContent, "empty content")
 	}
 	book := c.appChatsOf()
 	for _, u := range ch.members {

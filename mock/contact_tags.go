@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // Limits of the contact-tag APIs.
@@ -60,7 +62,7 @@ func sortedKeys[K cmp.Ordered](m map[K]bool) []K {
 
 func checkTagName(name string) *apiError {
 	if n := utf8.RuneCountInString(name); n < 1 || n > maxTagNameRunes {
-		return errf(codeTagNameLength, "invalid tagname length, must be 1 to %d characters", maxTagNameRunes)
+		return errf(catalog.CodeTagNameLength, "invalid tagname length, must be 1 to %d characters", maxTagNameRunes)
 	}
 	return nil
 }
@@ -113,11 +115,11 @@ type tagListAnswer struct {
 // is no such tag.
 func (c *corp) tagByID(id int) (*contactTag, *apiError) {
 	if id == 0 {
-		return nil, errf(codeTagIDMissing, "missing tagid")
+		return nil, errf(catalog.CodeTagIDMissing, "missing tagid")
 	}
 	t := c.tags[id]
 	if t == nil {
-		return nil, errf(codeInvalidTagID, "invalid tagid")
+		return nil, errf(catalog.CodeInvalidTagID, "invalid tagid")
 	}
 	return t, nil
 }
@@ -126,13 +128,26 @@ func (c *corp) tagByID(id int) (*contactTag, *apiError) {
 func (c *corp) tagByQuery(in *input) (*contactTag, *apiError) {
 	raw := in.query.Get("tagid")
 	if raw == "" {
-		return nil, errf(codeTagIDMissing, "missing tagid")
+		return nil, errf(catalog.CodeTagIDMissing, "missing tagid")
 	}
 	id, err := strconv.Atoi(raw)
 	if err != nil || id <= 0 {
-		return nil, errf(codeInvalidTagID, "invalid tagid")
+		return nil, errf(catalog.CodeInvalidTagID, "invalid tagid")
 	}
 	return c.tagByID(id)
+}
+
+// ContactTags registers the contact tag (标签) APIs.
+func (handlerSets) ContactTags() handlers {
+	return handlers{
+		catalog.TagCreate:   (*corp).tagCreate,
+		catalog.TagUpdate:   (*corp).tagUpdate,
+		catalog.TagDelete:   (*corp).tagDelete,
+		catalog.TagGet:      (*corp).tagGet,
+		catalog.TagAddUsers: (*corp).tagAddUsers,
+		catalog.TagDelUsers: (*corp).tagDelUsers,
+		catalog.TagList:     (*corp).tagList,
+	}
 }
 
 func (c *corp) tagCreate(in *input) (any, *apiError) {
@@ -144,15 +159,15 @@ func (c *corp) tagCreate(in *input) (any, *apiError) {
 		return nil, e
 	}
 	if c.tagNamed(req.TagName) != nil {
-		return nil, errf(codeTagNameExists, "invalid tagname, tagname already exists")
+		return nil, errf(catalog.CodeTagNameExists, "invalid tagname, tagname already exists")
 	}
 	switch {
 	case req.TagID < 0:
-		return nil, errf(codeInvalidTagID, "invalid tagid")
+		return nil, errf(catalog.CodeInvalidTagID, "invalid tagid")
 	case req.TagID > 0 && c.tags[req.TagID] != nil:
-		return nil, errf(codeTagNameExists, "invalid tagid, tagid already exists")
+		return nil, errf(catalog.CodeTagNameExists, "invalid tagid, tagid already exists")
 	case len(c.tags) >= maxTagsPerCorp:
-		return nil, errf(codeCountLimit, "tag count out of limit %d", maxTagsPerCorp)
+		return nil, errf(catalog.CodeCountLimited, "tag count out of limit %d", maxTagsPerCorp)
 	}
 	id := req.TagID
 	if id == 0 {
@@ -179,7 +194,7 @@ func (c *corp) tagUpdate(in *input) (any, *apiError) {
 		return nil, e
 	}
 	if other := c.tagNamed(req.TagName); other != nil && other != t {
-		return nil, errf(codeTagNameExists, "invalid tagname, tagname already exists")
+		return nil, errf(catalog.CodeTagNameExists, "invalid tagname, tagname already exists")
 	}
 	t.name = req.TagName
 	return okStatus("updated"), nil
@@ -235,7 +250,7 @@ func (c *corp) splitMembers(in *input, userOK func(*contactTag, string) bool,
 		return nil, nil, e
 	}
 	if len(req.UserList) > maxUsersPerCall || len(req.PartyList) > maxPartiesPerCall {
-		return nil, nil, errf(codeTooManyMembers, "too many users or parties in one call, at most %d users and %d parties",
+		return nil, nil, errf(catalog.CodeTooManyTagUsers, "too many users or parties in one call, at most %d users and %d parties",
 			maxUsersPerCall, maxPartiesPerCall)
 	}
 	var mc memberChange
@@ -282,7 +297,7 @@ func (c *corp) tagAddUsers(in *input) (any, *apiError) {
 		return nil, e
 	}
 	if len(mc.users) == 0 && len(mc.parties) == 0 {
-		return nil, errf(codeAllInvalid, "all userlist and partylist invalid")
+		return nil, errf(catalog.CodeAllTagUsersInvalid, "all userlist and partylist invalid")
 	}
 	var users []string
 	var parties []int
@@ -310,7 +325,7 @@ func (c *corp) tagDelUsers(in *input) (any, *apiError) {
 		return nil, e
 	}
 	if len(mc.users) == 0 && len(mc.parties) == 0 {
-		return nil, errf(codeInvalidUserList, "invalid userlist and partylist")
+		return nil, errf(catalog.CodeAllDelTagUsersInvalid, "invalid userlist and partylist")
 	}
 	for _, u := range mc.users {
 		delete(t.users, u)

@@ -3,19 +3,13 @@ package mock
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // The credentials other than the access token: the JS-SDK tickets of a corp
 // and of its apps, third-party suites and service providers with their
 // tokens, and a provider's web logins.
-
-// Error codes of the suite APIs.
-const (
-	codeInvalidSuiteToken  = 40082
-	codeInvalidSuiteID     = 40083
-	codeInvalidSuiteTicket = 40085
-	codeSuiteTokenExpired  = 42009
-)
 
 // issuer is a suite or a provider: its secret, the suite_ticket a suite's
 // token needs, and its current token (nil before one).
@@ -97,14 +91,14 @@ func (s *Server) getSuiteToken(body []byte, ip string) []byte {
 		SuiteTicket string `json:"suite_ticket"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		return s.errorAnswer(errf(codeDataFormat, "data format error"), ip, now, true)
+		return s.errorAnswer(errf(catalog.CodeDataFormat, "data format error"), ip, now, true)
 	}
 	st := s.suites.issuers[req.SuiteID]
 	switch {
 	case st == nil || req.SuiteSecret != st.secret:
-		return s.errorAnswer(errf(codeInvalidSuiteID, "invalid suite id or secret"), ip, now, true)
+		return s.errorAnswer(errf(catalog.CodeInvalidSuiteID, "invalid suite id or secret"), ip, now, true)
 	case req.SuiteTicket != st.ticket:
-		return s.errorAnswer(errf(codeInvalidSuiteTicket, "invalid suite ticket"), ip, now, true)
+		return s.errorAnswer(errf(catalog.CodeInvalidSuiteTicket, "invalid suite ticket"), ip, now, true)
 	}
 	return s.suites.issue(s, st, "suite_access_token", now)
 }
@@ -133,13 +127,26 @@ type ticketAnswer struct {
 	ExpiresIn int    `json:"expires_in"`
 }
 
+// Credentials registers the tickets, the pre-auth code and the web login;
+// the suite's and the provider's tokens are nil: serve answers them itself.
+func (handlerSets) Credentials() handlers {
+	return handlers{
+		catalog.JSAPITicket:      (*corp).jsapiTicket,
+		catalog.AgentTicket:      (*corp).jsapiTicket,
+		catalog.GetSuiteToken:    nil,
+		catalog.GetPreAuthCode:   (*corp).preAuthCode,
+		catalog.GetProviderToken: nil,
+		catalog.GetLoginInfo:     (*corp).loginInfo,
+	}
+}
+
 // jsapiTicket answers get_jsapi_ticket and ticket/get: a ticket valid two
 // hours, the same until then.
 func (c *corp) jsapiTicket(in *input) (any, *apiError) {
 	kind := "jsapi"
 	if in.query.Has("type") {
 		if in.query.Get("type") != "agent_config" {
-			return nil, errf(codeInvalidParam, "invalid type")
+			return nil, errf(catalog.CodeInvalidParam, "invalid type")
 		}
 		kind = "agent:" + in.app
 	}
@@ -192,11 +199,11 @@ func (s *Server) getProviderToken(body []byte, ip string) []byte {
 		Secret string `json:"provider_secret"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		return s.errorAnswer(errf(codeDataFormat, "data format error"), ip, now, true)
+		return s.errorAnswer(errf(catalog.CodeDataFormat, "data format error"), ip, now, true)
 	}
 	p := s.providers.issuers[req.CorpID]
 	if p == nil || req.Secret != p.secret {
-		return s.errorAnswer(errf(codeInvalidSecret, "invalid provider secret"), ip, now, true)
+		return s.errorAnswer(errf(catalog.CodeInvalidSecret, "invalid provider secret"), ip, now, true)
 	}
 	return s.providers.issue(s, p, "provider_access_token", now)
 }
@@ -222,7 +229,7 @@ func (c *corp) loginInfo(in *input) (any, *apiError) {
 	}
 	who, ok := c.logins[req.AuthCode]
 	if !ok {
-		return nil, errf(codeInvalidParam, "invalid auth_code")
+		return nil, errf(catalog.CodeInvalidParam, "invalid auth_code")
 	}
 	delete(c.logins, req.AuthCode)
 	a := loginInfoAnswer{status: okStatus("ok"), UserType: 5}

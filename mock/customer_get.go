@@ -82,21 +82,29 @@ type customerGetAnswer struct {
 	NextCursor      string       `json:"next_cursor,omitempty"`
 }
 
+// CustomerGet registers the customer details, one and in batches.
+func (handlerSets) CustomerGet() handlers {
+	return handlers{
+		catalog.CustomerGet:   (*corp).customerGet,
+		catalog.CustomerBatch: (*corp).customerBatch,
+	}
+}
+
 // customerGet answers one customer and a page of 500 of its followers.
 func (c *corp) customerGet(in *input) (any, *apiError) {
 	ext := in.query.Get("external_userid")
 	if ext == "" {
-		return nil, errf(codeInvalidExternal, "invalid external userid")
+		return nil, errf(catalog.CodeInvalidExternalUserID, "invalid external userid")
 	}
 	cu := c.people[ext]
 	followers := c.followers(ext)
 	if cu == nil || len(followers) == 0 {
-		return nil, errf(codeNoCustomers, "not external contact")
+		return nil, errf(catalog.CodeNoCustomers, "not external contact")
 	}
 	scope := "get|" + ext
 	off, ok := readCursor(scope, in.query.Get("cursor"))
 	if !ok || off > len(followers) {
-		return nil, errf(codeInvalidParam, "invalid cursor")
+		return nil, errf(catalog.CodeInvalidParam, "invalid cursor")
 	}
 	end := min(off+followersPerPage, len(followers))
 	out := customerGetAnswer{status: okStatus("ok"), ExternalContact: cu.json(), FollowUser: []followJSON{}}
@@ -137,13 +145,13 @@ func (c *corp) customerBatch(in *input) (any, *apiError) {
 	}
 	switch {
 	case len(req.UserIDList) == 0:
-		return nil, errf(codeInvalidParam, "invalid parameter, userid_list is empty")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, userid_list is empty")
 	case len(req.UserIDList) > batchMaxUsers:
-		return nil, errf(codeInvalidParam, "field userid_list exceed max length %d", batchMaxUsers)
+		return nil, errf(catalog.CodeInvalidParam, "field userid_list exceed max length %d", batchMaxUsers)
 	case req.Limit < 0:
-		return nil, errf(codeInvalidParam, "invalid limit")
+		return nil, errf(catalog.CodeInvalidParam, "invalid limit")
 	case slices.Contains(req.UserIDList, ""):
-		return nil, errf(codeUserIDMissing, "missing userid")
+		return nil, errf(catalog.CodeUserIDMissing, "missing userid")
 	}
 	limit := req.Limit
 	if limit == 0 {
@@ -153,7 +161,7 @@ func (c *corp) customerBatch(in *input) (any, *apiError) {
 	scope := "batch|" + strings.Join(req.UserIDList, "\x00")
 	off, ok := readCursor(scope, req.Cursor)
 	if !ok {
-		return nil, errf(codeInvalidParam, "invalid cursor")
+		return nil, errf(catalog.CodeInvalidParam, "invalid cursor")
 	}
 	out := batchAnswer{status: okStatus("ok"), ExternalContactList: []batchItem{}}
 	i, seen := 0, make(map[string]bool)
@@ -173,7 +181,7 @@ func (c *corp) customerBatch(in *input) (any, *apiError) {
 		}
 	}
 	if off > i {
-		return nil, errf(codeInvalidParam, "invalid cursor")
+		return nil, errf(catalog.CodeInvalidParam, "invalid cursor")
 	}
 	return out, nil
 }

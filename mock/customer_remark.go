@@ -37,6 +37,13 @@ const (
 	maxRemarkCompany = catalog.RemarkCompanyLen
 )
 
+// CustomerRemark registers a customer's remark.
+func (handlerSets) CustomerRemark() handlers {
+	return handlers{
+		catalog.CustomerRemark: (*corp).remark,
+	}
+}
+
 // remark sets a member's notes on a customer. remark_mobiles replaces the
 // list, and [""] clears it.
 func (c *corp) remark(in *input) (any, *apiError) {
@@ -47,13 +54,13 @@ func (c *corp) remark(in *input) (any, *apiError) {
 	long := func(p *string, n int) bool { return p != nil && utf8.RuneCountInString(*p) > n }
 	switch {
 	case req.UserID == "":
-		return nil, errf(codeUserIDMissing, "missing userid")
+		return nil, errf(catalog.CodeUserIDMissing, "missing userid")
 	case req.ExternalUserID == "":
-		return nil, errf(codeInvalidExternal, "invalid external userid")
+		return nil, errf(catalog.CodeInvalidExternalUserID, "invalid external userid")
 	case req.Remark == nil && req.Description == nil && req.RemarkCompany == nil && req.RemarkMobiles == nil && req.PicMediaID == nil:
-		return nil, errf(codeInvalidParam, "invalid parameter, nothing to remark")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, nothing to remark")
 	case long(req.Remark, maxRemark), long(req.Description, maxDescription), long(req.RemarkCompany, maxRemarkCompany):
-		return nil, errf(codeInvalidParam, "invalid parameter, remark too long")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, remark too long")
 	}
 	key := markKey{req.UserID, req.ExternalUserID}
 	r := c.remarks[key]

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // customerTags is a corp's customer-contact tags (企业客户标签) and the
@@ -97,7 +99,7 @@ func (c *corp) newID() (string, int) {
 
 func checkCorpTagName(what, name string) *apiError {
 	if n := utf8.RuneCountInString(name); n < 1 || n > maxCorpTagNameRunes {
-		return errf(codeTagNameLength, "invalid %s name length, must be 1 to %d characters", what, maxCorpTagNameRunes)
+		return errf(catalog.CodeTagNameLength, "invalid %s name length, must be 1 to %d characters", what, maxCorpTagNameRunes)
 	}
 	return nil
 }
@@ -181,6 +183,17 @@ type markTagRequest struct {
 	RemoveTag      []string `json:"remove_tag"`
 }
 
+// CustomerTags registers the customer tag (客户标签) APIs.
+func (handlerSets) CustomerTags() handlers {
+	return handlers{
+		catalog.CorpTagList: (*corp).corpTagList,
+		catalog.CorpTagAdd:  (*corp).corpTagAdd,
+		catalog.CorpTagEdit: (*corp).corpTagEdit,
+		catalog.CorpTagDel:  (*corp).corpTagDel,
+		catalog.MarkTag:     (*corp).markTag,
+	}
+}
+
 func (c *corp) corpTagList(in *input) (any, *apiError) {
 	var req corpTagListRequest
 	if len(bytes.TrimSpace(in.body)) > 0 || in.bodyErr {
@@ -233,7 +246,7 @@ func (c *corp) corpTagAdd(in *input) (any, *apiError) {
 	switch {
 	case req.GroupID != "":
 		if g = c.groups[req.GroupID]; g == nil {
-			return nil, errf(codeInvalidTagID, "invalid tag group id")
+			return nil, errf(catalog.CodeInvalidTagID, "invalid tag group id")
 		}
 	case req.GroupName != "":
 		if e := checkCorpTagName("group", req.GroupName); e != nil {
@@ -241,10 +254,10 @@ func (c *corp) corpTagAdd(in *input) (any, *apiError) {
 		}
 		g = c.groupNamed(req.GroupName)
 	default:
-		return nil, errf(codeInvalidTagID, "invalid tag group id, group_id or group_name required")
+		return nil, errf(catalog.CodeInvalidTagID, "invalid tag group id, group_id or group_name required")
 	}
 	if len(req.Tag) == 0 {
-		return nil, errf(codeInvalidParam, "invalid parameter, tag list is empty")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, tag list is empty")
 	}
 	names := make(map[string]bool)
 	for _, t := range req.Tag {
@@ -252,12 +265,12 @@ func (c *corp) corpTagAdd(in *input) (any, *apiError) {
 			return nil, e
 		}
 		if names[t.Name] || (g != nil && g.tagNamed(t.Name) != nil) {
-			return nil, errf(codeTagNameExists, "invalid tag name, tag name already exists in the group")
+			return nil, errf(catalog.CodeTagNameExists, "invalid tag name, tag name already exists in the group")
 		}
 		names[t.Name] = true
 	}
 	if len(c.corpTags)+len(req.Tag) > maxCorpTagsPerCorp {
-		return nil, errf(codeCorpTagLimit, "corp tag count out of limit %d", maxCorpTagsPerCorp)
+		return nil, errf(catalog.CodeTooManyCorpTags, "corp tag count out of limit %d", maxCorpTagsPerCorp)
 	}
 	now := in.now.Unix()
 	newGroup := g == nil
@@ -292,7 +305,7 @@ func (c *corp) corpTagEdit(in *input) (any, *apiError) {
 				return nil, e
 			}
 			if other := t.group.tagNamed(req.Name); other != nil && other != t {
-				return nil, errf(codeTagNameExists, "invalid tag name, tag name already exists in the group")
+				return nil, errf(catalog.CodeTagNameExists, "invalid tag name, tag name already exists in the group")
 			}
 			t.name = req.Name
 		}
@@ -308,7 +321,7 @@ func (c *corp) corpTagEdit(in *input) (any, *apiError) {
 				return nil, e
 			}
 			if other := c.groupNamed(req.Name); other != nil && other != g {
-				return nil, errf(codeTagNameExists, "invalid group name, group name already exists")
+				return nil, errf(catalog.CodeTagNameExists, "invalid group name, group name already exists")
 			}
 			g.name = req.Name
 		}
@@ -318,7 +331,7 @@ func (c *corp) corpTagEdit(in *input) (any, *apiError) {
 		externalTagChanged(in, "update", "tag_group", g.id)
 		return okStatus("ok"), nil
 	}
-	return nil, errf(codeInvalidTagID, "invalid tag id or tag group id")
+	return nil, errf(catalog.CodeInvalidTagID, "invalid tag id or tag group id")
 }
 
 func (c *corp) corpTagDel(in *input) (any, *apiError) {
@@ -327,17 +340,17 @@ func (c *corp) corpTagDel(in *input) (any, *apiError) {
 		return nil, e
 	}
 	if len(req.TagID) == 0 && len(req.GroupID) == 0 {
-		return nil, errf(codeInvalidTagID, "invalid tag id, tag_id and group_id are both empty")
+		return nil, errf(catalog.CodeInvalidTagID, "invalid tag id, tag_id and group_id are both empty")
 	}
 	// Check every id before changing anything.
 	for _, id := range req.GroupID {
 		if c.groups[id] == nil {
-			return nil, errf(codeInvalidTagID, "invalid tag group id")
+			return nil, errf(catalog.CodeInvalidTagID, "invalid tag group id")
 		}
 	}
 	for _, id := range req.TagID {
 		if c.corpTags[id] == nil {
-			return nil, errf(codeInvalidTagID, "invalid tag id")
+			return nil, errf(catalog.CodeInvalidTagID, "invalid tag id")
 		}
 	}
 	for _, id := range req.GroupID {
@@ -377,15 +390,15 @@ func (c *corp) markTag(in *input) (any, *apiError) {
 	}
 	switch {
 	case req.UserID == "":
-		return nil, errf(codeUserIDMissing, "missing userid")
+		return nil, errf(catalog.CodeUserIDMissing, "missing userid")
 	case req.ExternalUserID == "":
-		return nil, errf(codeInvalidExternal, "invalid external userid")
+		return nil, errf(catalog.CodeInvalidExternalUserID, "invalid external userid")
 	case len(req.AddTag) == 0 && len(req.RemoveTag) == 0:
-		return nil, errf(codeInvalidTagID, "invalid tag id, add_tag and remove_tag are both empty")
+		return nil, errf(catalog.CodeInvalidTagID, "invalid tag id, add_tag and remove_tag are both empty")
 	}
 	for _, id := range slices.Concat(req.AddTag, req.RemoveTag) {
 		if c.corpTags[id] == nil {
-			return nil, errf(codeInvalidTagID, "invalid tag id")
+			return nil, errf(catalog.CodeInvalidTagID, "invalid tag id")
 		}
 	}
 	key := markKey{req.UserID, req.ExternalUserID}

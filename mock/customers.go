@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // customerBook is a corp's customers (客户), their followers and the
@@ -240,6 +242,15 @@ type followUsersAnswer struct {
 	FollowUser []string `json:"follow_user"`
 }
 
+// Customers registers the members who have customers, and a member's
+// customers.
+func (handlerSets) Customers() handlers {
+	return handlers{
+		catalog.FollowUserList: (*corp).followUserList,
+		catalog.CustomerList:   (*corp).customerList,
+	}
+}
+
 // followUserList answers the members who have customers.
 func (c *corp) followUserList(*input) (any, *apiError) {
 	users := sortedKeys(c.customersOf())
@@ -270,11 +281,11 @@ type customerListAnswer struct {
 func (c *corp) customerList(in *input) (any, *apiError) {
 	u := in.query.Get("userid")
 	if u == "" {
-		return nil, errf(codeUserIDMissing, "missing userid")
+		return nil, errf(catalog.CodeUserIDMissing, "missing userid")
 	}
 	ids := sortedKeys(c.followed(u))
 	if len(ids) == 0 {
-		return nil, errf(codeNoCustomers, "not external contact")
+		return nil, errf(catalog.CodeNoCustomers, "not external contact")
 	}
 	return customerListAnswer{status: okStatus("ok"), ExternalUserID: ids}, nil
 }

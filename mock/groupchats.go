@@ -148,6 +148,15 @@ type groupChatListAnswer struct {
 	NextCursor    string         `json:"next_cursor"`
 }
 
+// GroupChats registers the customer group chat (客户群) APIs.
+func (handlerSets) GroupChats() handlers {
+	return handlers{
+		catalog.GroupChatList:     (*corp).groupChatList,
+		catalog.GroupChatGet:      (*corp).groupChatGet,
+		catalog.GroupChatTransfer: (*corp).groupChatTransfer,
+	}
+}
+
 // groupChatList answers one page of the corp's group chats, sorted by
 // chat_id, as groupchat/list (document/path/93414) does: limit 1 to 1,000,
 // at most 100 owners, and 81017 without an owner filter when the corp has
@@ -164,15 +173,15 @@ func (c *corp) groupChatList(in *input) (any, *apiError) {
 	}
 	switch {
 	case req.Limit == nil || *req.Limit < 1 || *req.Limit > maxGroupChatLimit:
-		return nil, errf(codeInvalidParam, "invalid parameter, limit must be 1 to %d", maxGroupChatLimit)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, limit must be 1 to %d", maxGroupChatLimit)
 	case req.StatusFilter < 0 || req.StatusFilter > groupChatInherited:
-		return nil, errf(codeInvalidParam, "invalid parameter, status_filter must be 0 to %d", groupChatInherited)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, status_filter must be 0 to %d", groupChatInherited)
 	case len(owners) > maxGroupChatOwners:
-		return nil, errf(codeInvalidParam, "invalid parameter, owner_filter.userid_list exceeds %d", maxGroupChatOwners)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, owner_filter.userid_list exceeds %d", maxGroupChatOwners)
 	case slices.Contains(owners, ""):
-		return nil, errf(codeInvalidParam, "invalid parameter, empty userid in owner_filter.userid_list")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, empty userid in owner_filter.userid_list")
 	case len(owners) == 0 && len(c.knownMembers()) > maxVisibleNoFilter:
-		return nil, errf(codeNeedOwnerFilter, "owner_filter required: more than %d members visible", maxVisibleNoFilter)
+		return nil, errf(catalog.CodeGroupChatOwnerFilterRequired, "owner_filter required: more than %d members visible", maxVisibleNoFilter)
 	}
 	keep := make(map[string]bool, len(owners))
 	for _, o := range owners {
@@ -181,7 +190,7 @@ func (c *corp) groupChatList(in *input) (any, *apiError) {
 	scope := fmt.Sprintf("groupchat/list\x00%s\x00%d\x00%s", c.id, req.StatusFilter, strings.Join(sortedKeys(keep), "\x00"))
 	offset, ok := readCursor(scope, req.Cursor)
 	if !ok {
-		return nil, errf(codeInvalidParam, "invalid parameter, invalid cursor")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, invalid cursor")
 	}
 	var match []groupChatRef
 	for _, id := range slices.Sorted(maps.Keys(c.groupChats)) {
@@ -247,13 +256,13 @@ func (c *corp) groupChatGet(in *input) (any, *apiError) {
 	}
 	switch {
 	case req.ChatID == "":
-		return nil, errf(codeInvalidParam, "invalid parameter, chat_id missing")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, chat_id missing")
 	case req.NeedName != nil && *req.NeedName != 0 && *req.NeedName != 1:
-		return nil, errf(codeInvalidParam, "invalid parameter, need_name must be 0 or 1")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, need_name must be 0 or 1")
 	}
 	g := c.groupChats[req.ChatID]
 	if g == nil {
-		return nil, errf(codeChatNotFound, "chatid not found")
+		return nil, errf(catalog.CodeGroupChatNotFound, "chatid not found")
 	}
 	names := req.NeedName != nil && *req.NeedName == 1
 	out := groupChatJSON{ChatID: g.ChatID, Name: g.Name, Owner: g.Owner, CreateTime: g.CreateTime, Notice: g.Notice,
@@ -305,20 +314,20 @@ func (c *corp) groupChatTransfer(in *input) (any, *apiError) {
 	}
 	switch {
 	case len(req.ChatIDList) == 0 || len(req.ChatIDList) > maxTransferChats:
-		return nil, errf(codeInvalidParam, "invalid parameter, chat_id_list must hold 1 to %d ids", maxTransferChats)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, chat_id_list must hold 1 to %d ids", maxTransferChats)
 	case req.NewOwner == "":
-		return nil, errf(codeInvalidParam, "invalid parameter, new_owner missing")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, new_owner missing")
 	case !c.knownMembers()[strings.ToLower(req.NewOwner)]:
-		return nil, errf(codeUserNotFound, "userid not found")
+		return nil, errf(catalog.CodeUserNotFound, "userid not found")
 	}
 	out := groupChatTransferAnswer{status: okStatus("ok"), FailedChatList: []failedChat{}}
 	for _, id := range req.ChatIDList {
 		g := c.groupChats[id]
 		switch {
 		case g == nil:
-			out.FailedChatList = append(out.FailedChatList, failedChat{ChatID: id, ErrCode: codeChatNotFound, ErrMsg: "chatid not found"})
+			out.FailedChatList = append(out.FailedChatList, failedChat{ChatID: id, ErrCode: catalog.CodeGroupChatNotFound, ErrMsg: "chatid not found"})
 		case strings.EqualFold(g.Owner, req.NewOwner) || (g.Status != 1 && g.Status != 2):
-			out.FailedChatList = append(out.FailedChatList, failedChat{ChatID: id, ErrCode: codeNotResigned, ErrMsg: "the owner of this chat is not resigned"})
+			out.FailedChatList = append(out.FailedChatList, failedChat{ChatID: id, ErrCode: catalog.CodeChatOwnerNotResigned, ErrMsg: "the owner of this chat is not resigned"})
 		default:
 			g.Owner, g.Status = req.NewOwner, groupChatInherited
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // Linked-corp messages (linkedcorp/message/send) as WeCom delivers them: to
@@ -30,6 +32,13 @@ type linkedSendAnswer struct {
 	InvalidTag   []string `json:"invalidtag,omitempty"`
 }
 
+// Linked registers the linked-corp message.
+func (handlerSets) Linked() handlers {
+	return handlers{
+		catalog.LinkedMessageSend: (*corp).linkedMessageSend,
+	}
+}
+
 // linkedMessageSend delivers a message to members of linked corps
 // (document/path/90250).
 func (c *corp) linkedMessageSend(in *input) (any, *apiError) {
@@ -43,13 +52,13 @@ func (c *corp) linkedMessageSend(in *input) (any, *apiError) {
 	}
 	switch content := raw[req.MsgType]; {
 	case req.AgentID <= 0:
-		return nil, errf(codeInvalidAgentID, "invalid agentid")
+		return nil, errf(catalog.CodeInvalidAgentID, "invalid agentid")
 	case !msgTypes[req.MsgType] || req.MsgType == "template_card":
-		return nil, errf(codeInvalidMsgType, "invalid message type")
+		return nil, errf(catalog.CodeInvalidMsgType, "invalid message type")
 	case len(content) == 0 || string(content) == "null":
-		return nil, errf(codeInvalidParam, "invalid parameter: no %s", req.MsgType)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: no %s", req.MsgType)
 	case req.MsgType == "text" && !hasField(content, "content"):
-		return nil, errf(codeEmptyContent, "empty content")
+		return nil, errf(catalog.CodeEmptyContent, "empty content")
 	}
 	out := linkedSendAnswer{status: okStatus("ok")}
 	var users []string
@@ -76,7 +85,7 @@ func (c *corp) linkedMessageSend(in *input) (any, *apiError) {
 	out.InvalidParty, parties = known(req.ToParty, func(id int) bool { return c.parties[id] })
 	out.InvalidTag, tags = known(req.ToTag, func(id int) bool { return c.tags[id] != nil })
 	if len(users) == 0 && parties == 0 && tags == 0 && req.ToAll != 1 {
-		return nil, errf(codeAllRecipients, "user & party & tag all invalid")
+		return nil, errf(catalog.CodeAllRecipientsInvalid, "user & party & tag all invalid")
 	}
 	mb := c.messagesOf()
 	for _, u := range users {

@@ -16,15 +16,6 @@ import (
 // The media (素材) domain: temporary files uploaded with media/upload and
 // served by media/get, whole or in Range chunks of at most 20 MB.
 
-// Error codes of the media APIs.
-const (
-	codeInvalidMediaType = 40004
-	codeInvalidFileSize  = 40006
-	codeInvalidMediaID   = 40007
-	codeEmptyMedia       = 44001
-	codeRangeRequired    = 830002
-)
-
 // mediaFile is one stored file.
 type mediaFile struct {
 	name, ctype string
@@ -80,6 +71,14 @@ type uploadAnswer struct {
 	CreatedAt string `json:"created_at"`
 }
 
+// Media registers the media (素材) APIs.
+func (handlerSets) Media() handlers {
+	return handlers{
+		catalog.MediaUpload: (*corp).mediaUpload,
+		catalog.MediaGet:    (*corp).mediaGet,
+	}
+}
+
 // mediaUpload stores the file of a multipart body, as WeCom does: one part
 // named "media" with a filename, over 5 bytes and within its type's cap.
 func (c *corp) mediaUpload(in *input) (any, *apiError) {
@@ -87,7 +86,7 @@ func (c *corp) mediaUpload(in *input) (any, *apiError) {
 	caps := map[string]int{"image": catalog.MediaImageBytes, "voice": catalog.MediaVoiceBytes, "video": catalog.MediaVideoBytes, "file": catalog.MediaFileBytes}
 	limit, ok := caps[typ]
 	if !ok {
-		return nil, errf(codeInvalidMediaType, "invalid media type")
+		return nil, errf(catalog.CodeInvalidMediaType, "invalid media type")
 	}
 	name, data, aerr := readMedia(in, limit)
 	if aerr != nil {
@@ -102,13 +101,13 @@ func (c *corp) mediaUpload(in *input) (any, *apiError) {
 func readMedia(in *input, limit int) (name string, data []byte, _ *apiError) {
 	mt, params, err := mime.ParseMediaType(in.header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" || in.bodyErr {
-		return "", nil, errf(codeEmptyMedia, "empty media data")
+		return "", nil, errf(catalog.CodeEmptyMedia, "empty media data")
 	}
 	mr := multipart.NewReader(bytes.NewReader(in.body), params["boundary"])
 	for {
 		p, err := mr.NextPart()
 		if err != nil {
-			return "", nil, errf(codeEmptyMedia, "empty media data")
+			return "", nil, errf(catalog.CodeEmptyMedia, "empty media data")
 		}
 		if p.FormName() != "media" || p.FileName() == "" {
 			continue
@@ -116,9 +115,9 @@ func readMedia(in *input, limit int) (name string, data []byte, _ *apiError) {
 		data, err := io.ReadAll(p)
 		switch {
 		case err != nil || len(data) == 0:
-			return "", nil, errf(codeEmptyMedia, "empty media data")
+			return "", nil, errf(catalog.CodeEmptyMedia, "empty media data")
 		case len(data) <= catalog.MediaMinBytes || len(data) > limit:
-			return "", nil, errf(codeInvalidFileSize, "invalid file size")
+			return "", nil, errf(catalog.CodeInvalidFileSize, "invalid file size")
 		}
 		return p.FileName(), data, nil
 	}
@@ -131,7 +130,7 @@ type fileAnswer struct{ *mediaFile }
 func (c *corp) mediaGet(in *input) (any, *apiError) {
 	id := in.query.Get("media_id")
 	if c.media == nil || c.media.files[id] == nil {
-		return nil, errf(codeInvalidMediaID, "invalid media_id")
+		return nil, errf(catalog.CodeInvalidMediaID, "invalid media_id")
 	}
 	return &fileAnswer{c.media.files[id]}, nil
 }
@@ -159,7 +158,7 @@ func (s *Server) writeFile(w http.ResponseWriter, in *input, f *fileAnswer, ip s
 	}
 	if end-start+1 > catalog.MediaChunkBytes {
 		s.mu.Lock()
-		out := s.errorAnswer(errf(codeRangeRequired, "file too large, download it in ranges of at most 20 MB"), ip, s.now(), true)
+		out := s.errorAnswer(errf(catalog.CodeRangeRequired, "file too large, download it in ranges of at most 20 MB"), ip, s.now(), true)
 		s.mu.Unlock()
 		writeJSON(w, out)
 		return

@@ -86,6 +86,13 @@ type sendAnswer struct {
 	ResponseCode string `json:"response_code,omitempty"`
 }
 
+// Messages registers message/send.
+func (handlerSets) Messages() handlers {
+	return handlers{
+		catalog.MessageSend: (*corp).messageSend,
+	}
+}
+
 // messageSend delivers an app message (document/path/90236).
 func (c *corp) messageSend(in *input) (any, *apiError) {
 	var req sendRequest
@@ -98,13 +105,13 @@ func (c *corp) messageSend(in *input) (any, *apiError) {
 	}
 	switch content := raw[req.MsgType]; {
 	case req.AgentID <= 0:
-		return nil, errf(codeInvalidAgentID, "invalid agentid")
+		return nil, errf(catalog.CodeInvalidAgentID, "invalid agentid")
 	case !msgTypes[req.MsgType]:
-		return nil, errf(codeInvalidMsgType, "invalid message type")
+		return nil, errf(catalog.CodeInvalidMsgType, "invalid message type")
 	case len(content) == 0 || string(content) == "null":
-		return nil, errf(codeInvalidParam, "invalid parameter: no %s", req.MsgType)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: no %s", req.MsgType)
 	case req.MsgType == "text" && !hasField(content, "content"):
-		return nil, errf(codeEmptyContent, "empty content")
+		return nil, errf(catalog.CodeEmptyContent, "empty content")
 	}
 	var users, bad []string
 	switch req.ToUser {
@@ -125,7 +132,7 @@ func (c *corp) messageSend(in *input) (any, *apiError) {
 	badParties, parties := unknownIDs(req.ToParty, func(id int) bool { return c.parties[id] })
 	badTags, tags := unknownIDs(req.ToTag, func(id int) bool { return c.tags[id] != nil })
 	if len(users) == 0 && parties == 0 && tags == 0 {
-		return nil, errf(codeAllRecipients, "user & party & tag all invalid")
+		return nil, errf(catalog.CodeAllRecipientsInvalid, "user & party & tag all invalid")
 	}
 	mb := c.messagesOf()
 	mb.seq++

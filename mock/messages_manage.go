@@ -70,6 +70,16 @@ func (mb *messageBook) issue(in *input, agentID int, msgID, code string) {
 	}
 }
 
+// MessagesManage registers the recall, the card update and the statistics
+// of app messages.
+func (handlerSets) MessagesManage() handlers {
+	return handlers{
+		catalog.MessageRecall:     (*corp).messageRecall,
+		catalog.MessageUpdateCard: (*corp).messageUpdateCard,
+		catalog.MessageStatistics: (*corp).messageStatistics,
+	}
+}
+
 // messageRecall recalls a message the app sent within 24 hours
 // (document/path/94867).
 func (c *corp) messageRecall(in *input) (any, *apiError) {
@@ -85,13 +95,13 @@ func (c *corp) messageRecall(in *input) (any, *apiError) {
 	}
 	switch {
 	case req.MsgID == "":
-		return nil, errf(codeInvalidParam, "invalid parameter: no msgid")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: no msgid")
 	case m == nil || m.app != in.app:
-		return nil, errf(codeInvalidParam, "invalid msgid: no message of the app")
+		return nil, errf(catalog.CodeInvalidParam, "invalid msgid: no message of the app")
 	case m.recalled:
-		return nil, errf(codeInvalidParam, "invalid msgid: the message was recalled")
+		return nil, errf(catalog.CodeInvalidParam, "invalid msgid: the message was recalled")
 	case in.now.Sub(m.at) >= recallWindow:
-		return nil, errf(codeInvalidParam, "invalid msgid: sent over 24 hours ago")
+		return nil, errf(catalog.CodeInvalidParam, "invalid msgid: sent over 24 hours ago")
 	}
 	m.recalled = true
 	return okStatus("ok"), nil
@@ -125,11 +135,11 @@ func (c *corp) messageUpdateCard(in *input) (any, *apiError) {
 	}
 	switch {
 	case req.AgentID <= 0:
-		return nil, errf(codeInvalidAgentID, "invalid agentid")
+		return nil, errf(catalog.CodeInvalidAgentID, "invalid agentid")
 	case (req.Button == nil || req.Button.ReplaceName == "") == (req.TemplateCard == nil):
-		return nil, errf(codeInvalidParam, "invalid parameter: neither button.replace_name nor template_card")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: neither button.replace_name nor template_card")
 	case req.TemplateCard != nil && !isCardType(req.TemplateCard["card_type"]):
-		return nil, errf(codeInvalidParam, "invalid parameter: template_card card_type")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: template_card card_type")
 	}
 	var bad []string
 	users := 0
@@ -143,14 +153,14 @@ func (c *corp) messageUpdateCard(in *input) (any, *apiError) {
 	parties := len(slices.DeleteFunc(slices.Clone(req.PartyIDs), func(id int) bool { return !c.parties[id] }))
 	tags := len(slices.DeleteFunc(slices.Clone(req.TagIDs), func(id int) bool { return c.tags[id] == nil }))
 	if req.AtAll != 1 && users+parties+tags == 0 {
-		return nil, errf(codeAllRecipients, "user & party & tag all invalid")
+		return nil, errf(catalog.CodeAllRecipientsInvalid, "user & party & tag all invalid")
 	}
 	var rc *issuedCode
 	if c.messages != nil {
 		rc = c.messages.codes[req.ResponseCode]
 	}
 	if rc == nil || rc.app != in.app || rc.used || in.now.Sub(rc.at) >= responseCodeWindow {
-		return nil, errf(codeInvalidResponseCode, "invalid response_code: unknown, used or expired")
+		return nil, errf(catalog.CodeInvalidResponseCode, "invalid response_code: unknown, used or expired")
 	}
 	rc.used = true
 	return cardUpdateAnswer{status: okStatus("ok"), InvalidUser: bad}, nil
@@ -190,7 +200,7 @@ func (c *corp) messageStatistics(in *input) (any, *apiError) {
 		return nil, err
 	}
 	if req.TimeType != 0 && req.TimeType != 1 {
-		return nil, errf(codeInvalidParam, "invalid parameter: time_type %d", req.TimeType)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: time_type %d", req.TimeType)
 	}
 	day := catalog.DayOf(in.now.Add(-time.Duration(req.TimeType) * 24 * time.Hour))
 	out := statisticsAnswer{status: okStatus("ok"), Statistics: []appStatistic{}}

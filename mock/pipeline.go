@@ -23,12 +23,13 @@ const maxBodyBytes int64 = 21 << 20
 
 // input is what an endpoint sees of a request.
 type input struct {
-	app     string // the app (or suite) the call's token was issued to
-	query   url.Values
-	header  http.Header
-	body    []byte
-	bodyErr bool // the body could not be read whole
-	now     time.Time
+	endpoint *catalog.Endpoint // the row called
+	app      string            // the app (or suite) the call's token was issued to
+	query    url.Values
+	header   http.Header
+	body     []byte
+	bodyErr  bool // the body could not be read whole
+	now      time.Time
 	// dropped are the members the call's silent limits drop it for (an
 	// app message over a member's minute): WeCom answers success.
 	dropped map[string]bool
@@ -40,61 +41,10 @@ type input struct {
 // decode unmarshals the JSON body into v; any failure is 47001.
 func (in *input) decode(v any) *apiError {
 	if in.bodyErr || json.Unmarshal(in.body, v) != nil {
-		return errf(codeDataFormat, "data format error")
+		return errf(catalog.CodeDataFormat, "data format error")
 	}
 	return nil
 }
-
-// Error codes answered by the Server.
-const (
-	codeSystemBusy      = -1
-	codeInvalidSecret   = 40001
-	codeInvalidMsgType  = 40008
-	codeInvalidCorpID   = 40013
-	codeInvalidToken    = 40014
-	codeInvalidUserList = 40031
-	codeChatNotFound    = 40050
-	codeInvalidAgentID  = 40056
-	codeInvalidParam    = 40058
-	codeInvalidTagID    = 40068
-	codeAllInvalid      = 40070
-	codeTagNameExists   = 40071
-	codeTagNameLength   = 40072
-	codeInvalidExternal = 40096
-	codeUserNotResigned = 40097
-	codeCorpTagLimit    = 40126
-	codeTransferLimit   = 40128
-	codeTransferring    = 40129
-	codeSameTakeover    = 40130
-	codeNotFollower     = 40131
-	codeTokenMissing    = 41001
-	codeWelcomeCode     = 41051
-	codeCorpIDMissing   = 41002
-	codeSecretMissing   = 41004
-	codeUserIDMissing   = 41009
-	codeTagIDMissing    = 41017
-	codeExternalMissing = 41035
-	codeTokenExpired    = 42001
-	codeEmptyContent    = 44004
-	codeRequireGET      = 43001
-	codeRequirePOST     = 43002
-	codeFreqLimit       = 45009
-	codeCountLimit      = 45024
-	codeConcurrent      = 45033
-	codeUserNotFound    = 46004
-	codeDataFormat      = 47001
-	codeNoSuchUserID    = 60111
-	// codeInvalidResponseCode answers an update_template_card whose
-	// response_code was never issued to the app, was used, or is over 72
-	// hours old. WeCom documents no code; 60140 is the one an app calling
-	// update_template_card was seen to take for an expired or used code.
-	codeInvalidResponseCode = 60140
-	codeAllRecipients       = 81013
-	codeTooManyMembers      = 81014
-	codeNeedOwnerFilter     = 81017
-	codeNoCustomers         = 84061
-	codeNotResigned         = 90500
-)
 
 // wrongMethod refuses a call made with another HTTP method than its API's,
 // as WeCom does (43001 "require GET method", 43002 "require POST method").
@@ -103,9 +53,9 @@ func wrongMethod(got, want string) *apiError {
 	case got == want:
 		return nil
 	case want == http.MethodGet:
-		return errf(codeRequireGET, "require GET method")
+		return errf(catalog.CodeRequireGET, "require GET method")
 	}
-	return errf(codeRequirePOST, "require POST method")
+	return errf(catalog.CodeRequirePOST, "require POST method")
 }
 
 // apiError is an error answer before its errmsg gets WeCom's suffix.
@@ -190,7 +140,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, s.getToken(query, ip))
 		return
 	}
-	in := &input{query: query, header: r.Header, body: body, bodyErr: bodyErr}
+	in := &input{endpoint: &rt.Endpoint, query: query, header: r.Header, body: body, bodyErr: bodyErr}
 
 	s.mu.Lock()
 	now := s.now()
@@ -210,7 +160,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		var units int
 		cs, units = countedKeys(rt, c, tok, ip, in)
 		if !s.admitRate(cs, units, now) {
-			aerr = errf(codeFreqLimit, "api freq out of limit")
+			aerr = errf(catalog.CodeFrequencyLimited, "api freq out of limit")
 		} else {
 			in.dropped = s.dropped(cs, now)
 		}
@@ -224,8 +174,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	fault, slow := s.drawFault()
 	switch fault {
 	case faultBusy:
-		s.stats.Refusals[codeSystemBusy]++
-		out := mustMarshal(status{ErrCode: codeSystemBusy, ErrMsg: "system busy"})
+		s.stats.Refusals[catalog.CodeSystemBusy]++
+		out := mustMarshal(status{ErrCode: catalog.CodeSystemBusy, ErrMsg: "system busy"})
 		s.mu.Unlock()
 		writeJSON(w, out)
 		return
@@ -348,6 +298,13 @@ func sleepTimer(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// Token registers gettoken, which serve answers itself (getToken).
+func (handlerSets) Token() handlers {
+	return handlers{
+		catalog.GetToken: nil,
+	}
+}
+
 // getToken answers gettoken.
 func (s *Server) getToken(q url.Values, ip string) []byte {
 	s.mu.Lock()
@@ -356,18 +313,18 @@ func (s *Server) getToken(q url.Values, ip string) []byte {
 	now := s.now()
 	corpID, secret := q.Get("corpid"), q.Get("corpsecret")
 	if corpID == "" {
-		return s.errorAnswer(errf(codeCorpIDMissing, "corpid missing"), ip, now, true)
+		return s.errorAnswer(errf(catalog.CodeCorpIDMissing, "corpid missing"), ip, now, true)
 	}
 	c := s.corps[corpID]
 	if c == nil || len(c.apps) == 0 {
-		return s.errorAnswer(errf(codeInvalidCorpID, "invalid corpid"), ip, now, true)
+		return s.errorAnswer(errf(catalog.CodeInvalidCorpID, "invalid corpid"), ip, now, true)
 	}
 	if secret == "" {
-		return s.errorAnswer(errf(codeSecretMissing, "corpsecret missing"), ip, now, true)
+		return s.errorAnswer(errf(catalog.CodeSecretMissing, "corpsecret missing"), ip, now, true)
 	}
 	tok, ok := c.apps[secret]
 	if !ok {
-		return s.errorAnswer(errf(codeInvalidSecret, "invalid credential"), ip, now, true)
+		return s.errorAnswer(errf(catalog.CodeInvalidSecret, "invalid credential"), ip, now, true)
 	}
 	if tok == nil || !now.Before(tok.expires) {
 		tok = &token{value: newTokenValue(), corp: c.id, app: appOf(secret), expires: now.Add(s.tokenTTL)}
@@ -391,14 +348,14 @@ func newTokenValue() string {
 // checkToken finds the corp of an access token. s.mu must be held.
 func (s *Server) checkToken(value string, now time.Time) (*corp, *token, *apiError) {
 	if value == "" {
-		return nil, nil, errf(codeTokenMissing, "access_token missing")
+		return nil, nil, errf(catalog.CodeAccessTokenMissing, "access_token missing")
 	}
 	tok := s.tokens[value]
 	if tok == nil {
-		return nil, nil, errf(codeInvalidToken, "invalid access_token")
+		return nil, nil, errf(catalog.CodeInvalidAccessToken, "invalid access_token")
 	}
 	if !now.Before(tok.expires) {
-		return nil, nil, errf(codeTokenExpired, "access_token expired")
+		return nil, nil, errf(catalog.CodeAccessTokenExpired, "access_token expired")
 	}
 	return s.corps[tok.corp], tok, nil
 }

@@ -20,12 +20,6 @@ import (
 // the route's limit answers 45009 (WeCom refuses, it does not drop). The
 // Server records every message each robot delivered, for tests.
 
-// Error codes of the robot APIs.
-const (
-	codeInvalidImageSize = 40009
-	codeInvalidWebhook   = 93000
-)
-
 // RobotMessage is one message a robot delivered to its group.
 type RobotMessage struct {
 	// MsgType is its msgtype ("text", "template_card", ...).
@@ -74,7 +68,7 @@ func (s *Server) RobotMessages(key string) []RobotMessage {
 // holding only robots. s.mu must be held.
 func (s *Server) checkRobot(q url.Values) (*corp, *token, *apiError) {
 	if s.robotHost.robots[q.Get(catalog.RobotKey.String())] == nil {
-		return nil, nil, errf(codeInvalidWebhook, "invalid webhook url")
+		return nil, nil, errf(catalog.CodeInvalidWebhook, "invalid webhook url")
 	}
 	return s.robotHost, &token{app: "robot"}, nil
 }
@@ -82,6 +76,14 @@ func (s *Server) checkRobot(q url.Values) (*corp, *token, *apiError) {
 // robotOf returns the robot a checked call names.
 func (c *corp) robotOf(in *input) *robot {
 	return c.robots[in.query.Get(catalog.RobotKey.String())]
+}
+
+// Robots registers the group robot (群机器人) APIs.
+func (handlerSets) Robots() handlers {
+	return handlers{
+		catalog.WebhookSend:   (*corp).robotSend,
+		catalog.WebhookUpload: (*corp).robotUpload,
+	}
 }
 
 // robotSend delivers a robot's message (webhook/send) once it is one
@@ -93,12 +95,12 @@ func (c *corp) robotSend(in *input) (any, *apiError) {
 	}
 	var typ string
 	if json.Unmarshal(req["msgtype"], &typ) != nil || typ == "" {
-		return nil, errf(codeInvalidMsgType, "invalid message type")
+		return nil, errf(catalog.CodeInvalidMsgType, "invalid message type")
 	}
 	r := c.robotOf(in)
 	content := req[typ]
 	if len(content) == 0 || content[0] != '{' {
-		return nil, errf(codeInvalidParam, "invalid parameter: %s missing", typ)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: %s missing", typ)
 	}
 	if aerr := r.check(typ, content); aerr != nil {
 		return nil, aerr
@@ -137,7 +139,7 @@ type robotContent struct {
 func (r *robot) check(typ string, raw json.RawMessage) *apiError {
 	var m robotContent
 	if json.Unmarshal(raw, &m) != nil {
-		return errf(codeDataFormat, "data format error")
+		return errf(catalog.CodeDataFormat, "data format error")
 	}
 	switch typ {
 	case "text":
@@ -148,21 +150,21 @@ func (r *robot) check(typ string, raw json.RawMessage) *apiError {
 		return checkImage(m.Base64, m.MD5)
 	case "news":
 		if len(m.Articles) < 1 || len(m.Articles) > catalog.RobotArticles {
-			return errf(codeInvalidParam, "invalid parameter: news.articles: %d, 1 to %d", len(m.Articles), catalog.RobotArticles)
+			return errf(catalog.CodeInvalidParam, "invalid parameter: news.articles: %d, 1 to %d", len(m.Articles), catalog.RobotArticles)
 		}
 		for i, a := range m.Articles {
 			if a.Title == "" || a.URL == "" {
-				return errf(codeInvalidParam, "invalid parameter: news.articles[%d]: title and url are required", i)
+				return errf(catalog.CodeInvalidParam, "invalid parameter: news.articles[%d]: title and url are required", i)
 			}
 		}
 	case "file", "voice":
 		if r.media.files[m.MediaID] == nil {
-			return errf(codeInvalidMediaID, "invalid media_id")
+			return errf(catalog.CodeInvalidMediaID, "invalid media_id")
 		}
 	case "template_card":
 		return checkCard(m)
 	default:
-		return errf(codeInvalidMsgType, "invalid message type")
+		return errf(catalog.CodeInvalidMsgType, "invalid message type")
 	}
 	return nil
 }
@@ -171,11 +173,11 @@ func (r *robot) check(typ string, raw json.RawMessage) *apiError {
 func content(typ, s string, limit int) *apiError {
 	switch {
 	case s == "":
-		return errf(codeEmptyContent, "empty content")
+		return errf(catalog.CodeEmptyContent, "empty content")
 	case len(s) > limit:
-		return errf(codeInvalidParam, "%s.content exceed max length %d", typ, limit)
+		return errf(catalog.CodeInvalidParam, "%s.content exceed max length %d", typ, limit)
 	case !utf8.ValidString(s):
-		return errf(codeInvalidParam, "%s.content is not utf8", typ)
+		return errf(catalog.CodeInvalidParam, "%s.content is not utf8", typ)
 	}
 	return nil
 }
@@ -185,13 +187,13 @@ func content(typ, s string, limit int) *apiError {
 func checkImage(b64, sum string) *apiError {
 	data, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(data) == 0 {
-		return errf(codeInvalidParam, "invalid parameter: image.base64 is not base64")
+		return errf(catalog.CodeInvalidParam, "invalid parameter: image.base64 is not base64")
 	}
 	if len(data) > catalog.RobotImageBytes {
-		return errf(codeInvalidImageSize, "invalid image size")
+		return errf(catalog.CodeInvalidImageSize, "invalid image size")
 	}
 	if got := md5.Sum(data); hex.EncodeToString(got[:]) != sum {
-		return errf(codeInvalidParam, "invalid parameter: image.md5 does not match the image")
+		return errf(catalog.CodeInvalidParam, "invalid parameter: image.md5 does not match the image")
 	}
 	return nil
 }
@@ -201,15 +203,15 @@ func checkImage(b64, sum string) *apiError {
 func checkCard(m robotContent) *apiError {
 	switch {
 	case m.CardType != "text_notice" && m.CardType != "news_notice":
-		return errf(codeInvalidParam, "invalid parameter: card_type %q", m.CardType)
+		return errf(catalog.CodeInvalidParam, "invalid parameter: card_type %q", m.CardType)
 	case m.CardType == "text_notice" && m.MainTitle.Title == "" && m.SubTitle == "":
-		return errf(codeInvalidParam, "invalid parameter: main_title.title or sub_title_text is required")
+		return errf(catalog.CodeInvalidParam, "invalid parameter: main_title.title or sub_title_text is required")
 	case m.CardType == "news_notice" && (m.MainTitle.Title == "" || m.CardImage.URL == ""):
-		return errf(codeInvalidParam, "invalid parameter: main_title.title and card_image.url are required")
+		return errf(catalog.CodeInvalidParam, "invalid parameter: main_title.title and card_image.url are required")
 	}
 	a := m.CardAction
 	if !(a.Type == 1 && a.URL != "" || a.Type == 2 && a.AppID != "") {
-		return errf(codeInvalidParam, "invalid parameter: card_action")
+		return errf(catalog.CodeInvalidParam, "invalid parameter: card_action")
 	}
 	return nil
 }
@@ -221,7 +223,7 @@ func (c *corp) robotUpload(in *input) (any, *apiError) {
 	caps := map[string]int{"file": catalog.RobotFileBytes, "voice": catalog.RobotVoiceBytes}
 	limit, ok := caps[typ]
 	if !ok {
-		return nil, errf(codeInvalidMediaType, "invalid media type")
+		return nil, errf(catalog.CodeInvalidMediaType, "invalid media type")
 	}
 	name, data, aerr := readMedia(in, limit)
 	if aerr != nil {

@@ -2,7 +2,9 @@ package mock
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"reflect"
 
 	"github.com/wecomkit/wecom/catalog"
 )
@@ -12,84 +14,61 @@ import (
 // them.
 type route struct {
 	catalog.Endpoint
-	// apply is nil for gettoken, which has its own path through serve.
-	apply func(c *corp, in *input) (any, *apiError)
+	// apply is nil for the token endpoints, which have their own path
+	// through serve.
+	apply handler
 	// limits are its rules as the Server enforces them (see admission.go).
 	limits []limit
 }
 
-// handlers maps every endpoint of the catalog to the Server's handler.
-// gettoken maps to nil: serve answers it itself.
-func handlers() map[catalog.ID]func(c *corp, in *input) (any, *apiError) {
-	return map[catalog.ID]func(c *corp, in *input) (any, *apiError){
-		catalog.GetToken:       nil,
-		catalog.TagCreate:      (*corp).tagCreate,
-		catalog.TagUpdate:      (*corp).tagUpdate,
-		catalog.TagDelete:      (*corp).tagDelete,
-		catalog.TagGet:         (*corp).tagGet,
-		catalog.TagAddUsers:    (*corp).tagAddUsers,
-		catalog.TagDelUsers:    (*corp).tagDelUsers,
-		catalog.TagList:        (*corp).tagList,
-		catalog.CorpTagList:    (*corp).corpTagList,
-		catalog.CorpTagAdd:     (*corp).corpTagAdd,
-		catalog.CorpTagEdit:    (*corp).corpTagEdit,
-		catalog.CorpTagDel:     (*corp).corpTagDel,
-		catalog.MarkTag:        (*corp).markTag,
-		catalog.CustomerRemark: (*corp).remark,
-		catalog.FollowUserList: (*corp).followUserList,
-		catalog.CustomerList:   (*corp).customerList,
-		catalog.CustomerGet:    (*corp).customerGet,
-		catalog.CustomerBatch:  (*corp).customerBatch,
-		catalog.SendWelcomeMsg: (*corp).sendWelcome,
+// handler answers one call of an endpoint.
+type handler func(c *corp, in *input) (any, *apiError)
 
-		catalog.GroupChatList:     (*corp).groupChatList,
-		catalog.GroupChatGet:      (*corp).groupChatGet,
-		catalog.GroupChatTransfer: (*corp).groupChatTransfer,
+// handlers maps endpoints to their handlers. A nil handler is a token
+// endpoint's, which serve answers itself.
+type handlers map[catalog.ID]handler
 
-		// Customer transfer (客户继承).
-		catalog.TransferCustomer:         (*corp).transferCustomer,
-		catalog.TransferResult:           (*corp).transferResult,
-		catalog.ResignedTransferCustomer: (*corp).resignedTransferCustomer,
-		catalog.ResignedTransferResult:   (*corp).resignedTransferResult,
+// handlerSets holds the mock's handler tables: each of its methods, in the
+// file of the handlers it names, returns one family's. allHandlers finds
+// them all, so a new family registers its endpoints in its own file.
+type handlerSets struct{}
 
-		catalog.JSAPITicket:      (*corp).jsapiTicket,
-		catalog.AgentTicket:      (*corp).jsapiTicket,
-		catalog.GetSuiteToken:    nil,
-		catalog.GetPreAuthCode:   (*corp).preAuthCode,
-		catalog.GetProviderToken: nil,
-		catalog.GetLoginInfo:     (*corp).loginInfo,
-
-		catalog.MediaUpload: (*corp).mediaUpload,
-		catalog.MediaGet:    (*corp).mediaGet,
-
-		catalog.MessageSend:       (*corp).messageSend,
-		catalog.MessageRecall:     (*corp).messageRecall,
-		catalog.MessageUpdateCard: (*corp).messageUpdateCard,
-		catalog.MessageStatistics: (*corp).messageStatistics,
-
-		catalog.WebhookSend:       (*corp).robotSend,
-		catalog.WebhookUpload:     (*corp).robotUpload,
-		catalog.LinkedMessageSend: (*corp).linkedMessageSend,
-
-		catalog.AppChatCreate: (*corp).appChatCreate,
-		catalog.AppChatUpdate: (*corp).appChatUpdate,
-		catalog.AppChatGet:    (*corp).appChatGet,
-		catalog.AppChatSend:   (*corp).appChatSend,
+// allHandlers merges the tables of handlerSets' methods; an endpoint
+// registered twice is an error.
+func allHandlers() (handlers, error) {
+	all := handlers{}
+	sets := reflect.ValueOf(handlerSets{})
+	for i := range sets.NumMethod() {
+		table, ok := sets.Method(i).Interface().(func() handlers)
+		if !ok {
+			return nil, fmt.Errorf("mock: handlerSets.%s is not a handler table", sets.Type().Method(i).Name)
+		}
+		for id, h := range table() {
+			if _, dup := all[id]; dup {
+				return nil, fmt.Errorf("mock: %s registered twice (again by handlerSets.%s)", id, sets.Type().Method(i).Name)
+			}
+			all[id] = h
+		}
 	}
+	return all, nil
 }
 
 // newRoutes builds a route for every endpoint of the catalog, by path. An
-// endpoint without a handler of its own gets answerOK's: the mock serves
-// every row, and enforces its limits, the day it is declared.
+// endpoint without a handler of its own gets answerOK: the mock serves
+// every row, and enforces its limits, the day it is declared (and
+// TestEveryRowRegistered asks for the row's registration).
 func newRoutes(cfg Config) (map[string]*route, error) {
-	hs := handlers()
+	hs, err := allHandlers()
+	if err != nil {
+		return nil, err
+	}
 	rts := make(map[string]*route)
 	for _, e := range catalog.Endpoints() {
 		h, ok := hs[e.ID]
 		if !ok {
-			h = answerOK(e)
+			h = answerOK
 		}
-		rt := &route{Endpoint: e, apply: h}
+		rt := &route{Endpoint: e}
 		if h != nil { // transfers due complete before any API is served
 			rt.apply = settlingTransfers(h)
 		}
@@ -113,22 +92,21 @@ func override(cfg, def int) int {
 	return def
 }
 
-// answerOK returns the handler of a row with no state of its own: it
-// checks the request as far as the catalog knows it (a POST's body is a
-// JSON object; the row's Keys read it) and answers success.
-func answerOK(e catalog.Endpoint) func(c *corp, in *input) (any, *apiError) {
-	return func(_ *corp, in *input) (any, *apiError) {
-		if e.Method == http.MethodPost {
-			var obj map[string]json.RawMessage
-			if err := in.decode(&obj); err != nil {
-				return nil, err
-			}
+// answerOK is the handler of a row with no state of its own: it checks the
+// request as far as the catalog knows it (a POST's body is a JSON object;
+// the row's Keys read it) and answers success.
+func answerOK(_ *corp, in *input) (any, *apiError) {
+	e := in.endpoint
+	if e.Method == http.MethodPost {
+		var obj map[string]json.RawMessage
+		if err := in.decode(&obj); err != nil {
+			return nil, err
 		}
-		if e.Keys != nil {
-			if _, err := e.Keys(in.query, in.body); err != nil {
-				return nil, errf(codeInvalidParam, "invalid parameter: %v", err)
-			}
-		}
-		return okStatus("ok"), nil
 	}
+	if e.Keys != nil {
+		if _, err := e.Keys(in.query, in.body); err != nil {
+			return nil, errf(catalog.CodeInvalidParam, "invalid parameter: %v", err)
+		}
+	}
+	return okStatus("ok"), nil
 }

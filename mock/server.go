@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // defaultTokenTTL is WeCom's expires_in, applied by New when
@@ -242,8 +243,8 @@ func New(cfg Config) (*Server, error) {
 		latency:   cfg.Latency,
 		corps:     make(map[string]*corp),
 		tokens:    make(map[string]*token),
-		suites:    newTokenBook("suite", codeInvalidSuiteToken, codeSuiteTokenExpired),
-		providers: newTokenBook("provider", codeInvalidToken, codeTokenExpired),
+		suites:    newTokenBook("suite", catalog.CodeInvalidSuiteToken, catalog.CodeSuiteTokenExpired),
+		providers: newTokenBook("provider", catalog.CodeInvalidAccessToken, catalog.CodeAccessTokenExpired),
 		robotHost: newCorp(""),
 		rates:     make(map[limitKey]*rateLog),
 		inFlight:  make(map[limitKey]int),

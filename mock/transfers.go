@@ -183,6 +183,16 @@ type transferAnswer struct {
 	Customer []transferResult `json:"customer"`
 }
 
+// Transfers registers the customer transfer (客户继承) APIs.
+func (handlerSets) Transfers() handlers {
+	return handlers{
+		catalog.TransferCustomer:         (*corp).transferCustomer,
+		catalog.TransferResult:           (*corp).transferResult,
+		catalog.ResignedTransferCustomer: (*corp).resignedTransferCustomer,
+		catalog.ResignedTransferResult:   (*corp).resignedTransferResult,
+	}
+}
+
 // transferCustomer answers externalcontact/transfer_customer.
 func (c *corp) transferCustomer(in *input) (any, *apiError) { return c.transfer(in, onJob) }
 
@@ -208,19 +218,19 @@ func (c *corp) transfer(in *input, kind transferKind) (any, *apiError) {
 	b := c.transferBook()
 	switch {
 	case req.Handover == "" || req.Takeover == "":
-		return nil, errf(codeUserIDMissing, "missing handover_userid or takeover_userid")
+		return nil, errf(catalog.CodeUserIDMissing, "missing handover_userid or takeover_userid")
 	case len(req.External) == 0:
-		return nil, errf(codeExternalMissing, "missing external userid")
+		return nil, errf(catalog.CodeExternalIDMissing, "missing external userid")
 	case len(req.External) > maxTransferIDs:
-		return nil, errf(codeInvalidParam, "invalid parameter, external_userid holds %d, at most %d", len(req.External), maxTransferIDs)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, external_userid holds %d, at most %d", len(req.External), maxTransferIDs)
 	case kind == onJob && utf8.RuneCountInString(req.Msg) > maxTransferMsg:
-		return nil, errf(codeInvalidParam, "invalid parameter, transfer_success_msg over %d characters", maxTransferMsg)
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter, transfer_success_msg over %d characters", maxTransferMsg)
 	case req.Handover == req.Takeover:
-		return nil, errf(codeSameTakeover, "handover_userid and takeover_userid are the same")
+		return nil, errf(catalog.CodeSameHandover, "handover_userid and takeover_userid are the same")
 	case kind == resigned && !b.resigned[req.Handover]:
-		return nil, errf(codeUserNotResigned, "user not resigned from corp")
+		return nil, errf(catalog.CodeNotResigned, "user not resigned from corp")
 	case kind == onJob && b.resigned[req.Handover], b.resigned[req.Takeover]:
-		return nil, errf(codeNoSuchUserID, "userid not found")
+		return nil, errf(catalog.CodeNoSuchUserID, "userid not found")
 	}
 	out := transferAnswer{status: okStatus("ok"), Customer: make([]transferResult, 0, len(req.External))}
 	for _, ext := range req.External {
@@ -235,17 +245,17 @@ func (c *corp) transfer(in *input, kind transferKind) (any, *apiError) {
 func (c *corp) startTransfer(b *transferBook, kind transferKind, handover, takeover, ext string, now time.Time) int {
 	switch {
 	case ext == "" || (c.people[ext] == nil && len(c.followers(ext)) == 0):
-		return codeInvalidExternal
+		return catalog.CodeInvalidExternalUserID
 	case c.customers[handover][ext] == nil:
-		return codeNotFollower
+		return catalog.CodeNotFollower
 	case b.waiting[ext] != nil:
-		return codeTransferring
+		return catalog.CodeTransferPending
 	}
 	if kind == onJob {
 		recent := slices.DeleteFunc(b.started[ext], func(t time.Time) bool { return !now.Before(t.Add(transferWindow)) })
 		if len(recent) >= maxTransfersInWindow {
 			b.started[ext] = recent
-			return codeTransferLimit
+			return catalog.CodeTransferTooOften
 		}
 		b.started[ext] = append(recent, now)
 	}
@@ -290,12 +300,12 @@ func (c *corp) transferResults(in *input, kind transferKind) (any, *apiError) {
 		return nil, e
 	}
 	if req.Handover == "" || req.Takeover == "" {
-		return nil, errf(codeUserIDMissing, "missing handover_userid or takeover_userid")
+		return nil, errf(catalog.CodeUserIDMissing, "missing handover_userid or takeover_userid")
 	}
 	scope := kind.resultPath() + "\x00" + req.Handover + "\x00" + req.Takeover
 	off, ok := readCursor(scope, req.Cursor)
 	if !ok {
-		return nil, errf(codeInvalidParam, "invalid cursor")
+		return nil, errf(catalog.CodeInvalidParam, "invalid cursor")
 	}
 	var all []*transfer
 	if b := c.transfers; b != nil {
@@ -306,7 +316,7 @@ func (c *corp) transferResults(in *input, kind transferKind) (any, *apiError) {
 		}
 	}
 	if off > len(all) {
-		return nil, errf(codeInvalidParam, "invalid cursor")
+		return nil, errf(catalog.CodeInvalidParam, "invalid cursor")
 	}
 	slices.SortFunc(all, func(a, b *transfer) int { return cmp.Compare(a.external, b.external) })
 	end := min(off+transferPage, len(all))

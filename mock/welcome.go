@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // Welcome messages (externalcontact/send_welcome_msg, document/path/92137):
@@ -89,6 +91,13 @@ type welcomeRequest struct {
 // The msgtypes of a welcome message's attachments.
 var attachmentTypes = map[string]bool{"image": true, "link": true, "miniprogram": true, "video": true, "file": true}
 
+// Welcome registers the welcome message.
+func (handlerSets) Welcome() handlers {
+	return handlers{
+		catalog.SendWelcomeMsg: (*corp).sendWelcome,
+	}
+}
+
 // sendWelcome delivers a welcome message. A code that is unknown, used or
 // past its 20 seconds gets 41051, as WeCom answers a code another app used
 // first (its page gives no code for the other cases).
@@ -98,28 +107,28 @@ func (c *corp) sendWelcome(in *input) (any, *apiError) {
 		return nil, err
 	}
 	if req.WelcomeCode == "" {
-		return nil, errf(codeInvalidParam, "invalid parameter: welcome_code")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: welcome_code")
 	}
 	w := Welcome{}
 	if req.Text != nil {
 		w.Text = req.Text.Content
 	}
 	if len(req.Attachments) > 9 {
-		return nil, errf(codeInvalidParam, "invalid parameter: more than 9 attachments")
+		return nil, errf(catalog.CodeInvalidParam, "invalid parameter: more than 9 attachments")
 	}
 	for _, a := range req.Attachments {
 		var t string
 		if json.Unmarshal(a["msgtype"], &t) != nil || !attachmentTypes[t] || len(a[t]) == 0 {
-			return nil, errf(codeInvalidParam, "invalid parameter: attachment msgtype")
+			return nil, errf(catalog.CodeInvalidParam, "invalid parameter: attachment msgtype")
 		}
 		w.Attachments = append(w.Attachments, t)
 	}
 	if w.Text == "" && len(w.Attachments) == 0 {
-		return nil, errf(codeEmptyContent, "empty content")
+		return nil, errf(catalog.CodeEmptyContent, "empty content")
 	}
 	wc := c.welcomesOf().codes[req.WelcomeCode]
 	if wc == nil || wc.used || !in.now.Before(wc.expires) {
-		return nil, errf(codeWelcomeCode, "welcome code is invalid, expired or used")
+		return nil, errf(catalog.CodeInvalidWelcomeCode, "welcome code is invalid, expired or used")
 	}
 	wc.used = true
 	w.UserID, w.ExternalUserID = wc.userID, wc.externalUserID
