@@ -80,11 +80,11 @@ func (p *pipeline) fetchLock(ctx context.Context) (func(), error) {
 		return func() {}, nil
 	}
 	fetch := &call{id: catalog.GetToken, path: string(catalog.GetToken)}
-	keys := p.ruleKeys(fetch, r, p.cfg.now())
-	if len(keys) != 1 || r.InFlight == 0 {
+	key := p.ruleKey(fetch, r, p.cfg.now())
+	if key == "" || r.InFlight == 0 {
 		return nil, invalid("limits "+fetch.path, "rule %q must cap the fetches in flight per app", r.Name)
 	}
-	return p.lockKey(ctx, fetch.path, throttle.Request{Key: keys[0], Concurrency: r.InFlight, TTL: p.cfg.leaseTTL})
+	return p.lockKey(ctx, fetch.path, throttle.Request{Key: key, Concurrency: r.InFlight, TTL: p.cfg.leaseTTL})
 }
 
 // lockKey takes the lease r, renewed until the returned release gives it

@@ -2,8 +2,6 @@ package wecom
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,31 +44,33 @@ func (p *pipeline) requests(cl *call, el *endpointLimits, now time.Time) []lease
 		if cl.counted && (r.CountsMembers() || r.Weighted) {
 			continue // an earlier attempt counted them, and may have been done
 		}
-		for _, key := range p.ruleKeys(cl, r, now) {
-			i := slices.IndexFunc(reqs, func(q leaseRequest) bool { return q.Key == key })
-			if i < 0 {
-				reqs = append(reqs, leaseRequest{Request: throttle.Request{Key: key}, day: r.Per == catalog.Day, order: scopeOrder(r.Scope)})
-				i = len(reqs) - 1
-			}
-			q := &reqs[i]
-			if r.CountsMembers() {
-				q.Members = p.memberKeys(cl.members)
-			}
-			switch {
-			case r.InFlight > 0:
-				q.Concurrency, q.TTL = r.InFlight, p.cfg.leaseTTL
-			case r.Per == catalog.Day:
-				q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: dayWindow})
-			case r.Silent:
-				q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: r.Per.Duration() + silentMargin})
-			default:
-				q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: r.Per.Duration()})
-			}
-			if r.Weighted {
-				q.Weight = max(cl.weight, 1)
-			}
-			q.WaitCooldown = key == cool && p.cfg.waitOnRateLimit
+		key := p.ruleKey(cl, r, now)
+		if key == "" {
+			continue
 		}
+		i := slices.IndexFunc(reqs, func(q leaseRequest) bool { return q.Key == key })
+		if i < 0 {
+			reqs = append(reqs, leaseRequest{Request: throttle.Request{Key: key}, day: r.Per == catalog.Day, order: scopeOrder(r.Scope)})
+			i = len(reqs) - 1
+		}
+		q := &reqs[i]
+		if r.CountsMembers() {
+			q.Members = p.memberKeys(cl.members)
+		}
+		switch {
+		case r.InFlight > 0:
+			q.Concurrency, q.TTL = r.InFlight, p.cfg.leaseTTL
+		case r.Per == catalog.Day:
+			q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: dayWindow})
+		case r.Silent:
+			q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: r.Per.Duration() + silentMargin})
+		default:
+			q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: r.Per.Duration()})
+		}
+		if r.Weighted {
+			q.Weight = max(cl.weight, 1)
+		}
+		q.WaitCooldown = key == cool && p.cfg.waitOnRateLimit
 	}
 	slices.SortStableFunc(reqs, func(a, b leaseRequest) int { return cmp.Compare(a.order, b.order) })
 	return reqs
@@ -87,8 +87,8 @@ func (p *pipeline) coolKey(cl *call, el *endpointLimits) string {
 	}
 	for _, r := range el.rules {
 		if (r.Scope == catalog.ScopeApp || r.CountsMembers() || r.Scope == catalog.ScopeRobot) && r.Per != catalog.Day && !r.Weighted {
-			if keys := p.ruleKeys(cl, r, time.Time{}); len(keys) > 0 {
-				return keys[0]
+			if key := p.ruleKey(cl, r, time.Time{}); key != "" {
+				return key
 			}
 		}
 	}
@@ -153,59 +153,13 @@ func scopeOrder(s catalog.Scope) int {
 	return 2
 }
 
-// ruleKeys returns the limiter keys rule r counts a call on: none when the
-// call lacks what the scope counts per (a resource, members, an egress).
-// Within a corp, keys start with the corp's hash tag (corpTag): one corp's
-// keys share a Redis Cluster slot, different corps spread.
-func (p *pipeline) ruleKeys(cl *call, r catalog.Rule, now time.Time) []string {
-	corp := p.corpTag()
-	shared := r.Group
-	if shared == "" {
-		shared = cl.path
-	}
-	var keys []string
-	switch r.Scope {
-	case catalog.ScopeAPI:
-		keys = []string{p.apiKey(cl.path)}
-	case catalog.ScopeResource:
-		if cl.resource != "" {
-			keys = []string{corp + cl.path + "|" + cl.resource}
-		}
-	case catalog.ScopeShared:
-		if cl.resource != "" {
-			keys = []string{corp + "@" + r.Group + "|" + cl.resource}
-		}
-	case catalog.ScopeApp:
-		keys = []string{corp + "#" + p.appID() + "@" + shared}
-	case catalog.ScopeAppMember: // one request, counted on each member (throttle.MemberKey)
-		if len(cl.members) > 0 {
-			keys = []string{corp + "#" + p.appID() + "@" + shared}
-		}
-	case catalog.ScopeMember: // as ScopeAppMember, across the corp's apps
-		if len(cl.members) > 0 {
-			keys = []string{corp + "@" + shared}
-		}
-	case catalog.ScopeIP:
-		if p.cfg.egress != "" {
-			keys = []string{"ip:" + p.cfg.egress + cl.path}
-		}
-	case catalog.ScopeRobot:
-		if cl.resource != "" {
-			sum := sha256.Sum256([]byte(cl.resource)) // a robot's key is a credential
-			keys = []string{"robot:" + hex.EncodeToString(sum[:8])}
-		}
-	}
-	suffix := ""
-	if r.Weighted {
-		suffix += "~units"
-	}
-	if r.Per == catalog.Day {
-		suffix += "~day:" + catalog.DayOf(now)
-	}
-	for i := range keys {
-		keys[i] += suffix
-	}
-	return keys
+// ruleKey returns the limiter key rule r counts cl on, as the catalog
+// forms it (catalog.Rule.Key), or "" when cl lacks what r's scope counts
+// per (a resource, members, an egress).
+func (p *pipeline) ruleKey(cl *call, r catalog.Rule, now time.Time) string {
+	key, _ := r.Key(catalog.KeyInput{Corp: p.cfg.corpID, API: cl.path, App: p.appID(), Resource: cl.resource,
+		Members: len(cl.members) > 0, Egress: p.cfg.egress, Now: now})
+	return key
 }
 
 // corpTag is the corp id in braces, a Redis Cluster hash tag.
@@ -213,7 +167,9 @@ func (p *pipeline) corpTag() string { return "{" + p.cfg.corpID + "}" }
 
 // apiKey is the limiter key of (corp, path), where its in-flight cap, its
 // windows and its cooldown after a 45009 live.
-func (p *pipeline) apiKey(path string) string { return p.corpTag() + path }
+func (p *pipeline) apiKey(path string) string {
+	return p.ruleKey(&call{path: path}, catalog.Rule{Scope: catalog.ScopeAPI}, time.Time{})
+}
 
 // appID names the client's app in limiter keys: its agent id, or a digest of
 // corp and secret when none was given.

@@ -144,10 +144,10 @@ type override struct {
 func counted(cl *call, rules []catalog.Rule) error {
 	for _, r := range rules {
 		what := ""
-		switch {
-		case cl.resource == "" && (r.Scope == catalog.ScopeResource || r.Scope == catalog.ScopeShared || r.Scope == catalog.ScopeRobot):
+		switch need := r.Scope.Need(); {
+		case cl.resource == "" && (need == catalog.NeedResource || need == catalog.NeedRobot):
 			what = "the resource a call edits"
-		case len(cl.members) == 0 && len(cl.uncounted) == 0 && r.CountsMembers():
+		case len(cl.members) == 0 && len(cl.uncounted) == 0 && need == catalog.NeedMembers:
 			what = "the members a call reaches"
 		case cl.weight == 0 && r.Weighted:
 			what = "the units a call counts"
