@@ -1,8 +1,11 @@
 // Package mock is a stateful fake WeCom (企业微信) server for tests and
 // examples.
 //
-// It speaks the WeCom JSON-over-HTTP protocol for the access token and the
-// tag APIs, and it enforces the limits the real service enforces, so code
+// It speaks the WeCom JSON-over-HTTP protocol for every endpoint the
+// catalog declares (package catalog: tokens, contact and customer tags,
+// customers, group chats, transfers, welcome messages, media, app messages,
+// app group chats, group robots), and it enforces the limits the real
+// service enforces, each row's rules as the catalog states them, so code
 // that talks to WeCom can be tested for its behaviour under throttling
 // without a network or an account:
 //
@@ -14,9 +17,10 @@
 //     windows (default 10,000 per minute and 150,000 per hour). Going over
 //     answers 45009 and blocks that API for that corp for the window's whole
 //     period, as WeCom does.
-//   - The tag APIs are limited per (corp, API) in concurrency (default 5 calls
-//     in flight) and mark_tag per customer (default 1); going over answers
-//     45033 at once.
+//   - The APIs the catalog caps in concurrency (the tag APIs: 5 calls in
+//     flight per corp; mark_tag and remark: 1 per customer) answer 45033 at
+//     once beyond it; the per-member, per-app and per-robot windows answer
+//     as WeCom does (45009, or a silent drop where WeCom drops).
 //   - Latency (fixed, or spread uniformly around its mean), "system busy"
 //     answers, HTTP 502s, truncated JSON and slow answers can be injected,
 //     reproducibly from a seed.
