@@ -72,32 +72,29 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, h
 	return res
 }
 
-// awaitAnswer runs the round trip of an attempt and returns its result: in this
-// goroutine when there is nothing to send or the caller cannot give up,
-// else in a goroutine of its own, whose answer is decoded into a value of
-// the attempt's own, handed to the caller's out only when the caller takes
-// the answer (a caller that left never sees its out written behind its
-// back). gone is the error of a caller that gave up first; the attempt
-// then goes on without it, and tells the observer itself.
+// awaitAnswer runs the round trip of an attempt and returns its result: in
+// this goroutine when there is nothing to send or the caller cannot give
+// up, else in a goroutine of its own (detach). gone is the error of a
+// caller that gave up first.
 func (p *pipeline) awaitAnswer(ctx context.Context, cl *call, el *endpointLimits, h held, tok string, failed error, a Attempt) (r attemptResult, gone error) {
-	detach := failed == nil && ctx.Done() != nil
-	c, private := cl, reflect.Value{}
-	if detach {
-		c, private = cl.detached()
+	if failed != nil || ctx.Done() == nil {
+		return p.safeRoundTrip(ctx, cl, el, h, tok, failed, a), nil
 	}
-	run := func() (r attemptResult) {
-		defer func() { r.panicked = recover() }()
-		r.a = p.roundTrip(ctx, c, el, h, tok, failed, a)
-		return r
-	}
-	if !detach {
-		return run(), nil
-	}
+	return p.detach(ctx, cl, el, h, tok, a)
+}
+
+// detach runs the round trip in a goroutine that outlives a caller who
+// gives up: its answer is decoded into a value of the attempt's own,
+// handed to the caller's out only when the caller takes the answer (a
+// caller that left never sees its out written behind its back), and an
+// attempt whose caller has gone tells the observer itself.
+func (p *pipeline) detach(ctx context.Context, cl *call, el *endpointLimits, h held, tok string, a Attempt) (attemptResult, error) {
+	bg, private := cl.detached()
 	answered := make(chan attemptResult)
 	p.background.add()
 	go func() {
 		defer p.background.done()
-		r := run()
+		r := p.safeRoundTrip(ctx, bg, el, h, tok, nil, a)
 		select {
 		case answered <- r:
 		case <-ctx.Done():
@@ -106,15 +103,23 @@ func (p *pipeline) awaitAnswer(ctx context.Context, cl *call, el *endpointLimits
 		}
 	}()
 	select {
-	case r = <-answered:
+	case r := <-answered:
 		if private.IsValid() && r.panicked == nil {
 			reflect.ValueOf(cl.out).Elem().Set(private.Elem())
 		}
 		return r, nil
 	case <-ctx.Done():
 		cl.leave()
-		return r, fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller, and may be done): %w (%w)", cl.path, ctx.Err(), ErrMaybeDone)
+		return attemptResult{}, fmt.Errorf("wecom: %s: gave up waiting for the answer (the call goes on without its caller, and may be done): %w (%w)", cl.path, ctx.Err(), ErrMaybeDone)
 	}
+}
+
+// safeRoundTrip is roundTrip with its panic caught, for the caller to
+// re-panic in its own goroutine.
+func (p *pipeline) safeRoundTrip(ctx context.Context, cl *call, el *endpointLimits, h held, tok string, failed error, a Attempt) (r attemptResult) {
+	defer func() { r.panicked = recover() }()
+	r.a = p.roundTrip(ctx, cl, el, h, tok, failed, a)
+	return r
 }
 
 // roundTrip sends the call with the credential's value tok attached,

@@ -157,7 +157,7 @@ func scopeOrder(s catalog.Scope) int {
 // forms it (catalog.Rule.Key), or "" when cl lacks what r's scope counts
 // per (a resource, members, an egress).
 func (p *pipeline) ruleKey(cl *call, r catalog.Rule, now time.Time) string {
-	key, _ := r.Key(catalog.KeyInput{Corp: p.cfg.corpID, API: cl.path, App: p.appID(), Resource: cl.resource,
+	key, _ := r.Key(catalog.KeyInput{Corp: p.cfg.corpID, API: cl.path, App: p.app, Resource: cl.resource,
 		Members: len(cl.members) > 0, Egress: p.cfg.egress, Now: now})
 	return key
 }
@@ -171,7 +171,8 @@ func (p *pipeline) apiKey(path string) string {
 	return p.ruleKey(&call{path: path}, catalog.Rule{Scope: catalog.ScopeAPI}, time.Time{})
 }
 
-// appID names the client's app in limiter keys: its agent id, or a digest of
+// appID names the client's app in limiter keys (the pipeline keeps it as
+// app): its agent id, or a digest of
 // corp and secret when none was given.
 func (p *pipeline) appID() string {
 	if p.cfg.agentID > 0 {

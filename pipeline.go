@@ -19,6 +19,8 @@ type pipeline struct {
 	// endpoint; tickets are those a caller signs with (JS-SDK).
 	creds   map[catalog.Token]carried
 	tickets tickets
+	// app names the app in limiter keys (appID).
+	app string
 	// endpoints are the catalog's endpoints and the overridden paths, with
 	// their rules after the overrides; generic limits any other path.
 	endpoints map[string]*endpointLimits

@@ -90,6 +90,7 @@ func newPipeline(cfg *config) (*pipeline, error) {
 			p.creds[catalog.ProviderToken] = p.providerCredential()
 		}
 	}
+	p.app = p.appID()
 	if err := p.resolveLimits(); err != nil {
 		return nil, err
 	}
