@@ -29,6 +29,10 @@ type Client struct {
 	Messages *MessageService
 	// AppChats creates app group chats (群聊会话) and posts to them.
 	AppChats *AppChatService
+	// Users reads and writes the directory's members (通讯录成员).
+	Users *UserService
+	// Departments reads and writes the directory's departments (部门).
+	Departments *DepartmentService
 }
 
 // New returns a client for the app whose secret is given, in the corp whose id
@@ -59,6 +63,8 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	c.Media = &MediaService{p: p}
 	c.Messages = &MessageService{p: p}
 	c.AppChats = &AppChatService{p: p}
+	c.Users = &UserService{p: p}
+	c.Departments = &DepartmentService{p: p}
 	return c, nil
 }
 

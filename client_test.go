@@ -601,13 +601,13 @@ func TestDoValidates(t *testing.T) {
 	if n := f.mt.GetTotalCallCount(); n != 0 {
 		t.Errorf("%d requests sent for invalid calls", n)
 	}
-	f.respond("POST", "/cgi-bin/user/simplelist", `{"errcode":0,"errmsg":"ok","userlist":[{"userid":"a"}]}`)
+	f.respond("POST", "/cgi-bin/agent/list", `{"errcode":0,"errmsg":"ok","userlist":[{"userid":"a"}]}`)
 	var out struct {
 		Users []struct {
 			UserID string `json:"userid"`
 		} `json:"userlist"`
 	}
-	if err := f.c.Do(context.Background(), "POST", "/cgi-bin/user/simplelist", url.Values{"department_id": {"1"}}, map[string]int{"x": 1}, &out); err != nil || len(out.Users) != 1 {
+	if err := f.c.Do(context.Background(), "POST", "/cgi-bin/agent/list", url.Values{"department_id": {"1"}}, map[string]int{"x": 1}, &out); err != nil || len(out.Users) != 1 {
 		t.Errorf("Do = %v, %+v", err, out)
 	}
 }

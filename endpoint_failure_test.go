@@ -208,6 +208,46 @@ func typedCalls() map[catalog.ID]endpointCall {
 		catalog.ResignedTransferResult: func(ctx context.Context, c *Client) error {
 			return walkErr(c.Customers.ResignedTransferResults(ctx, "zhangsan", "lisi"))
 		},
+		catalog.UserGet: answered(func(ctx context.Context, c *Client) (any, error) { return c.Users.Get(ctx, "zhangsan") }),
+		catalog.UserListID: func(ctx context.Context, c *Client) error {
+			return walkErr(c.Users.IDs(ctx, 0))
+		},
+		catalog.UserList: answered(func(ctx context.Context, c *Client) (any, error) { return c.Users.List(ctx, 1) }),
+		catalog.UserSimpleList: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Users.SimpleList(ctx, 1)
+		}),
+		catalog.UserIDByMobile: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Users.ByMobile(ctx, "13430388888")
+		}),
+		catalog.UserIDByEmail: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Users.ByEmail(ctx, "zhangsan@gzdev.com", EmailCorp)
+		}),
+		catalog.UserToOpenID: answered(func(ctx context.Context, c *Client) (any, error) { return c.Users.ToOpenID(ctx, "zhangsan") }),
+		catalog.OpenIDToUser: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Users.FromOpenID(ctx, "oDjGHs-1yCnGrRovBj2yHij5JAAA")
+		}),
+		catalog.UserCreate: func(ctx context.Context, c *Client) error {
+			return c.Users.Create(ctx, UserRequest{UserID: "zhangsan", Name: Ptr("张三"), Departments: []int{1}})
+		},
+		catalog.UserUpdate: func(ctx context.Context, c *Client) error {
+			return c.Users.Update(ctx, UserRequest{UserID: "zhangsan", Name: Ptr("李四")})
+		},
+		catalog.UserDelete: func(ctx context.Context, c *Client) error { return c.Users.Delete(ctx, "zhangsan") },
+		catalog.UserBatchDelete: func(ctx context.Context, c *Client) error {
+			return c.Users.BatchDelete(ctx, []string{"zhangsan", "lisi"})
+		},
+		catalog.BatchInvite: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Users.Invite(ctx, InviteRequest{Users: []string{"zhangsan"}})
+		}),
+		catalog.DepartmentSimpleList: answered(func(ctx context.Context, c *Client) (any, error) { return c.Departments.List(ctx, 1) }),
+		catalog.DepartmentGet:        answered(func(ctx context.Context, c *Client) (any, error) { return c.Departments.Get(ctx, 1) }),
+		catalog.DepartmentCreate: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Departments.Create(ctx, DepartmentRequest{Name: "广州研发中心", ParentID: 1})
+		}),
+		catalog.DepartmentUpdate: func(ctx context.Context, c *Client) error {
+			return c.Departments.Update(ctx, DepartmentRequest{ID: 2, Name: "研发中心"})
+		},
+		catalog.DepartmentDelete: func(ctx context.Context, c *Client) error { return c.Departments.Delete(ctx, 2) },
 	}
 }
 

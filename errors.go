@@ -118,6 +118,27 @@ const (
 	// CodeInvalidChatMember (86216): a member to add is not in the
 	// directory, or one to remove is not in the chat.
 	CodeInvalidChatMember = catalog.CodeInvalidChatMember
+
+	// CodeContactAPIClosed (48009): the API is closed to this caller: since
+	// 2022-08-15 the contact-sync secret, called from an IP added after
+	// that day, may not call user/list, user/simplelist or department/list
+	// (Users.IDs walks the directory instead).
+	CodeContactAPIClosed = catalog.CodeContactAPIClosed
+	// CodeDepartmentNotFound (60003): no department has that id.
+	CodeDepartmentNotFound = catalog.CodeDepartmentNotFound
+	// CodeDepartmentNameExists (60008): a department of that name already
+	// exists under the parent.
+	CodeDepartmentNameExists = catalog.CodeDepartmentNameExists
+	// CodeUserNotFound (46004): no member has that mobile, email or
+	// openid (user/getuserid and the like).
+	CodeUserNotFound = catalog.CodeUserNotFound
+	// CodeNoSuchUserID (60111): no member of the directory has that
+	// userid.
+	CodeNoSuchUserID = catalog.CodeNoSuchUserID
+	// CodeUserIDExists (60102): a member already has that userid.
+	CodeUserIDExists = catalog.CodeUserIDExists
+	// CodeMobileExists (60104): a member already has that mobile number.
+	CodeMobileExists = catalog.CodeMobileExists
 )
 
 // Sentinels for the classes of failure a caller branches on. Match them with

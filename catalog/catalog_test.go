@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"net/url"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -32,31 +33,38 @@ func TestEndpointsValid(t *testing.T) {
 	}
 }
 
-// TestEveryIDDeclared fails for an ID constant that the table does not
-// declare: a typed method naming it could not be called.
+// TestEveryIDDeclared fails for an ID constant that the tables (table.go
+// and a family's table_*.go) do not declare: a typed method naming it could
+// not be called.
 func TestEveryIDDeclared(t *testing.T) {
 	t.Parallel()
-	f, err := parser.ParseFile(token.NewFileSet(), "table.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob("table*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no table files: %v", err)
 	}
 	n := 0
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
+	for _, file := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, s := range g.Specs {
-			vs := s.(*ast.ValueSpec)
-			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "ID" {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
 				continue
 			}
-			for _, v := range vs.Values {
-				lit := v.(*ast.BasicLit)
-				path := lit.Value[1 : len(lit.Value)-1]
-				n++
-				if _, ok := Lookup(path); !ok {
-					t.Errorf("ID %s is not in Endpoints()", path)
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "ID" {
+					continue
+				}
+				for _, v := range vs.Values {
+					lit := v.(*ast.BasicLit)
+					path := lit.Value[1 : len(lit.Value)-1]
+					n++
+					if _, ok := Lookup(path); !ok {
+						t.Errorf("ID %s is not in Endpoints()", path)
+					}
 				}
 			}
 		}

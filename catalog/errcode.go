@@ -1,5 +1,7 @@
 package catalog
 
+import "slices"
+
 // The errcodes the client names (package wecom defines its Code
 // constants from these) or the mock answers. Errcodes says what each
 // means, and only there; a test fails on a constant it does not declare.
@@ -128,7 +130,7 @@ type Errcode struct {
 // Errcodes returns every errcode the package names, in a new slice the
 // caller may keep or change.
 func Errcodes() []Errcode {
-	return append(append(commonErrcodes(), contactErrcodes()...), chatErrcodes()...)
+	return slices.Concat(commonErrcodes(), contactErrcodes(), chatErrcodes(), directoryErrcodes())
 }
 
 // LookupErrcode returns the errcode code, if the package names it.

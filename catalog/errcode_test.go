@@ -5,19 +5,29 @@ import (
 	"go/constant"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"testing"
 )
 
-// TestEveryErrcodeDeclared fails for a Code constant that Errcodes does not
-// declare under its name and value, and for a row without a constant.
+// TestEveryErrcodeDeclared fails for a Code constant (in errcode.go or a
+// family's errcode_*.go) that Errcodes does not declare under its name and
+// value, and for a row without a constant.
 func TestEveryErrcodeDeclared(t *testing.T) {
 	t.Parallel()
-	f, err := parser.ParseFile(token.NewFileSet(), "errcode.go", nil, 0)
+	files, err := filepath.Glob("errcode*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var decls []ast.Decl
+	for _, file := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decls = append(decls, f.Decls...)
+	}
 	consts := map[string]int{}
-	for _, d := range f.Decls {
+	for _, d := range decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
 			continue

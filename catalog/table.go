@@ -191,6 +191,11 @@ const (
 // Endpoints returns the catalog: every endpoint the SDK wraps, in a new
 // slice the caller may keep or change.
 func Endpoints() []Endpoint {
+	return append(endpoints(), contactEndpoints()...)
+}
+
+// endpoints returns the rows declared in this file.
+func endpoints() []Endpoint {
 	tag := func(id ID, method string, doc int, repeatable bool, sample string) Endpoint {
 		return Endpoint{ID: id, Method: method, Doc: doc, Repeatable: repeatable, Sample: sample,
 			Rules: with(inFlight(RuleInFlight, 5, srcTags))}

@@ -173,6 +173,9 @@ type corp struct {
 	// welcomes: welcome codes and messages (welcome.go; nil until one is
 	// issued).
 	welcomes *welcomeBook
+	// directory: the members and departments (directory.go; nil until
+	// used).
+	directory *directory
 }
 
 func newCorp(id string) *corp {
