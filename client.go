@@ -29,6 +29,9 @@ type Client struct {
 	Messages *MessageService
 	// AppChats creates app group chats (群聊会话) and posts to them.
 	AppChats *AppChatService
+	// Auth signs members and visitors in (身份验证): the OAuth and web
+	// login URLs, who a code signed in, a member's sensitive fields.
+	Auth *AuthService
 }
 
 // New returns a client for the app whose secret is given, in the corp whose id
@@ -59,6 +62,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	c.Media = &MediaService{p: p}
 	c.Messages = &MessageService{p: p}
 	c.AppChats = &AppChatService{p: p}
+	c.Auth = &AuthService{p: p}
 	return c, nil
 }
 

@@ -173,6 +173,9 @@ type corp struct {
 	// welcomes: welcome codes and messages (welcome.go; nil until one is
 	// issued).
 	welcomes *welcomeBook
+	// signIns: sign-in codes and user tickets (signin.go; nil until one is
+	// issued).
+	signIns *signInBook
 }
 
 func newCorp(id string) *corp {
