@@ -33,6 +33,9 @@ type Client struct {
 	Users *UserService
 	// Departments reads and writes the directory's departments (部门).
 	Departments *DepartmentService
+	// Auth signs members and visitors in (身份验证): the OAuth and web
+	// login URLs, who a code signed in, a member's sensitive fields.
+	Auth *AuthService
 }
 
 // New returns a client for the app whose secret is given, in the corp whose id
@@ -65,6 +68,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	c.AppChats = &AppChatService{p: p}
 	c.Users = &UserService{p: p}
 	c.Departments = &DepartmentService{p: p}
+	c.Auth = &AuthService{p: p}
 	return c, nil
 }
 

@@ -142,6 +142,12 @@ func typedCalls() map[catalog.ID]endpointCall {
 		catalog.MediaGet: answered(func(ctx context.Context, c *Client) (any, error) {
 			return c.Media.Download(ctx, "3a8asd892asd8asd", io.Discard)
 		}),
+		catalog.AuthGetUserInfo: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Auth.SignIn(ctx, "CODE")
+		}),
+		catalog.AuthGetUserDetail: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Auth.PrivateInfo(ctx, "USER_TICKET")
+		}),
 		catalog.MessageSend: answered(func(ctx context.Context, c *Client) (any, error) {
 			return c.Messages.Send(ctx, Message{ToUser: []string{"zhangsan", "lisi"}, AgentID: 1000002, Content: &TextMessage{Content: "hello"}})
 		}),

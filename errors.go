@@ -25,6 +25,10 @@ const (
 	CodeInvalidSecret = catalog.CodeInvalidSecret
 	// CodeInvalidCorpID (40013): invalid corpid.
 	CodeInvalidCorpID = catalog.CodeInvalidCorpID
+	// CodeInvalidOAuthCode (40029): the sign-in code is unknown, used or
+	// over its five minutes (Auth.SignIn): send the browser to sign in
+	// again.
+	CodeInvalidOAuthCode = catalog.CodeInvalidOAuthCode
 	// CodeInvalidAccessToken (40014): invalid access_token.
 	CodeInvalidAccessToken = catalog.CodeInvalidAccessToken
 	// CodeInvalidTagID (40068): invalid tag id or tag group id.

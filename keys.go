@@ -72,6 +72,13 @@ func (p *pipeline) requests(cl *call, el *endpointLimits, now time.Time) []lease
 		}
 		q.WaitCooldown = key == cool && p.cfg.waitOnRateLimit
 	}
+	if cool != "" && cool == p.apiKey(cl.path) && !slices.ContainsFunc(reqs, func(q leaseRequest) bool { return q.Key == cool }) {
+		// No rule counts the call on its API's key (auth/getuserinfo, which
+		// WeCom counts in no window): the call still takes that key, with
+		// neither slot nor window, to keep away while WeCom blocks the API
+		// after a 45009.
+		reqs = append(reqs, leaseRequest{Request: throttle.Request{Key: cool, WaitCooldown: p.cfg.waitOnRateLimit}, order: scopeOrder(catalog.ScopeAPI)})
+	}
 	slices.SortStableFunc(reqs, func(a, b leaseRequest) int { return cmp.Compare(a.order, b.order) })
 	return reqs
 }

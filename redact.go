@@ -15,7 +15,7 @@ const minRedactLen = 8
 // redactKeyList names the keys whose values are credentials, longest first
 // so that a key is matched whole.
 const redactKeyList = "provider_access_token,suite_access_token,provider_secret," +
-	"permanent_code,access_token,suite_secret,corpsecret,secret,key"
+	"permanent_code,access_token,suite_secret,user_ticket,corpsecret,auth_code,secret,code,key"
 
 // maxRedactDepth bounds the walk down an error chain.
 const maxRedactDepth = 32
@@ -164,7 +164,7 @@ func redactStructured(s string) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(s); {
-		if c := lower[i]; c != 'a' && c != 'c' && c != 'p' && c != 's' && c != 'k' { // the keys' initials
+		if c := lower[i]; c != 'a' && c != 'c' && c != 'p' && c != 's' && c != 'k' && c != 'u' { // the keys' initials
 			i++
 			continue
 		}

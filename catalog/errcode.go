@@ -17,6 +17,7 @@ const (
 	CodeInvalidImageSize    = 40009
 	CodeInvalidCorpID       = 40013
 	CodeInvalidAccessToken  = 40014
+	CodeInvalidOAuthCode    = 40029
 	CodeGroupChatNotFound   = 40050
 	CodeInvalidAgentID      = 40056
 	CodeInvalidParam        = 40058

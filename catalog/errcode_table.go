@@ -15,6 +15,8 @@ func commonErrcodes() []Errcode {
 		{CodeInvalidImageSize, "CodeInvalidImageSize", ClassNone, "invalid image size"},
 		{CodeInvalidCorpID, "CodeInvalidCorpID", ClassCredential, "invalid corpid"},
 		{CodeInvalidAccessToken, "CodeInvalidAccessToken", ClassToken, "invalid access_token"},
+		{CodeInvalidOAuthCode, "CodeInvalidOAuthCode", ClassNone,
+			"invalid code: a sign-in code that is unknown, used, or over its 5 minutes (auth/getuserinfo, document/path/91023)"},
 		{CodeGroupChatNotFound, "CodeGroupChatNotFound", ClassNone, "no customer group chat has that chat_id"},
 		{CodeInvalidAgentID, "CodeInvalidAgentID", ClassNone, "invalid agentid"},
 		{CodeInvalidParam, "CodeInvalidParam", ClassNone, "a parameter is missing or invalid"},

@@ -50,6 +50,15 @@ const (
 	GetLoginInfo     ID = "/cgi-bin/service/get_login_info"
 )
 
+// The sign-in (身份验证) endpoints: who the code of an OAuth sign-in inside
+// WeCom (网页授权登录) or of the web login (企业微信Web登录) signed in, and the
+// sensitive fields a member let the app read with the user_ticket of a
+// snsapi_privateinfo sign-in.
+const (
+	AuthGetUserInfo   ID = "/cgi-bin/auth/getuserinfo"
+	AuthGetUserDetail ID = "/cgi-bin/auth/getuserdetail"
+)
+
 // GroupJSAPITicket is the group of the JS-SDK ticket APIs, whose fetches
 // count together per app.
 const GroupJSAPITicket = "jsapi-ticket"
@@ -265,6 +274,18 @@ func endpoints() []Endpoint {
 			Sample: `{"corpid":"wwxxxxxxxxxxxxxxxx","provider_secret":"SECRET"}`, Rules: base()},
 		// A login's auth_code serves once: not repeatable.
 		{ID: GetLoginInfo, Method: http.MethodPost, Doc: 91125, Token: ProviderToken, Sample: `{"auth_code":"xxxxx"}`, Rules: base()},
+		// A sign-in code serves once and for five minutes (document/path/91023
+		// and 96442): a call whose answer was lost, sent again, finds it used
+		// (40029), so it is not repeatable. WeCom exempts the calls with a
+		// valid code from its frequency limits (official, document/path/90454
+		// and 96442): the row has no rule, and the client counts these calls
+		// in no window. A limit can still be given, as on any row, with
+		// wecom.WithLimits or wecom.WithRule.
+		{ID: AuthGetUserInfo, Method: http.MethodGet, Doc: 91023, Sample: "code=CODE"},
+		// A user_ticket serves for 1,800 s and is not spent by a read
+		// (document/path/95833): safe to repeat.
+		{ID: AuthGetUserDetail, Method: http.MethodPost, Doc: 95833, Repeatable: true,
+			Sample: `{"user_ticket":"USER_TICKET"}`, Rules: base()},
 		// A repeated upload stores a second copy, harmless: media expire
 		// after three days.
 		{ID: MediaUpload, Method: http.MethodPost, Doc: 90253, Repeatable: true, Body: MultipartBody, Sample: "type=file", Rules: base()},

@@ -176,6 +176,9 @@ type corp struct {
 	// directory: the members and departments (directory.go; nil until
 	// used).
 	directory *directory
+	// signIns: sign-in codes and user tickets (signin.go; nil until one is
+	// issued).
+	signIns *signInBook
 }
 
 func newCorp(id string) *corp {

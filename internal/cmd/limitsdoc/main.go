@@ -89,6 +89,9 @@ func Render(endpoints []catalog.Endpoint, generic []catalog.Rule) string {
 			}
 		}
 		limits := describe(own, e.Resource, note)
+		if out := exempt(e, generic); out != "" {
+			limits = strings.TrimSuffix(out+"; "+limits, "; ")
+		}
 		if limits == "" {
 			limits = "—"
 		}
@@ -104,6 +107,26 @@ func Render(endpoints []catalog.Endpoint, generic []catalog.Rule) string {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, s)
 	}
 	return b.String()
+}
+
+// exempt names the rules of generic that e does not count in (WeCom exempts
+// app messages and sign-in codes from its base limits, and a robot belongs
+// to no corp), or says it counts in none of them; empty when it counts in
+// them all.
+func exempt(e catalog.Endpoint, generic []catalog.Rule) string {
+	var names []string
+	for _, g := range generic {
+		if !slices.ContainsFunc(e.Rules, func(r catalog.Rule) bool { return r.Name == g.Name }) {
+			names = append(names, "`"+g.Name+"`")
+		}
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case len(generic):
+		return "exempt from those"
+	}
+	return "exempt from " + strings.Join(names, ", ")
 }
 
 // describe says rules in words, each with its name and note, naming the

@@ -38,12 +38,17 @@ func TestRender(t *testing.T) {
 			catalog.Rule{Name: "customer", Scope: catalog.ScopeShared, Group: "edit", InFlight: 1, Source: "staff B"})},
 		{ID: "/cgi-bin/b", Method: "GET", Doc: 2, Repeatable: true, Rules: append(generic,
 			catalog.Rule{Name: "day", Scope: catalog.ScopeApp, Limit: 7, Per: catalog.Day, Weighted: true, Source: "doc A"})},
+		{ID: "/cgi-bin/c", Method: "GET", Doc: 3},
+		{ID: "/cgi-bin/d", Method: "POST", Doc: 4, Rules: []catalog.Rule{
+			{Name: "robot", Scope: catalog.ScopeRobot, Limit: 20, Per: catalog.Minute, Source: "doc A"}}},
 	}
 	got := Render(eps, generic)
 	for _, want := range []string{
 		"Every API, wrapped or called with `Do`: 10/minute per corp and API (`minute`) [1].",
 		"| [`a`](https://developer.work.weixin.qq.com/document/path/1) | POST | no | 1 in flight per customer, shared (edit) (`customer`) [2] |",
 		"| [`b`](https://developer.work.weixin.qq.com/document/path/2) | GET | yes | 7 units/day (CST) per app (`day`) [1] |",
+		"| [`c`](https://developer.work.weixin.qq.com/document/path/3) | GET | no | exempt from those |",
+		"| [`d`](https://developer.work.weixin.qq.com/document/path/4) | POST | no | exempt from those; 20/minute per robot (`robot`) [1] |",
 		"1. doc A\n2. staff B\n",
 	} {
 		if !strings.Contains(got, want) {
