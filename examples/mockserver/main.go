@@ -4,6 +4,11 @@
 //	go run ./examples/mockserver -addr 127.0.0.1:8099 -latency 20ms
 //	go run ./examples/bulktag -base-url http://127.0.0.1:8099 -redis 127.0.0.1:6379 &   # three times
 //
+// With -directory it seeds a directory for examples/directory:
+//
+//	go run ./examples/mockserver -directory 12000
+//	go run ./examples/directory -base-url http://127.0.0.1:8099 -corp-id wwbulktag -secret bulktag-secret
+//
 // With -customers it seeds made-up customers for bulktag's -all-members
 // (-customers 2000 -customer-members 3 -shared 0.1 -wide 0):
 //
@@ -41,6 +46,7 @@ func main() {
 	corpID := flag.String("corp-id", "wwbulktag", "corp id of the registered app")
 	secret := flag.String("secret", "bulktag-secret", "secret of the registered app")
 	users := flag.Int("users", 0, "register users user0..userN-1 in the contact directory")
+	directory := flag.Int("directory", 0, "seed the directory with this many members (user000001, ...) in 100 departments, for examples/directory")
 	var seed mock.CustomerSeed
 	flag.IntVar(&seed.Pairs, "customers", 0, "seed this many made-up (member, customer) pairs (0: none)")
 	flag.IntVar(&seed.Members, "customer-members", 3, "members the seeded customers belong to (member001, ...)")
@@ -50,7 +56,7 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, *addr, mock.Config{Latency: *latency, LatencyJitter: *jitter, Seed: seed.Seed}, *corpID, *secret, *users, seed); err != nil {
+	if err := serve(ctx, *addr, mock.Config{Latency: *latency, LatencyJitter: *jitter, Seed: seed.Seed}, *corpID, *secret, *users, *directory, seed); err != nil {
 		fmt.Fprintln(os.Stderr, "mockserver:", err)
 		os.Exit(1)
 	}
@@ -71,7 +77,7 @@ func Handler(m *mock.Server) http.Handler {
 	return mux
 }
 
-func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret string, users int, seed mock.CustomerSeed) error {
+func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret string, users, members int, seed mock.CustomerSeed) error {
 	m, err := mock.New(cfg)
 	if err != nil {
 		return err
@@ -79,6 +85,10 @@ func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret str
 	m.AddApp(corpID, secret)
 	for i := range users {
 		m.AddUsers(corpID, fmt.Sprintf("user%d", i))
+	}
+	if members > 0 {
+		m.SeedDirectory(corpID, 100, members)
+		fmt.Printf("seeded a directory of %d members in 100 departments\n", members)
 	}
 	if seed.Pairs > 0 {
 		s := m.SeedCustomers(corpID, seed)
