@@ -239,9 +239,13 @@ func (s *Server) WaitCallbacks(ctx context.Context) error {
 }
 
 // Close stops the callbacks being pushed (an attempt in flight is
-// cancelled, no retry is made) and waits for their goroutines to end. The
-// Server still serves API calls; it pushes no more callbacks.
+// cancelled, no retry is made) and the timers that end batch jobs (a job
+// then ends at the next call to its corp), and waits for their goroutines
+// to end. The Server still serves API calls; it pushes no more callbacks.
 func (s *Server) Close() {
+	s.mu.Lock()
+	s.stopJobsLocked()
+	s.mu.Unlock()
 	s.push.mu.Lock()
 	s.push.closed = true
 	s.push.mu.Unlock()
