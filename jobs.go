@@ -345,7 +345,7 @@ const (
 func (j *Job) Wait(ctx context.Context) (*JobResult, error) { return j.WaitWith(ctx, PollPolicy{}) }
 
 // waitFor is Job.WaitWith.
-func (j *JobService) waitFor(ctx context.Context, job *Job, p PollPolicy) (*JobResult, error) {
+func (s *JobService) waitFor(ctx context.Context, job *Job, p PollPolicy) (*JobResult, error) {
 	if p.Interval <= 0 {
 		p.Interval = DefaultPollInterval
 	}
@@ -374,7 +374,7 @@ func (j *JobService) waitFor(ctx context.Context, job *Job, p PollPolicy) (*JobR
 		if ev := job.event(); ev != nil && ev.BatchJob.ErrCode != 0 {
 			return nil, &JobError{JobID: job.ID, Type: job.Type, Code: ev.BatchJob.ErrCode, Message: ev.BatchJob.ErrMsg}
 		}
-		res, err := j.Result(ctx, job.ID)
+		res, err := s.Result(ctx, job.ID)
 		if err != nil {
 			return nil, err
 		}
