@@ -160,6 +160,10 @@ func (s *JobService) start(ctx context.Context, id catalog.ID, typ JobType, r Jo
 	}
 	var out jobAnswer
 	if err := s.p.perform(ctx, &call{id: id, body: body, out: &out}); err != nil {
+		if r.CSV != nil {
+			// The file is WeCom's for three days: a new start can name it.
+			return nil, fmt.Errorf("wecom: %s: the CSV was uploaded as media_id %s, but the job did not start: %w", id, mediaID, err)
+		}
 		return nil, err
 	}
 	return newJob(s, out.JobID, typ, mediaID), nil
