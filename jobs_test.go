@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -479,5 +480,59 @@ func TestJobStartRefused(t *testing.T) {
 	}
 	if jobs := srv.BatchJobs(testCorp); len(jobs) != 0 {
 		t.Errorf("jobs %+v started, want none", jobs)
+	}
+}
+
+// TestJobCallbackWithoutReceiver: a corp with no receiver of its own still
+// gets the callback its job's request names, over the network; on a clock
+// moved by hand, the job ends at the first call after its time.
+func TestJobCallbackWithoutReceiver(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now() // the receiver checks a push's timestamp against its own clock
+	srv := newMock(t, mock.Config{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	t.Cleanup(srv.Close)
+	c := setup(t, on(srv))
+	ctx := context.Background()
+	crypto, err := callback.NewCrypto(jobToken, jobKey, testCorp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := callback.NewHandler(crypto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set wecom.JobSet
+	callback.Handle(h, func(_ context.Context, e *callback.BatchJobEvent) error {
+		set.Done(e)
+		return nil
+	})
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	mediaID := srv.AddMedia(testCorp, "users.csv", "text/csv", mustCSV(t, wecom.UserRow{Name: "Ann", UserID: "ann"}))
+	job, err := c.Jobs.SyncUsers(ctx, wecom.JobRequest{MediaID: mediaID,
+		Callback: &wecom.JobCallback{URL: hs.URL + "/jobs", Token: jobToken, EncodingAESKey: jobKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Add(job)
+	if res, err := job.Result(ctx); err != nil || res.Done() {
+		t.Fatalf("before its time: %+v, %v", res, err)
+	}
+	mu.Lock()
+	now = now.Add(mock.JobDuration)
+	mu.Unlock()
+	res, err := job.Result(ctx) // the first call after its time ends it
+	if err != nil || !res.Done() {
+		t.Fatalf("after its time: %+v, %v", res, err)
+	}
+	if err := srv.WaitCallbacks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := srv.CallbackDeliveries(); len(d) != 1 || !d[0].Delivered || set.Len() != 0 {
+		for _, a := range d {
+			t.Errorf("attempt %d: HTTP %d, %s", a.Attempt, a.Status, a.Err)
+		}
+		t.Errorf("%d attempts, %d jobs left in the set: want the job's callback delivered at once", len(d), set.Len())
 	}
 }

@@ -121,8 +121,11 @@ type pushes struct {
 	closed  bool
 	wg      sync.WaitGroup
 	owned   []*http.Transport // closed by Close
-	ctx     context.Context
-	stop    context.CancelFunc
+	// jobClient pushes to the callbacks batch jobs name when the corp has
+	// no receiver whose transport to take (jobs.go; nil until needed).
+	jobClient *http.Client
+	ctx       context.Context
+	stop      context.CancelFunc
 }
 
 func newPushes() *pushes {

@@ -334,9 +334,12 @@ func (s *Server) jobTargetLocked(corpID string, base *callbackTarget, cb *jobCal
 		t.client, t.timeout, t.delays = base.client, base.timeout, base.delays
 		return t
 	}
-	own := http.DefaultTransport.(*http.Transport).Clone() // closed by Close
-	s.push.owned = append(s.push.owned, own)
-	t.client = &http.Client{Transport: own, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if s.push.jobClient == nil {
+		own := http.DefaultTransport.(*http.Transport).Clone() // closed by Close
+		s.push.owned = append(s.push.owned, own)
+		s.push.jobClient = &http.Client{Transport: own, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	t.client = s.push.jobClient
 	return t
 }
 
