@@ -33,6 +33,10 @@ type Client struct {
 	Users *UserService
 	// Departments reads and writes the directory's departments (部门).
 	Departments *DepartmentService
+	// Jobs runs the directory's asynchronous batch jobs (异步批量接口):
+	// members and departments from a CSV, waited on by polling or by the
+	// batch_job_result callback.
+	Jobs *JobService
 	// Auth signs members and visitors in (身份验证): the OAuth and web
 	// login URLs, who a code signed in, a member's sensitive fields.
 	Auth *AuthService
@@ -69,6 +73,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	c.Users = &UserService{p: p}
 	c.Departments = &DepartmentService{p: p}
 	c.Auth = &AuthService{p: p}
+	c.Jobs = &JobService{p: p}
 	return c, nil
 }
 

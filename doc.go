@@ -57,6 +57,10 @@
 //     SendLinked reaches the members of linked corps.
 //   - AppChats: app group chats (应用群聊), whose messages are counted on
 //     each member of the chat.
+//   - Jobs: the directory's batch jobs (异步批量接口), members or
+//     departments from a CSV in WeCom's template (UsersCSV,
+//     DepartmentsCSV), uploaded and started in one call; the Job returned
+//     is waited on by polling, by the batch_job_result callback, or both.
 //
 // A group robot (群机器人) needs only its webhook key: NewRobot returns a
 // Robot whose Send waits for room in the robot's 20 messages a minute.

@@ -254,6 +254,16 @@ func typedCalls() map[catalog.ID]endpointCall {
 			return c.Departments.Update(ctx, DepartmentRequest{ID: 2, Name: "研发中心"})
 		},
 		catalog.DepartmentDelete: func(ctx context.Context, c *Client) error { return c.Departments.Delete(ctx, 2) },
+		catalog.BatchSyncUser: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Jobs.SyncUsers(ctx, JobRequest{MediaID: "xxxxxx", ToInvite: Ptr(true)})
+		}),
+		catalog.BatchReplaceUser: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Jobs.ReplaceUsers(ctx, JobRequest{MediaID: "xxxxxx"})
+		}),
+		catalog.BatchReplaceParty: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Jobs.ReplaceDepartments(ctx, JobRequest{MediaID: "xxxxxx"})
+		}),
+		catalog.BatchGetResult: answered(func(ctx context.Context, c *Client) (any, error) { return c.Jobs.Result(ctx, "JOBID") }),
 	}
 }
 

@@ -143,6 +143,14 @@ const (
 	CodeUserIDExists = catalog.CodeUserIDExists
 	// CodeMobileExists (60104): a member already has that mobile number.
 	CodeMobileExists = catalog.CodeMobileExists
+	// CodeDepartmentParentAbsent (60004): the parent department does not
+	// exist (a department's row of ReplaceDepartments, say).
+	CodeDepartmentParentAbsent = catalog.CodeDepartmentParentAbsent
+	// CodeInvalidJobID (40089): batch/getresult has no result for the
+	// jobid: it is unknown, or older than the corp's last five batch jobs,
+	// the only ones whose results WeCom keeps. Jobs.Result and Job.Wait
+	// return it as a *JobGoneError.
+	CodeInvalidJobID = catalog.CodeInvalidJobID
 )
 
 // Sentinels for the classes of failure a caller branches on. Match them with
@@ -326,6 +334,48 @@ func (e *ValidationError) Unwrap() error { return e.Err }
 
 func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// ErrJobGone: WeCom no longer holds a batch job's result (40089): the
+// job is older than the corp's last five, or the jobid is not one of its.
+// Asking again will not bring it back. The error is a *JobGoneError.
+var ErrJobGone = errors.New("wecom: the batch job's result is gone")
+
+// JobGoneError is a batch/getresult that answered 40089: WeCom keeps the
+// results of a corp's last five batch jobs only, so an older job's (or an
+// unknown jobid's) result is gone. Whether the job ran is not known from
+// it: read the directory. It matches ErrJobGone and unwraps to the
+// *APIError.
+type JobGoneError struct {
+	JobID string
+	Err   error
+}
+
+// Error says that the result is gone, and why it may be.
+func (e *JobGoneError) Error() string {
+	return fmt.Sprintf("wecom: batch job %s: its result is gone (WeCom keeps only the last five batch jobs' results; "+
+		"a later job pushed it out, or the jobid is not this corp's): %v", e.JobID, e.Err)
+}
+
+// Is makes errors.Is(err, ErrJobGone) true.
+func (e *JobGoneError) Is(target error) bool { return target == ErrJobGone }
+
+// Unwrap returns WeCom's answer.
+func (e *JobGoneError) Unwrap() error { return e.Err }
+
+// JobError is a batch job that WeCom ended in failure as a whole, as its
+// batch_job_result callback said (a non-zero ErrCode): the rows of a job
+// that ran have their own errcodes in JobResult.Rows instead.
+type JobError struct {
+	JobID   string
+	Type    JobType
+	Code    int
+	Message string
+}
+
+// Error describes the failure.
+func (e *JobError) Error() string {
+	return fmt.Sprintf("wecom: batch job %s (%s) failed: errcode %d: %s", e.JobID, e.Type, e.Code, e.Message)
 }
 
 // TransportError is an attempt that got no answer. It matches ErrTransport,

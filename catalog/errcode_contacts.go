@@ -12,6 +12,7 @@ const (
 	CodeDepartmentNotEmpty     = 60006
 	CodeDepartmentHasMembers   = 60005
 	CodeDepartmentParentAbsent = 60004
+	CodeInvalidJobID           = 40089
 )
 
 // directoryErrcodes are the errcodes of the directory's member and
@@ -30,5 +31,8 @@ func directoryErrcodes() []Errcode {
 		{CodeMobileInvalid, "CodeMobileInvalid", ClassNone, "the mobile number is not valid"},
 		{CodeMobileExists, "CodeMobileExists", ClassNone, "a member already has that mobile number"},
 		{CodeEmailInvalid, "CodeEmailInvalid", ClassNone, "the email address is not valid"},
+		{CodeInvalidJobID, "CodeInvalidJobID", ClassNone,
+			"batch/getresult: no result for that jobid: it is unknown, or older than the corp's last five batch jobs, " +
+				"the only ones whose results WeCom keeps"},
 	}
 }

@@ -23,6 +23,14 @@ const (
 	DepartmentCreate     ID = "/cgi-bin/department/create"
 	DepartmentUpdate     ID = "/cgi-bin/department/update"
 	DepartmentDelete     ID = "/cgi-bin/department/delete"
+
+	// The asynchronous batch jobs (异步批量接口, document/path/90979): a CSV
+	// uploaded through media/upload (type file), then a job started with
+	// its media_id, whose result batch/getresult answers.
+	BatchSyncUser     ID = "/cgi-bin/batch/syncuser"
+	BatchReplaceUser  ID = "/cgi-bin/batch/replaceuser"
+	BatchReplaceParty ID = "/cgi-bin/batch/replaceparty"
+	BatchGetResult    ID = "/cgi-bin/batch/getresult"
 )
 
 // contactEndpoints returns the directory's rows. WeCom documents no limit
@@ -56,5 +64,17 @@ func contactEndpoints() []Endpoint {
 		row(DepartmentCreate, http.MethodPost, 90205, false, `{"name":"广州研发中心","parentid":1,"order":1}`),
 		row(DepartmentUpdate, http.MethodPost, 90206, true, `{"id":2,"name":"广州研发中心"}`),
 		row(DepartmentDelete, http.MethodGet, 90207, false, "id=2"),
+		// Starting a job twice runs it twice: a second syncuser or
+		// replaceuser applies the file again (and invites again), a second
+		// replace job races the first, and each takes one of the five
+		// results WeCom keeps, pushing out an older job's. Not repeatable.
+		row(BatchSyncUser, http.MethodPost, 90980, false,
+			`{"media_id":"xxxxxx","to_invite":true,"callback":{"url":"xxx","token":"xxx","encodingaeskey":"xxx"}}`),
+		row(BatchReplaceUser, http.MethodPost, 90981, false,
+			`{"media_id":"xxxxxx","to_invite":true,"callback":{"url":"xxx","token":"xxx","encodingaeskey":"xxx"}}`),
+		row(BatchReplaceParty, http.MethodPost, 90982, false,
+			`{"media_id":"xxxxxx","callback":{"url":"xxx","token":"xxx","encodingaeskey":"xxx"}}`),
+		// Reading a job's result changes nothing: repeatable.
+		row(BatchGetResult, http.MethodGet, 90983, true, "jobid=JOBID"),
 	}
 }

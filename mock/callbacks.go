@@ -121,8 +121,11 @@ type pushes struct {
 	closed  bool
 	wg      sync.WaitGroup
 	owned   []*http.Transport // closed by Close
-	ctx     context.Context
-	stop    context.CancelFunc
+	// jobClient pushes to the callbacks batch jobs name when the corp has
+	// no receiver whose transport to take (jobs.go; nil until needed).
+	jobClient *http.Client
+	ctx       context.Context
+	stop      context.CancelFunc
 }
 
 func newPushes() *pushes {
@@ -239,9 +242,13 @@ func (s *Server) WaitCallbacks(ctx context.Context) error {
 }
 
 // Close stops the callbacks being pushed (an attempt in flight is
-// cancelled, no retry is made) and waits for their goroutines to end. The
-// Server still serves API calls; it pushes no more callbacks.
+// cancelled, no retry is made) and the timers that end batch jobs (a job
+// then ends at the next call to its corp), and waits for their goroutines
+// to end. The Server still serves API calls; it pushes no more callbacks.
 func (s *Server) Close() {
+	s.mu.Lock()
+	s.stopJobsLocked()
+	s.mu.Unlock()
 	s.push.mu.Lock()
 	s.push.closed = true
 	s.push.mu.Unlock()

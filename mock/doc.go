@@ -39,6 +39,12 @@
 // add_external_contact with its welcome code; [Server.PushCallback] pushes
 // any message or event.
 //
+// The directory's batch jobs (batch/syncuser, replaceuser, replaceparty)
+// run the CSV a media_id names on the Server's clock, queued, running, then
+// done after [JobDuration]: they change the directory, record a result per
+// row, keep the results of a corp's last [JobResultsKept] jobs (40089 for
+// older ones) and push batch_job_result ([Server.BatchJobs] lists them).
+//
 // A Server can be served three ways: [Server.Handler] for any HTTP server,
 // [Server.Start] for an [net/http/httptest.Server], and [Server.Responder] or
 // [Server.Register] for github.com/jarcoal/httpmock.
@@ -70,6 +76,10 @@
 //     40131) are WeCom's own.
 //   - 47001: a body that is not valid JSON of the expected shape (including
 //     an empty body, except for get_corp_tag_list, which treats it as {}).
+//   - 40058: a batch job's file without the template's header row (帐号,
+//     or 部门名称, 部门ID and 父部门ID), or a callback whose URL, token
+//     or EncodingAESKey is not valid; in a job's rows, 40058 for a new
+//     member without a name or a department row that does not parse.
 //   - 40058: message/recall of a msgid the app did not send, already
 //     recalled, or sent 24 hours ago or more; get_statistics with a
 //     time_type other than 0 or 1.
@@ -82,6 +92,6 @@
 //     40058 with neither button.replace_name nor a template_card.
 //
 // A Server is safe for use by any number of goroutines. It holds no
-// goroutines of its own but those delivering callbacks, which [Server.Close]
-// stops and waits for.
+// goroutines of its own but those delivering callbacks and the timers that
+// end batch jobs, which [Server.Close] stops (and waits for).
 package mock

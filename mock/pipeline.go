@@ -36,6 +36,9 @@ type input struct {
 	// events are the callbacks the call makes WeCom send (callback_events.go),
 	// pushed when it succeeds.
 	events []callbackEvent
+	// jobs are the batch jobs the call started (jobs.go), whose ends are
+	// scheduled when it succeeds.
+	jobs []*batchJob
 }
 
 // decode unmarshals the JSON body into v; any failure is 47001.
@@ -227,9 +230,15 @@ func (s *Server) execute(adm admission, wait time.Duration,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in.now = s.now()
+	if c != nil { // batch jobs due end before any API is served
+		s.settleJobsLocked(c, in.now)
+	}
 	answer, aerr := rt.apply(c, in)
 	if aerr == nil && c != nil {
 		s.pushEventsLocked(c.id, in.now, in.events)
+		for _, j := range in.jobs {
+			s.scheduleJobLocked(c, j)
+		}
 	}
 	if f, ok := answer.(*fileAnswer); ok && aerr == nil && !malformed {
 		return nil, f

@@ -179,6 +179,8 @@ type corp struct {
 	// signIns: sign-in codes and user tickets (signin.go; nil until one is
 	// issued).
 	signIns *signInBook
+	// jobs: the batch jobs (jobs.go; nil until one is started).
+	jobs *jobBook
 }
 
 func newCorp(id string) *corp {
