@@ -55,7 +55,7 @@ func (a *jobIDAnswer) validate() error {
 
 // check validates r and returns its body.
 func (r UploadByURLRequest) check() (uploadByURLBody, error) {
-	b := uploadByURLBody{Scene: r.Scene, Type: r.Type, Filename: r.Filename, URL: r.URL, MD5: r.MD5}
+	b := uploadByURLBody(r)
 	if b.Scene == 0 {
 		b.Scene = catalog.UploadByURLScene
 	}
