@@ -188,3 +188,39 @@ func TestDownloadVoiceWire(t *testing.T) {
 		t.Errorf("an unknown media_id: %v, want errcode 40007", err)
 	}
 }
+
+// TestUploadImageWaitsForTheMonth: with WithWaitOnRateLimit and no
+// deadline, an upload refused by the month's count waits until the next
+// CST month starts and goes out then, as one refused by the day's waits
+// for the next midnight.
+func TestUploadImageWaitsForTheMonth(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		limits Limits
+		at     time.Time
+	}{
+		{"month", Limits{PerMonth: 1}, time.Date(2026, 11, 30, 15, 59, 59, 900_000_000, time.UTC)}, // 100 ms before December, CST
+		{"day", Limits{PerDay: 1}, time.Date(2026, 11, 27, 15, 59, 59, 900_000_000, time.UTC)},     // 100 ms before midnight, CST
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newFakeClock(tc.at)
+			f := setup(t, withClock(clock.Now), WithWaitOnRateLimit(true), WithLimits(catalog.MediaUploadImage.Path(), tc.limits))
+			f.respond("POST", catalog.MediaUploadImage.Path(), docImageAnswer)
+			uploadImages(t, f, 1)
+			go func() { // the clock passes into the next period while the upload waits
+				time.Sleep(50 * time.Millisecond)
+				clock.Advance(time.Second)
+			}()
+			start := time.Now()
+			uploadImages(t, f, 1)
+			if waited := time.Since(start); waited < 100*time.Millisecond {
+				t.Errorf("the second upload went out after %s, before the next %s", waited, tc.name)
+			}
+			if n := f.calls("POST", catalog.MediaUploadImage.Path()); n != 2 {
+				t.Errorf("%d uploads sent, want 2", n)
+			}
+		})
+	}
+}
