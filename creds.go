@@ -92,7 +92,7 @@ func (p *pipeline) fetchLock(ctx context.Context) (func(), error) {
 func (p *pipeline) lockKey(ctx context.Context, path string, r throttle.Request) (func(), error) {
 	l, err := p.cfg.limiter.Acquire(ctx, r)
 	if err != nil {
-		return nil, p.limitError(path, false, err)
+		return nil, p.limitError(path, 0, err)
 	}
 	leases := []throttle.Lease{l}
 	stop := p.keepAlive(ctx, leases) // the fetch may outlast the TTL

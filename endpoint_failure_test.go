@@ -148,6 +148,18 @@ func typedCalls() map[catalog.ID]endpointCall {
 		catalog.AuthGetUserDetail: answered(func(ctx context.Context, c *Client) (any, error) {
 			return c.Auth.PrivateInfo(ctx, "USER_TICKET")
 		}),
+		catalog.MediaUploadImage: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Media.UploadImage(ctx, ImageRequest{Filename: "a.png", Body: strings.NewReader("hello, wecom")})
+		}),
+		catalog.MediaUploadByURL: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Media.UploadByURL(ctx, UploadByURLRequest{Type: MediaVideo, Filename: "video.mp4", URL: "https://xxxx", MD5: "MD5"})
+		}),
+		catalog.MediaUploadByURLResult: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Media.Job("jobid_S0MrnndvRG5fadSlLwiBqiDDbM143UqTmKP3152FZk4").Result(ctx)
+		}),
+		catalog.MediaGetJSSDK: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Media.DownloadVoice(ctx, "3a8asd892asd8asd", io.Discard)
+		}),
 		catalog.MessageSend: answered(func(ctx context.Context, c *Client) (any, error) {
 			return c.Messages.Send(ctx, Message{ToUser: []string{"zhangsan", "lisi"}, AgentID: 1000002, Content: &TextMessage{Content: "hello"}})
 		}),

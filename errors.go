@@ -268,8 +268,9 @@ type RateLimitError struct {
 	// recipients, say), the members without room: they have it again after
 	// RetryAfter. Nothing was sent to any member.
 	Members []string
-	// day: a daily count refused the call.
-	day bool
+	// calendar: a daily or monthly count (catalog.Day, catalog.Month)
+	// refused the call; 0 for another limit.
+	calendar catalog.Period
 }
 
 // Error describes the block, saying each thing once.
@@ -289,8 +290,11 @@ func (e *RateLimitError) reason() string {
 		case throttle.ReasonCooldown:
 			return "cooling down after a 45009"
 		case throttle.ReasonRate:
-			if e.day {
+			switch e.calendar {
+			case catalog.Day:
 				return "the daily count is spent until midnight CST"
+			case catalog.Month:
+				return "the monthly count is spent until the next month starts, CST"
 			}
 			if len(e.Members) > 0 {
 				return fmt.Sprintf("the windows of %d member(s) are full until after the deadline, nothing sent", len(e.Members))

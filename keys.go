@@ -14,14 +14,15 @@ import (
 // How a call's rules become lease requests and limiter keys. Rules that count the same calls (one
 // scope, one group, one resource) share one limiter key and are taken by one
 // throttle.Request: the in-flight cap and the windows of (corp, API) are one
-// acquisition, as before the catalog. A natural-day count lives on a key
-// named after its China Standard Time date, so it starts again at midnight
-// there; weighted counts live on keys of their own.
+// acquisition, as before the catalog. A calendar count (a natural day, a
+// month) lives on a key named after its China Standard Time date or month,
+// so it starts again when the next one starts there; weighted counts live on
+// keys of their own.
 
-// dayWindow is the window of a day key: longer than any day, so that
-// nothing counted on the key leaves it before the key is left for the next
-// day's.
-const dayWindow = 25 * time.Hour
+// calendarWindow is the window of a calendar key of period p: an hour
+// longer than any day or month, so that nothing counted on the key leaves
+// it before the key is left for the next one's.
+func calendarWindow(p catalog.Period) time.Duration { return p.Duration() + time.Hour }
 
 // silentMargin lengthens the windows of the rules over which WeCom drops
 // without an error (catalog.Rule.Silent): a call is counted when its lease
@@ -50,7 +51,7 @@ func (p *pipeline) requests(cl *call, el *endpointLimits, now time.Time) []lease
 		}
 		i := slices.IndexFunc(reqs, func(q leaseRequest) bool { return q.Key == key })
 		if i < 0 {
-			reqs = append(reqs, leaseRequest{Request: throttle.Request{Key: key}, day: r.Per == catalog.Day, order: scopeOrder(r.Scope)})
+			reqs = append(reqs, leaseRequest{Request: throttle.Request{Key: key}, calendar: calendarOf(r), order: scopeOrder(r.Scope)})
 			i = len(reqs) - 1
 		}
 		q := &reqs[i]
@@ -60,8 +61,8 @@ func (p *pipeline) requests(cl *call, el *endpointLimits, now time.Time) []lease
 		switch {
 		case r.InFlight > 0:
 			q.Concurrency, q.TTL = r.InFlight, p.cfg.leaseTTL
-		case r.Per == catalog.Day:
-			q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: dayWindow})
+		case r.Per.Calendar():
+			q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: calendarWindow(r.Per)})
 		case r.Silent:
 			q.Windows = append(q.Windows, throttle.Window{Limit: r.Limit, Period: r.Per.Duration() + silentMargin})
 		default:
@@ -93,7 +94,7 @@ func (p *pipeline) coolKey(cl *call, el *endpointLimits) string {
 		return p.apiKey(cl.path)
 	}
 	for _, r := range el.rules {
-		if (r.Scope == catalog.ScopeApp || r.CountsMembers() || r.Scope == catalog.ScopeRobot) && r.Per != catalog.Day && !r.Weighted {
+		if (r.Scope == catalog.ScopeApp || r.CountsMembers() || r.Scope == catalog.ScopeRobot) && !r.Per.Calendar() && !r.Weighted {
 			if key := p.ruleKey(cl, r, time.Time{}); key != "" {
 				return key
 			}
@@ -105,10 +106,10 @@ func (p *pipeline) coolKey(cl *call, el *endpointLimits) string {
 // together folds the call's slot-only requests (a customer's lock, say)
 // into its API's request as With slots, so that the limiter takes them with
 // the API's slot in one step, all or nothing, and holds no API slot while a
-// lock is busy. What cannot be a With slot (a count, a day, a weight) stays
-// a request of its own.
+// lock is busy. What cannot be a With slot (a count, a day or month, a
+// weight) stays a request of its own.
 func together(reqs []leaseRequest) []leaseRequest {
-	p := slices.IndexFunc(reqs, func(q leaseRequest) bool { return q.order == scopeOrder(catalog.ScopeAPI) && !q.day })
+	p := slices.IndexFunc(reqs, func(q leaseRequest) bool { return q.order == scopeOrder(catalog.ScopeAPI) && q.calendar == 0 })
 	if p < 0 {
 		return reqs
 	}
@@ -116,7 +117,7 @@ func together(reqs []leaseRequest) []leaseRequest {
 	var with []throttle.Request
 	api := 0 // the API's request in out
 	for i, q := range reqs {
-		if i != p && !q.day && q.Concurrency > 0 && len(q.Windows) == 0 && q.Weight <= 1 && !q.WaitCooldown {
+		if i != p && q.calendar == 0 && q.Concurrency > 0 && len(q.Windows) == 0 && q.Weight <= 1 && !q.WaitCooldown {
 			with = append(with, q.Request)
 			continue
 		}
@@ -148,6 +149,14 @@ func (p *pipeline) memberKeys(ms []string) []string {
 // userid, with the messages that name it alone.
 func (p *pipeline) memberKey(m string) string {
 	return strings.TrimPrefix(strings.ToLower(m), strings.ToLower(p.cfg.corpID)+"/")
+}
+
+// calendarOf returns the calendar period r counts in, 0 for none.
+func calendarOf(r catalog.Rule) catalog.Period {
+	if r.Per.Calendar() {
+		return r.Per
+	}
+	return 0
 }
 
 func scopeOrder(s catalog.Scope) int {

@@ -30,14 +30,14 @@ func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (
 	var firstAt time.Time
 	for _, r := range reqs {
 		var l throttle.Lease
-		if r.day || (cl.tryMembers && len(r.Members) > 0) {
+		if r.calendar != 0 || (cl.tryMembers && len(r.Members) > 0) {
 			l, err = p.cfg.limiter.TryAcquire(ctx, r.Request)
 		} else {
 			l, err = p.cfg.limiter.Acquire(ctx, r.Request)
 		}
 		if err != nil {
 			p.release(ctx, leases)
-			return held{}, changes, false, p.asNamed(p.limitError(cl.path, r.day, err), cl.members)
+			return held{}, changes, false, p.asNamed(p.limitError(cl.path, r.calendar, err), cl.members)
 		}
 		if len(leases) == 0 {
 			firstAt = time.Now()
@@ -49,7 +49,7 @@ func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (
 		if err != nil || lost {
 			p.release(ctx, leases)
 			if err != nil {
-				err = p.limitError(cl.path, false, err)
+				err = p.limitError(cl.path, 0, err)
 			}
 			return held{}, changes, lost, err
 		}
@@ -59,7 +59,7 @@ func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (
 
 // renewEarlier renews the slots of every lease but the last after a long
 // wait. lost reports one that expired meanwhile. A lease that holds no slot
-// (a window count, a day count) has nothing to renew.
+// (a window count, a calendar count) has nothing to renew.
 func (p *pipeline) renewEarlier(ctx context.Context, leases []throttle.Lease) (lost bool, err error) {
 	for i := range leases[:len(leases)-1] {
 		if !leases[i].HoldsSlot() {
@@ -200,14 +200,15 @@ func (p *pipeline) asNamed(err error, members []string) error {
 }
 
 // limitError turns a limiter refusal into the client's error. A refusal of
-// a day key lasts until the next midnight in China Standard Time.
-func (p *pipeline) limitError(path string, day bool, err error) error {
+// a calendar key (calendar: its period, 0 for another key) lasts until the
+// next day or month starts in China Standard Time.
+func (p *pipeline) limitError(path string, calendar catalog.Period, err error) error {
 	var le *throttle.LimitError
 	if errors.As(err, &le) {
 		rl := &RateLimitError{Path: path, RetryAfter: le.RetryAfter, Err: le, Members: le.Members}
-		if day && (le.Reason == throttle.ReasonRate || le.Reason == throttle.ReasonReserve) {
+		if calendar != 0 && (le.Reason == throttle.ReasonRate || le.Reason == throttle.ReasonReserve) {
 			now := p.cfg.now()
-			rl.RetryAfter, rl.day = catalog.NextDay(now).Sub(now), true
+			rl.RetryAfter, rl.calendar = calendar.Next(now).Sub(now), calendar
 		}
 		return rl
 	}

@@ -22,13 +22,14 @@ type Limits struct {
 	// the APIs that edit a customer: New fails unless it is changed on each
 	// of them alike).
 	PerResource int
-	// PerMinute, PerHour and PerDay cap the calls started per corp and API
-	// in a sliding minute, a sliding hour and a natural day of China
-	// Standard Time (catalog.RulePerMinute, catalog.RulePerHour, "day").
-	PerMinute, PerHour, PerDay int
+	// PerMinute, PerHour, PerDay and PerMonth cap the calls started per
+	// corp and API in a sliding minute, a sliding hour, and a natural day
+	// and a calendar month of China Standard Time (catalog.RulePerMinute,
+	// catalog.RulePerHour, catalog.RulePerDay, catalog.RulePerMonth).
+	PerMinute, PerHour, PerDay, PerMonth int
 	// BlockFor is how long the API is left alone after WeCom answers 45009.
 	// By default it is the length of the window WeCom blocks for, a minute,
-	// an hour or the rest of the CST day: the shortest the API is limited
+	// an hour, or the rest of the CST day or month: the shortest the API is limited
 	// in, and the next longer one when a 45009 comes right after a block
 	// (WeCom does not say which window was exceeded).
 	BlockFor time.Duration
@@ -86,6 +87,7 @@ func (l Limits) apply(e catalog.Endpoint, rules []catalog.Rule) ([]catalog.Rule,
 		set(catalog.RulePerMinute, l.PerMinute, catalog.Rule{Scope: catalog.ScopeAPI, Limit: l.PerMinute, Per: catalog.Minute}),
 		set(catalog.RulePerHour, l.PerHour, catalog.Rule{Scope: catalog.ScopeAPI, Limit: l.PerHour, Per: catalog.Hour}),
 		set(ruleDay, l.PerDay, catalog.Rule{Scope: catalog.ScopeAPI, Limit: l.PerDay, Per: catalog.Day}),
+		set(catalog.RulePerMonth, l.PerMonth, catalog.Rule{Scope: catalog.ScopeAPI, Limit: l.PerMonth, Per: catalog.Month}),
 	} {
 		if err != nil {
 			return nil, err

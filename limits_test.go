@@ -198,7 +198,7 @@ func TestTogether(t *testing.T) {
 	}
 	api := leaseRequest{Request: throttle.Request{Key: "api", Concurrency: 5, Windows: []throttle.Window{{Limit: 10, Period: time.Minute}}}, order: scopeOrder(catalog.ScopeAPI)}
 	count := leaseRequest{Request: throttle.Request{Key: "count", Windows: []throttle.Window{{Limit: 10, Period: time.Minute}}}, order: scopeOrder(catalog.ScopeResource)}
-	day := leaseRequest{Request: throttle.Request{Key: "api~day", Windows: []throttle.Window{{Limit: 7, Period: dayWindow}}}, day: true, order: scopeOrder(catalog.ScopeAPI)}
+	day := leaseRequest{Request: throttle.Request{Key: "api~day", Windows: []throttle.Window{{Limit: 7, Period: calendarWindow(catalog.Day)}}}, calendar: catalog.Day, order: scopeOrder(catalog.ScopeAPI)}
 	ip := leaseRequest{Request: throttle.Request{Key: "ip", Windows: []throttle.Window{{Limit: 10, Period: time.Minute}}}, order: scopeOrder(catalog.ScopeIP)}
 	for _, tc := range []struct {
 		name string
@@ -235,7 +235,7 @@ func TestRequestsFromRules(t *testing.T) {
 		key         string
 		concurrency int
 		windows     []throttle.Window
-		day         bool
+		calendar    catalog.Period
 		members     []string
 	}
 	base := []throttle.Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}}
@@ -246,26 +246,31 @@ func TestRequestsFromRules(t *testing.T) {
 		want []want
 	}{
 		{"mark_tag: the customer first, then the API", nil, markCall, []want{
-			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, false, nil},
-			{"{wwcorp}" + catalog.MarkTag.Path(), 5, base, false, nil},
+			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, 0, nil},
+			{"{wwcorp}" + catalog.MarkTag.Path(), 5, base, 0, nil},
 		}},
 		{"remark shares the customer's lock", nil, &call{id: catalog.CustomerRemark, path: catalog.CustomerRemark.Path(), resource: "u1|wm1"}, []want{
-			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, false, nil},
-			{"{wwcorp}" + catalog.CustomerRemark.Path(), 5, base, false, nil},
+			{"{wwcorp}@customer-edit|u1|wm1", 1, nil, 0, nil},
+			{"{wwcorp}" + catalog.CustomerRemark.Path(), 5, base, 0, nil},
 		}},
 		{"per IP with an egress", []Option{WithEgress("nat-1")}, &call{path: "/cgi-bin/user/get"}, []want{
-			{"{wwcorp}/cgi-bin/user/get", 0, base, false, nil},
-			{"ip:nat-1/cgi-bin/user/get", 0, []throttle.Window{{Limit: 20000, Period: time.Minute}, {Limit: 600000, Period: time.Hour}}, false, nil},
+			{"{wwcorp}/cgi-bin/user/get", 0, base, 0, nil},
+			{"ip:nat-1/cgi-bin/user/get", 0, []throttle.Window{{Limit: 20000, Period: time.Minute}, {Limit: 600000, Period: time.Hour}}, 0, nil},
 		}},
 		{"a day on a key of its CST date", []Option{WithLimits(catalog.TagList.Path(), Limits{PerDay: 7})}, &call{id: catalog.TagList, path: catalog.TagList.Path()}, []want{
-			{"{wwcorp}" + catalog.TagList.Path(), 5, base, false, nil},
-			{"{wwcorp}" + catalog.TagList.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 7, Period: dayWindow}}, true, nil},
+			{"{wwcorp}" + catalog.TagList.Path(), 5, base, 0, nil},
+			{"{wwcorp}" + catalog.TagList.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 7, Period: calendarWindow(catalog.Day)}}, catalog.Day, nil},
+		}},
+		{"uploadimg: a day and a month on keys of their own", nil, &call{id: catalog.MediaUploadImage, path: catalog.MediaUploadImage.Path()}, []want{
+			{"{wwcorp}" + catalog.MediaUploadImage.Path(), 0, base, 0, nil},
+			{"{wwcorp}" + catalog.MediaUploadImage.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 1000, Period: 25 * time.Hour}}, catalog.Day, nil},
+			{"{wwcorp}" + catalog.MediaUploadImage.Path() + "~month:202611", 0, []throttle.Window{{Limit: 3000, Period: 31*24*time.Hour + time.Hour}}, catalog.Month, nil},
 		}},
 		{"per app and member", []Option{WithAgentID(1000002), WithKeys("/cgi-bin/made_up/chat_send", unitKeys), WithRule("/cgi-bin/made_up/chat_send",
 			catalog.Rule{Name: "member", Scope: catalog.ScopeAppMember, Group: "message", Limit: 30, Per: catalog.Minute})},
 			&call{path: "/cgi-bin/made_up/chat_send", members: []string{"a", "B", "b", "c"}}, []want{
-				{"{wwcorp}/cgi-bin/made_up/chat_send", 0, base, false, nil},
-				{"{wwcorp}#1000002@message", 0, []throttle.Window{{Limit: 30, Period: time.Minute}}, false, []string{"a", "b", "c"}},
+				{"{wwcorp}/cgi-bin/made_up/chat_send", 0, base, 0, nil},
+				{"{wwcorp}#1000002@message", 0, []throttle.Window{{Limit: 30, Period: time.Minute}}, 0, []string{"a", "b", "c"}},
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,14 +278,14 @@ func TestRequestsFromRules(t *testing.T) {
 			reqs := c.p.requests(tc.cl, c.p.limitsFor(tc.cl.path), now)
 			var got []want
 			for _, r := range reqs {
-				got = append(got, want{r.Key, r.Concurrency, r.Windows, r.day, r.Members})
+				got = append(got, want{r.Key, r.Concurrency, r.Windows, r.calendar, r.Members})
 			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("requests %+v, want %+v", got, tc.want)
 			}
 			for i := range got {
 				g, w := got[i], tc.want[i]
-				if g.key != w.key || g.concurrency != w.concurrency || !slices.Equal(g.windows, w.windows) || g.day != w.day || !slices.Equal(g.members, w.members) {
+				if g.key != w.key || g.concurrency != w.concurrency || !slices.Equal(g.windows, w.windows) || g.calendar != w.calendar || !slices.Equal(g.members, w.members) {
 					t.Errorf("request %d = %+v, want %+v", i, g, w)
 				}
 			}
@@ -381,7 +386,7 @@ func TestWeightedRule(t *testing.T) {
 		}
 	}
 	var rl *RateLimitError
-	if err := send(3); !errors.As(err, &rl) || !rl.day {
+	if err := send(3); !errors.As(err, &rl) || rl.calendar != catalog.Day {
 		t.Fatalf("3 more recipients than the quota's 2 left: %v, want a daily RateLimitError", err)
 	}
 	if err := send(2); err != nil {

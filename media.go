@@ -92,9 +92,7 @@ func (s *MediaService) Upload(ctx context.Context, req UploadRequest) (Media, er
 // (media/upload, a robot's webhook/upload_media): the two answer alike.
 func sendUpload(ctx context.Context, p *pipeline, id catalog.ID, req UploadRequest, size int64) (Media, error) {
 	var out uploadAnswer
-	cl := &call{id: id, query: url.Values{"type": {string(req.Type)}}, out: &out,
-		upload: &upload{field: "media", filename: req.Filename, size: size, r: req.Body}}
-	if err := p.perform(ctx, cl); err != nil {
+	if err := postFile(ctx, p, id, url.Values{"type": {string(req.Type)}}, req, size, &out); err != nil {
 		return Media{}, err
 	}
 	m := Media{Type: out.Type, ID: out.MediaID}
@@ -104,12 +102,27 @@ func sendUpload(ctx context.Context, p *pipeline, id catalog.ID, req UploadReque
 	return m, nil
 }
 
+// postFile sends the file of req, checked and size bytes long, as the
+// multipart body of a call of id (its form field "media", as every upload
+// of WeCom names it), the answer decoded into out.
+func postFile(ctx context.Context, p *pipeline, id catalog.ID, query url.Values, req UploadRequest, size int64, out any) error {
+	return p.perform(ctx, &call{id: id, query: query, out: out,
+		upload: &upload{field: "media", filename: req.Filename, size: size, r: req.Body}})
+}
+
 // check validates r and returns the file's size.
 func (r UploadRequest) check() (int64, error) {
 	limit, ok := r.Type.maxBytes()
-	switch {
-	case !ok:
+	if !ok {
 		return 0, invalid("type", "%q is not image, voice, video or file", r.Type)
+	}
+	return r.checkFile(limit)
+}
+
+// checkFile validates r's name and body, and returns the file's size, at
+// most limit bytes.
+func (r UploadRequest) checkFile(limit int64) (int64, error) {
+	switch {
 	case r.Filename == "" || strings.ContainsAny(r.Filename, "\"\\\r\n"):
 		return 0, invalid("filename", "%q is empty or holds a quote, a backslash or a line break", r.Filename)
 	case r.Body == nil:
@@ -161,6 +174,13 @@ type DownloadedFile struct {
 // once. w is not written after Download returns. On an error, w may hold a
 // part of the file.
 func (s *MediaService) Download(ctx context.Context, mediaID string, w io.Writer) (DownloadedFile, error) {
+	return fetchFile(ctx, s.p, catalog.MediaGet, mediaID, w)
+}
+
+// fetchFile writes the file mediaID names to w, fetched from the download
+// endpoint id (media/get, media/get/jssdk) in Range chunks, each a call of
+// its own, as Download says.
+func fetchFile(ctx context.Context, p *pipeline, id catalog.ID, mediaID string, w io.Writer) (DownloadedFile, error) {
 	if mediaID == "" {
 		return DownloadedFile{}, invalid("media id", "empty")
 	}
@@ -170,7 +190,7 @@ func (s *MediaService) Download(ctx context.Context, mediaID string, w io.Writer
 	d := &download{w: w, chunk: catalog.MediaChunkBytes, total: -1}
 	for {
 		before, _, _ := d.state()
-		err := s.p.perform(ctx, &call{id: catalog.MediaGet, query: url.Values{"media_id": {mediaID}}, download: d})
+		err := p.perform(ctx, &call{id: id, query: url.Values{"media_id": {mediaID}}, download: d})
 		offset, done, file := d.state()
 		switch {
 		case err != nil:
@@ -178,7 +198,7 @@ func (s *MediaService) Download(ctx context.Context, mediaID string, w io.Writer
 		case done:
 			return file, nil
 		case offset == before:
-			return file, &ResponseError{Path: catalog.MediaGet.Path(), StatusCode: http.StatusPartialContent, Err: fmt.Errorf("an empty chunk at byte %d", offset)}
+			return file, &ResponseError{Path: id.Path(), StatusCode: http.StatusPartialContent, Err: fmt.Errorf("an empty chunk at byte %d", offset)}
 		}
 	}
 }

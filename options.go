@@ -93,6 +93,7 @@ func WithLimits(path string, l Limits) Option {
 		for _, f := range []struct{ to, from *int }{
 			{&o.limits.Concurrency, &l.Concurrency}, {&o.limits.PerResource, &l.PerResource},
 			{&o.limits.PerMinute, &l.PerMinute}, {&o.limits.PerHour, &l.PerHour}, {&o.limits.PerDay, &l.PerDay},
+			{&o.limits.PerMonth, &l.PerMonth},
 		} {
 			if *f.from != 0 {
 				*f.to = *f.from

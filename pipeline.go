@@ -58,9 +58,10 @@ type nearCache struct {
 // leaseRequest is one acquisition of a call.
 type leaseRequest struct {
 	throttle.Request
-	// day: the key counts a CST day. It is taken without waiting; when
-	// full, it opens at the next midnight there.
-	day bool
+	// calendar: the key counts a CST day or month (catalog.Day,
+	// catalog.Month; 0 for none). It is taken without waiting; when full,
+	// it opens when the next day or month starts there.
+	calendar catalog.Period
 	// order: scarcer keys first, so that no API slot is held while the call
 	// waits for a busy customer.
 	order int

@@ -38,7 +38,7 @@ func (p *pipeline) perform(ctx context.Context, cl *call) error {
 			what string // what the wait is for, said when it is cut short
 		)
 		if res.retake { // no attempt: the limits are taken again, after res.wait
-			pending, d, what = res.changes, res.wait, "waiting for the next CST day after"
+			pending, d, what = res.changes, res.wait, "waiting for the next CST day or month after"
 		} else {
 			if res.err == nil {
 				return nil

@@ -11,8 +11,6 @@ import (
 	"errors"
 	"log/slog"
 	"time"
-
-	"github.com/wecomkit/wecom/catalog"
 )
 
 // delivery is what became of an attempt's request, as settle needs it.
@@ -77,7 +75,7 @@ func (p *pipeline) block(path string, el *endpointLimits, now time.Time) time.Du
 		switch {
 		case now.Before(prev.end): // one incident: a call sent before the block began
 			level = prev.level
-		case ps[prev.level] == catalog.Day: // a new CST day, whose counts start afresh
+		case ps[prev.level].Calendar(): // a new CST day or month, whose counts start afresh
 		case now.Before(prev.end.Add(ps[0].Duration())):
 			level = min(prev.level+1, len(ps)-1)
 		}

@@ -13,7 +13,7 @@ import (
 
 // take takes the call's limits (acquire) and hands the call, holding
 // them, to the exchange, which sends it unless the limits refused it. A
-// daily count that is spent, when the client waits on rate limits and the
+// daily or monthly count that is spent, when the client waits on rate limits and the
 // caller's deadline allows it, and a lease lost during a long wait for
 // another, ask the loop to take the limits again (tried.retake) rather
 // than make an attempt. pending are learned-limit changes to report with
@@ -24,7 +24,7 @@ func (p *pipeline) take(ctx context.Context, cl *call, el *endpointLimits, n int
 	h, changes, lost, err := p.acquire(throttle.WithStallFunc(ctx, tell), cl, p.requests(cl, el, p.cfg.now()))
 	changes = append(pending, changes...)
 	var rl *RateLimitError
-	if deadline, ok := ctx.Deadline(); errors.As(err, &rl) && rl.day && p.cfg.waitOnRateLimit && (!ok || !deadline.Before(time.Now().Add(rl.RetryAfter))) {
+	if deadline, ok := ctx.Deadline(); errors.As(err, &rl) && rl.calendar != 0 && p.cfg.waitOnRateLimit && (!ok || !deadline.Before(time.Now().Add(rl.RetryAfter))) {
 		var le *throttle.LimitError
 		if errors.As(rl.Err, &le) {
 			tell(throttle.Stall{Key: le.Key, Reason: le.Reason, Until: time.Now().Add(rl.RetryAfter)})

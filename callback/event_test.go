@@ -67,6 +67,8 @@ func TestParseEveryKind(t *testing.T) {
 				e.BatchJob.JobID, e.BatchJob.JobType, e.BatchJob.ErrMsg = "S0MrnndvRG5fadSlLwiBqiDDbM143UqTmKP3152FZk4", "sync_user", "ok"
 				return e
 			}()},
+		{"upload_media_job_finish", event("upload_media_job_finish", `<JobId><![CDATA[jobid_S0MrnndvRG5fadSlLwiBqiDDbM143UqTmKP3152FZk4]]></JobId>`),
+			&callback.UploadMediaJobEvent{JobID: "jobid_S0MrnndvRG5fadSlLwiBqiDDbM143UqTmKP3152FZk4"}},
 		{"create_user", event("change_contact", `<ChangeType>create_user</ChangeType><UserID><![CDATA[zhangsan]]></UserID><Name><![CDATA[张三]]></Name><Department><![CDATA[1,2,3]]></Department><MainDepartment>1</MainDepartment><IsLeaderInDept><![CDATA[1,0,0]]></IsLeaderInDept><Position><![CDATA[产品经理]]></Position><Mobile>13800000000</Mobile><Gender>1</Gender><Email><![CDATA[zhangsan@gzdev.com]]></Email><Status>1</Status><Avatar><![CDATA[http://wx.qlogo.cn/mmopen/0]]></Avatar><Alias><![CDATA[zhangsan]]></Alias><Telephone><![CDATA[020-123456]]></Telephone>`),
 			&callback.ContactEvent{ChangeType: callback.ChangeCreateUser, UserID: "zhangsan", Name: "张三", Department: "1,2,3", MainDepartment: "1", IsLeaderInDept: "1,0,0", Position: "产品经理", Mobile: "13800000000", Gender: "1", Email: "zhangsan@gzdev.com", Status: "1", Avatar: "http://wx.qlogo.cn/mmopen/0", Alias: "zhangsan", Telephone: "020-123456"}},
 		{"update_user", event("change_contact", `<ChangeType>update_user</ChangeType><UserID><![CDATA[zhangsan]]></UserID><NewUserID><![CDATA[zhangsan001]]></NewUserID>`),

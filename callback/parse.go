@@ -34,6 +34,8 @@ func newEvent(kind string) Event {
 		return new(ScanCodeEvent)
 	case "event/batch_job_result":
 		return new(BatchJobEvent)
+	case "event/upload_media_job_finish":
+		return new(UploadMediaJobEvent)
 	case "event/change_contact", "info/change_contact":
 		return new(ContactEvent)
 	case "event/change_external_contact", "info/change_external_contact":

@@ -94,6 +94,26 @@ const (
 	MediaChunkBytes = 20 << 20
 )
 
+// Caps of media/uploadimg (MediaUploadImage, document/path/90256) and
+// media/upload_by_url (MediaUploadByURL, document/path/96219).
+const (
+	// MediaUploadImageBytes is the largest image uploadimg takes (jpg or
+	// png, over MediaMinBytes).
+	MediaUploadImageBytes = 2 << 20
+	// UploadByURLBytes is the largest file an upload_by_url job fetches.
+	UploadByURLBytes = 200 << 20
+	// UploadByURLScene is the one scene upload_by_url takes: material of
+	// customer group welcome messages (入群欢迎语素材).
+	UploadByURLScene = 1
+	// UploadByURLTypeBytes, UploadByURLFilenameBytes, UploadByURLURLBytes
+	// and UploadByURLMD5Bytes are the longest type, filename, url and md5
+	// of a job.
+	UploadByURLTypeBytes     = 32
+	UploadByURLFilenameBytes = 128
+	UploadByURLURLBytes      = 1024
+	UploadByURLMD5Bytes      = 32
+)
+
 // Caps of the group robot's webhook/send (WebhookSend) and
 // webhook/upload_media (WebhookUpload), document/path/91770.
 const (

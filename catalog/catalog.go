@@ -11,8 +11,8 @@
 //
 // Limits are [Rule] values: a scope (per corp and API, per customer, per app,
 // per source IP, ...) and a cap (calls in flight, or calls started per
-// minute, hour or China Standard Time day). The client overrides them with
-// wecom.WithLimits and wecom.WithRule.
+// minute, hour, or China Standard Time day or month). The client overrides
+// them with wecom.WithLimits and wecom.WithRule.
 package catalog
 
 import (

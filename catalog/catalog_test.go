@@ -22,7 +22,7 @@ func TestEndpointsValid(t *testing.T) {
 			t.Errorf("%s declared twice", e.ID)
 		}
 		seen[e.ID] = true
-		if e.Sample == "" && e.Method == "POST" {
+		if e.Sample == "" && e.Method == "POST" && e.Body != MultipartBody { // an upload's sample is its query, if it has one
 			t.Errorf("%s: a POST without a sample body", e.ID)
 		}
 		for _, r := range e.Rules {
@@ -133,6 +133,46 @@ func TestDayIsChinaStandardTime(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
 	if got := Minute.BlockAt(at); got.Sub(at) != time.Minute {
 		t.Errorf("Minute.BlockAt = +%s", got.Sub(at))
+	}
+	if Minute.Calendar() || Hour.Calendar() || !Day.Calendar() || !Month.Calendar() {
+		t.Error("Day and Month are the calendar periods, Minute and Hour are not")
+	}
+}
+
+// TestMonthIsChinaStandardTime: a month is named and ends in China
+// Standard Time, across a year's end and a short February.
+func TestMonthIsChinaStandardTime(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		at, month, next string
+	}{
+		{"2026-11-30T15:59:59Z", "202611", "2026-11-30T16:00:00Z"},
+		{"2026-11-30T16:00:00Z", "202612", "2026-12-31T16:00:00Z"},
+		{"2026-12-31T16:00:00Z", "202701", "2027-01-31T16:00:00Z"},
+		{"2027-02-10T00:00:00Z", "202702", "2027-02-28T16:00:00Z"},
+		{"2028-02-28T16:00:00Z", "202802", "2028-02-29T16:00:00Z"},
+	} {
+		at, _ := time.Parse(time.RFC3339, tc.at)
+		next, _ := time.Parse(time.RFC3339, tc.next)
+		if got := MonthOf(at); got != tc.month {
+			t.Errorf("MonthOf(%s) = %s, want %s", tc.at, got, tc.month)
+		}
+		if got := NextMonth(at); !got.Equal(next) {
+			t.Errorf("NextMonth(%s) = %s, want %s", tc.at, got, tc.next)
+		}
+		if got := Month.BlockAt(at); !got.Equal(next) {
+			t.Errorf("Month.BlockAt(%s) = %s", tc.at, got)
+		}
+		r := Rule{Name: "m", Scope: ScopeAPI, Limit: 3000, Per: Month}
+		if key, _ := r.Key(KeyInput{Corp: "ww1", API: "/x", Now: at}); key != "{ww1}/x~month:"+tc.month {
+			t.Errorf("the key of a Month rule at %s: %q", tc.at, key)
+		}
+	}
+	if err := (Rule{Name: "m", Scope: ScopeAPI, Limit: 3000, Per: Month}).Validate(); err != nil {
+		t.Errorf("a Month rule: %v", err)
+	}
+	if err := (Rule{Name: "m", Scope: ScopeAPI, Limit: 3000, Per: Month + 1}).Validate(); !errors.Is(err, ErrInvalidRule) {
+		t.Errorf("a period past Month: %v", err)
 	}
 }
 

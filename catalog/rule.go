@@ -92,6 +92,10 @@ const (
 	// Day is a natural day in China Standard Time (UTC+8); a block lasts
 	// until the next midnight there.
 	Day
+	// Month is a calendar month in China Standard Time: its count starts
+	// again at 00:00 CST on the first of the next month, when a block
+	// ends.
+	Month
 )
 
 // String names the period.
@@ -103,11 +107,14 @@ func (p Period) String() string {
 		return "hour"
 	case Day:
 		return "day (CST)"
+	case Month:
+		return "month (CST)"
 	}
 	return fmt.Sprintf("Period(%d)", int(p))
 }
 
-// Duration returns the length of a sliding period; for Day, 24 hours.
+// Duration returns the length of a sliding period; for a calendar one, its
+// longest: 24 hours for Day, 31 days for Month.
 func (p Period) Duration() time.Duration {
 	switch p {
 	case Minute:
@@ -116,16 +123,47 @@ func (p Period) Duration() time.Duration {
 		return time.Hour
 	case Day:
 		return 24 * time.Hour
+	case Month:
+		return 31 * 24 * time.Hour
 	}
 	return 0
 }
 
-// BlockAt returns when a block that WeCom imposes at t, for exceeding a limit
-// of this period, ends: a minute or an hour later, or the next midnight in
-// China Standard Time.
-func (p Period) BlockAt(t time.Time) time.Time {
-	if p == Day {
+// Calendar reports whether the period is a calendar one (Day, Month): its
+// count lives on a key named after the CST day or month it holds
+// (Rule.Key), rather than in a sliding window.
+func (p Period) Calendar() bool { return p == Day || p == Month }
+
+// Next returns the start of the calendar period after the one holding t
+// (NextDay, NextMonth); t itself for a sliding period.
+func (p Period) Next(t time.Time) time.Time {
+	switch p {
+	case Day:
 		return NextDay(t)
+	case Month:
+		return NextMonth(t)
+	}
+	return t
+}
+
+// name returns the name of the calendar period holding t, as its keys
+// carry it ("day:20261127", "month:202611"); "" for a sliding period.
+func (p Period) name(t time.Time) string {
+	switch p {
+	case Day:
+		return "day:" + DayOf(t)
+	case Month:
+		return "month:" + MonthOf(t)
+	}
+	return ""
+}
+
+// BlockAt returns when a block that WeCom imposes at t, for exceeding a limit
+// of this period, ends: a minute or an hour later, or the start of the next
+// day or month in China Standard Time.
+func (p Period) BlockAt(t time.Time) time.Time {
+	if p.Calendar() {
+		return p.Next(t)
 	}
 	return t.Add(p.Duration())
 }
@@ -143,6 +181,17 @@ func DayOf(t time.Time) string { return t.In(cst()).Format("20060102") }
 func NextDay(t time.Time) time.Time {
 	y, m, d := t.In(cst()).Date()
 	return time.Date(y, m, d+1, 0, 0, 0, 0, cst())
+}
+
+// MonthOf returns the China Standard Time month of t, as "200601": the name
+// of WeCom's calendar month holding t.
+func MonthOf(t time.Time) string { return t.In(cst()).Format("200601") }
+
+// NextMonth returns the first instant of the China Standard Time month after
+// the one holding t: when WeCom's monthly counts start again.
+func NextMonth(t time.Time) time.Time {
+	y, m, _ := t.In(cst()).Date()
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, cst())
 }
 
 // Rule is one limit: a scope and a cap. A rule caps either the calls in
@@ -222,8 +271,8 @@ func (r Rule) Validate() error {
 		return bad("negative cap")
 	case (r.InFlight > 0) == (r.Limit > 0):
 		return bad("caps either InFlight or Limit per period, exactly one")
-	case r.Limit > 0 && (r.Per < Minute || r.Per > Day):
-		return bad("Limit %d needs a period (Minute, Hour or Day)", r.Limit)
+	case r.Limit > 0 && (r.Per < Minute || r.Per > Month):
+		return bad("Limit %d needs a period (Minute, Hour, Day or Month)", r.Limit)
 	case r.InFlight > 0 && (r.Per != 0 || r.Weighted || r.Silent):
 		return bad("an InFlight cap has no period, no weight and is not silent")
 	}

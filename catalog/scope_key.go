@@ -57,8 +57,8 @@ type KeyInput struct {
 	Members bool
 	// Egress is the source IP of the calls (NeedEgress).
 	Egress string
-	// Now is when the call is made: the key of a Day rule names its day in
-	// China Standard Time.
+	// Now is when the call is made: the key of a Day or Month rule names
+	// its day or month in China Standard Time.
 	Now time.Time
 }
 
@@ -67,7 +67,8 @@ type KeyInput struct {
 // key starts with the corp id in braces, a Redis Cluster hash tag, so that
 // one corp's keys share a slot; a robot's key holds a digest of its webhook
 // key, which is a credential. Rules of one scope and Group count on one
-// key, apart from their units (Weighted) and their days.
+// key, apart from their units (Weighted) and their calendar periods (a
+// Day rule's key ends "~day:20261127", a Month rule's "~month:202611").
 func (r Rule) Key(in KeyInput) (key string, lacks Need) {
 	need := r.Scope.Need()
 	switch {
@@ -102,8 +103,8 @@ func (r Rule) Key(in KeyInput) (key string, lacks Need) {
 	if r.Weighted {
 		key += "~units"
 	}
-	if r.Per == Day {
-		key += "~day:" + DayOf(in.Now)
+	if r.Per.Calendar() {
+		key += "~" + r.Per.name(in.Now)
 	}
 	return key, NeedNothing
 }

@@ -70,6 +70,16 @@ const (
 	MediaGet    ID = "/cgi-bin/media/get"
 )
 
+// The other media endpoints: an image uploaded for a permanent URL, a file
+// of up to 200 MB that WeCom fetches from a URL in a job of its own and the
+// job's result, and the voice a JS-SDK page uploaded.
+const (
+	MediaUploadImage       ID = "/cgi-bin/media/uploadimg"
+	MediaUploadByURL       ID = "/cgi-bin/media/upload_by_url"
+	MediaUploadByURLResult ID = "/cgi-bin/media/get_upload_by_url_result"
+	MediaGetJSSDK          ID = "/cgi-bin/media/get/jssdk"
+)
+
 // The customer group chat (客户群) endpoints: the groups the app can see, one
 // group's members, and handing the groups of a member who left to another.
 const (
@@ -166,6 +176,9 @@ const (
 	// RulePerDay caps an API's calls per corp in a CST day (appchat/create:
 	// 1,000); wecom.Limits.PerDay sets it.
 	RulePerDay = "day"
+	// RulePerMonth caps an API's calls per corp in a CST calendar month
+	// (media/uploadimg: 3,000); wecom.Limits.PerMonth sets it.
+	RulePerMonth = "month"
 	// RuleFetch lets one token fetch at a time run per app: the client holds
 	// it around looking in the token store, fetching and storing, so that a
 	// process that waited finds the token another one fetched.
@@ -194,6 +207,7 @@ const (
 	srcPush   = "official, document/path/90454: app group chat messages, at most 20,000 person-messages a minute and 300,000 an hour per corp (a message counts each member of its chat)"
 	srcChatMb = "official, document/path/90454: a member receives at most 200 app messages a minute and 10,000 a day in groups; beyond, they are dropped without error. Counted per corp and member, across apps, as the page names no app"
 	srcLinked = "official, document/path/90454 and 90236: an app sends one member at most 30 messages a minute and 1,000 an hour, dropped without error beyond; document/path/90250 does not say whether linked-corp messages count apart, so the SDK counts them with message/send's (inference), a linked member as corpid/userid"
+	srcImage  = "official, document/path/90256 and 90454: uploadimg at most 3,000 images a month and 1,000 a day per corp; the day and the month taken as China Standard Time's, as WeCom's natural days are"
 	srcRem    = "staff answer: remark at most 5 in flight (6 threads got 45033), developers.weixin.qq.com/community/enterprisewechat/doc/000ee4c8db8c00de438cfcece51400"
 )
 
@@ -290,6 +304,21 @@ func endpoints() []Endpoint {
 		// after three days.
 		{ID: MediaUpload, Method: http.MethodPost, Doc: 90253, Repeatable: true, Body: MultipartBody, Sample: "type=file", Rules: base()},
 		{ID: MediaGet, Method: http.MethodGet, Doc: 90254, Repeatable: true, Answer: FileAnswer, Resource: "media (media_id)", Keys: MediaKeys,
+			Sample: "media_id=3a8asd892asd8asd", Rules: with(Rule{Name: RuleMedia, Scope: ScopeResource, InFlight: 1, Source: srcMedia})},
+		// An image uploaded twice gets a second permanent URL and counts
+		// twice against the quotas: repeatable (one stored copy more), and
+		// each attempt takes the day's and the month's counts again, as
+		// WeCom counts each that arrives.
+		{ID: MediaUploadImage, Method: http.MethodPost, Doc: 90256, Repeatable: true, Body: MultipartBody,
+			Rules: with(
+				Rule{Name: RulePerDay, Scope: ScopeAPI, Limit: 1000, Per: Day, Source: srcImage},
+				Rule{Name: RulePerMonth, Scope: ScopeAPI, Limit: 3000, Per: Month, Source: srcImage})},
+		// A job started twice fetches the file twice, and the first job's
+		// media expires unused after three days: repeatable.
+		{ID: MediaUploadByURL, Method: http.MethodPost, Doc: 96219, Repeatable: true,
+			Sample: `{"scene":1,"type":"video","filename":"video.mp4","url":"https://xxxx","md5":"MD5"}`, Rules: base()},
+		{ID: MediaUploadByURLResult, Method: http.MethodPost, Doc: 96219, Repeatable: true, Sample: `{"jobid":"jobid_S0MrnndvRG5fadSlLwiBqiDDbM143UqTmKP3152FZk4"}`, Rules: base()},
+		{ID: MediaGetJSSDK, Method: http.MethodGet, Doc: 90255, Repeatable: true, Answer: FileAnswer, Resource: "media (media_id)", Keys: MediaKeys,
 			Sample: "media_id=3a8asd892asd8asd", Rules: with(Rule{Name: RuleMedia, Scope: ScopeResource, InFlight: 1, Source: srcMedia})},
 		{ID: GroupChatTransfer, Method: http.MethodPost, Doc: 92127,
 			Sample: `{"chat_id_list":["wrOgQhDgAAMYQiS5ol9G7gK9JVAAAA"],"new_owner":"lisi"}`, Rules: base()},

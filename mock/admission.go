@@ -16,7 +16,9 @@ import (
 // and API, per resource, per app, per app and member, per robot, per source
 // IP), from what the endpoint's catalog.KeysFunc reads of the request: the
 // key and the function the client counts with. A new rule is enforced the
-// day it is declared.
+// day it is declared. A rule of a calendar period (a CST day, a CST month)
+// counts on a key named after the day or month the call arrives in, so its
+// count starts again when the next one starts, as WeCom's does.
 
 // limit is one rule of a route as the Server enforces it: the calls in
 // flight per key (45033 over it) or its rate windows per key (45009, and
@@ -28,6 +30,9 @@ type limit struct {
 	inFlight int
 	windows  []Window
 	weighted bool
+	// per is the calendar period (catalog.Day, catalog.Month) whose key
+	// the limit counts on; 0 for the sliding windows.
+	per catalog.Period
 	// silent: over the windows WeCom answers success and drops the call
 	// for the key's member (catalog.Rule.Silent): see dropped.
 	silent bool
@@ -51,16 +56,23 @@ type rateLog struct {
 // admission is what one admitted call holds in flight.
 type admission struct{ keys []limitKey }
 
-// limits returns the route's limits from its rules and cfg. Day rules are
-// not enforced: the mock's windows slide.
+// limits returns the route's limits from its rules and cfg. A calendar
+// rule is a limit of its own, whose one window outlasts its period on a key
+// named after the day or month: the count leaves the key only when the
+// key is left for the next one's. cfg.Windows replaces the sliding windows
+// per corp and API, not the calendar ones.
 func limits(rules []catalog.Rule, cfg Config) []limit {
 	var ls []limit
 	at := func(r catalog.Rule) *limit {
+		per := catalog.Period(0)
+		if r.Per.Calendar() {
+			per = r.Per
+		}
 		i := slices.IndexFunc(ls, func(l limit) bool {
-			return l.scope == r.Scope && l.group == r.Group && l.weighted == r.Weighted && l.silent == r.Silent
+			return l.scope == r.Scope && l.group == r.Group && l.weighted == r.Weighted && l.silent == r.Silent && l.per == per
 		})
 		if i < 0 {
-			ls = append(ls, limit{scope: r.Scope, group: r.Group, weighted: r.Weighted, silent: r.Silent})
+			ls = append(ls, limit{scope: r.Scope, group: r.Group, weighted: r.Weighted, silent: r.Silent, per: per})
 			i = len(ls) - 1
 		}
 		return &ls[i]
@@ -73,7 +85,10 @@ func limits(rules []catalog.Rule, cfg Config) []limit {
 			at(r).inFlight = override(cfg.PerCustomerConcurrency, r.InFlight)
 		case r.InFlight > 0:
 			at(r).inFlight = r.InFlight
-		case r.Per == catalog.Day || r.Scope == catalog.ScopeAPI && cfg.Windows != nil:
+		case r.Per.Calendar():
+			l := at(r)
+			l.windows = append(l.windows, Window{Limit: r.Limit, Period: r.Per.Duration() + time.Hour})
+		case r.Scope == catalog.ScopeAPI && cfg.Windows != nil:
 		default:
 			l := at(r)
 			l.windows = append(l.windows, Window{Limit: r.Limit, Period: r.Per.Duration()})
@@ -89,12 +104,12 @@ func limits(rules []catalog.Rule, cfg Config) []limit {
 // keysOf returns the keys l counts a call of rt on, with keys what the
 // request says (ok false: it does not say it, and no key of a scope that
 // needs it applies: the handler refuses such a request anyway).
-func (l limit) keysOf(rt *route, c *corp, tok *token, ip string, keys catalog.Keys, ok bool) []limitKey {
-	in := catalog.KeyInput{Corp: c.id, API: string(rt.ID), App: tok.app, Egress: ip}
+func (l limit) keysOf(rt *route, c *corp, tok *token, ip string, keys catalog.Keys, ok bool, now time.Time) []limitKey {
+	in := catalog.KeyInput{Corp: c.id, API: string(rt.ID), App: tok.app, Egress: ip, Now: now}
 	if ok {
 		in.Resource, in.Members = keys.Resource, len(keys.Members) > 0
 	}
-	key, lacks := catalog.Rule{Scope: l.scope, Group: l.group, Weighted: l.weighted}.Key(in)
+	key, lacks := catalog.Rule{Scope: l.scope, Group: l.group, Weighted: l.weighted, Per: l.per}.Key(in)
 	if lacks != catalog.NeedNothing {
 		return nil
 	}
@@ -115,8 +130,8 @@ type counted struct {
 }
 
 // countedKeys returns every key the route's limits count the call on, and
-// the units it counts in weighted ones.
-func countedKeys(rt *route, c *corp, tok *token, ip string, in *input) (cs []counted, units int) {
+// the units it counts in weighted ones, for a call arriving at now.
+func countedKeys(rt *route, c *corp, tok *token, ip string, in *input, now time.Time) (cs []counted, units int) {
 	var keys catalog.Keys
 	ok := false
 	if rt.Keys != nil && !in.bodyErr {
@@ -128,7 +143,7 @@ func countedKeys(rt *route, c *corp, tok *token, ip string, in *input) (cs []cou
 		keys.Weight, ok = len(keys.Members), len(keys.Members) > 0
 	}
 	for _, l := range rt.limits {
-		for _, k := range l.keysOf(rt, c, tok, ip, keys, ok) {
+		for _, k := range l.keysOf(rt, c, tok, ip, keys, ok, now) {
 			cs = append(cs, counted{l, k})
 		}
 	}

@@ -48,7 +48,7 @@ func TestAdmissionEveryScope(t *testing.T) {
 		t.Helper()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		cs, units := countedKeys(rt, c, tok, "10.0.0.1", &input{body: []byte(body)})
+		cs, units := countedKeys(rt, c, tok, "10.0.0.1", &input{body: []byte(body)}, time.Time{})
 		if !s.admitRate(cs, units, now) {
 			return admission{}, false
 		}

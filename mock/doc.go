@@ -20,7 +20,9 @@
 //   - The APIs the catalog caps in concurrency (the tag APIs: 5 calls in
 //     flight per corp; mark_tag and remark: 1 per customer) answer 45033 at
 //     once beyond it; the per-member, per-app and per-robot windows answer
-//     as WeCom does (45009, or a silent drop where WeCom drops).
+//     as WeCom does (45009, or a silent drop where WeCom drops). A count
+//     per CST day or month (appchat/create, media/uploadimg) starts again
+//     when the next day or month starts in China Standard Time.
 //   - Latency (fixed, or spread uniformly around its mean), "system busy"
 //     answers, HTTP 502s, truncated JSON and slow answers can be injected,
 //     reproducibly from a seed.

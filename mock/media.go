@@ -22,10 +22,18 @@ type mediaFile struct {
 	data        []byte
 }
 
-// mediaStore is a corp's files by media_id.
+// mediaStore is a corp's files by media_id, and what media_jobs.go keeps:
+// its images by URL, its upload_by_url jobs (by jobid, and in the order
+// they started), the files of the URLs its jobs fetch, and its JS-SDK
+// voices by media_id (each nil until used).
 type mediaStore struct {
-	files map[string]*mediaFile
-	seq   int
+	files    map[string]*mediaFile
+	seq      int
+	images   map[string][]byte
+	jobs     map[string]*uploadJob
+	jobOrder []string
+	urls     map[string][]byte
+	voices   map[string]*mediaFile
 }
 
 // mediaOf returns c's files, made if missing.

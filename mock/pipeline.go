@@ -161,7 +161,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if aerr == nil {
 		var units int
-		cs, units = countedKeys(rt, c, tok, ip, in)
+		cs, units = countedKeys(rt, c, tok, ip, in, now)
 		if !s.admitRate(cs, units, now) {
 			aerr = errf(catalog.CodeFrequencyLimited, "api freq out of limit")
 		} else {
@@ -230,8 +230,9 @@ func (s *Server) execute(adm admission, wait time.Duration,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in.now = s.now()
-	if c != nil { // batch jobs due end before any API is served
+	if c != nil { // jobs due (batch, upload_by_url) end before any API is served
 		s.settleJobsLocked(c, in.now)
+		s.finishUploadJobsLocked(c, in.now)
 	}
 	answer, aerr := rt.apply(c, in)
 	if aerr == nil && c != nil {

@@ -55,7 +55,8 @@ type Config struct {
 	// except gettoken. A nil slice means each API's per-minute and per-hour
 	// rules in the catalog (WeCom's 10,000 calls per minute and 150,000 per
 	// hour); a non-nil empty slice means no rate limit at all. The
-	// catalog's natural-day rules are not enforced.
+	// catalog's calendar rules (a CST day's or month's count, such as
+	// uploadimg's) are enforced either way.
 	Windows []Window
 
 	// Now is the clock used for token expiry, rate windows and create
