@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -384,5 +385,75 @@ func TestDepartments(t *testing.T) {
 	}
 	if _, err := c.Departments.Get(ctx, rd); wecomCode(err) != wecom.CodeDepartmentNotFound {
 		t.Errorf("a deleted department: %v, want 60003", err)
+	}
+}
+
+// The directory's other answers, as WeCom's documents show them, read into
+// the typed results; and each request goes where and as the documents say.
+func TestDirectoryDocumentedAnswers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, method string
+		id           catalog.ID
+		answer       string
+		call         func(c *wecom.Client) (any, error)
+		want         string // the result, printed with %v
+		body         string // the request body the document shows, when a POST
+	}{
+		{"department/simplelist (95350)", http.MethodGet, catalog.DepartmentSimpleList,
+			`{"errcode":0,"errmsg":"ok","department_id":[{"id":2,"parentid":1,"order":10},{"id":3,"parentid":2,"order":40}]}`,
+			func(c *wecom.Client) (any, error) { return c.Departments.List(ctx, 2) }, "[{2 1 10} {3 2 40}]", ""},
+		{"department/get (95351)", http.MethodGet, catalog.DepartmentGet,
+			`{"errcode":0,"errmsg":"ok","department":{"id":2,"name":"广州研发中心","name_en":"RDGZ","department_leader":["zhangsan","lisi"],"parentid":1,"order":10}}`,
+			func(c *wecom.Client) (any, error) { return c.Departments.Get(ctx, 2) }, "&{2 广州研发中心 RDGZ 1 10 [zhangsan lisi]}", ""},
+		{"department/create (90205)", http.MethodPost, catalog.DepartmentCreate, `{"errcode":0,"errmsg":"created","id":2}`,
+			func(c *wecom.Client) (any, error) {
+				return c.Departments.Create(ctx, wecom.DepartmentRequest{ID: 2, Name: "广州研发中心", NameEn: wecom.Ptr("RDGZ"), ParentID: 1, Order: wecom.Ptr(1)})
+			}, "2", `{"id":2,"name":"广州研发中心","name_en":"RDGZ","parentid":1,"order":1}`},
+		{"user/getuserid (95402)", http.MethodPost, catalog.UserIDByMobile, `{"errcode":0,"errmsg":"ok","userid":"zhangsan"}`,
+			func(c *wecom.Client) (any, error) { return c.Users.ByMobile(ctx, "13430388888") }, "zhangsan", `{"mobile":"13430388888"}`},
+		{"user/get_userid_by_email (95895)", http.MethodPost, catalog.UserIDByEmail, `{"errcode":0,"errmsg":"ok","userid":"zhangsan"}`,
+			func(c *wecom.Client) (any, error) { return c.Users.ByEmail(ctx, "zhangsan@gzdev.com", wecom.EmailCorp) }, "zhangsan",
+			`{"email":"zhangsan@gzdev.com","email_type":1}`},
+		{"user/convert_to_openid (90202)", http.MethodPost, catalog.UserToOpenID, `{"errcode":0,"errmsg":"ok","openid":"oDjGHs-1yCnGrRovBj2yHij5JAAA"}`,
+			func(c *wecom.Client) (any, error) { return c.Users.ToOpenID(ctx, "zhangsan") }, "oDjGHs-1yCnGrRovBj2yHij5JAAA", `{"userid":"zhangsan"}`},
+		{"user/convert_to_userid (90202)", http.MethodPost, catalog.OpenIDToUser, `{"errcode":0,"errmsg":"ok","userid":"zhangsan"}`,
+			func(c *wecom.Client) (any, error) { return c.Users.FromOpenID(ctx, "oDjGHs-1yCnGrRovBj2yHij5JAAA") }, "zhangsan",
+			`{"openid":"oDjGHs-1yCnGrRovBj2yHij5JAAA"}`},
+		{"user/simplelist (90200)", http.MethodGet, catalog.UserSimpleList,
+			`{"errcode":0,"errmsg":"ok","userlist":[{"userid":"zhangsan","name":"张三","department":[1,2],"open_userid":"xxxxxx"}]}`,
+			func(c *wecom.Client) (any, error) { return c.Users.SimpleList(ctx, 1) }, "[{zhangsan 张三 [1 2] xxxxxx}]", ""},
+		{"batch/invite (90975)", http.MethodPost, catalog.BatchInvite,
+			`{"errcode":0,"errmsg":"ok","invaliduser":["UserID1"],"invalidparty":[2],"invalidtag":[3]}`,
+			func(c *wecom.Client) (any, error) {
+				return c.Users.Invite(ctx, wecom.InviteRequest{Users: []string{"UserID1", "UserID2"}, Parties: []int{2}, Tags: []int{3}})
+			}, "{[UserID1] [2] [3]}", `{"user":["UserID1","UserID2"],"party":[2],"tag":[3]}`},
+		{"user/batchdelete (90199)", http.MethodPost, catalog.UserBatchDelete, `{"errcode":0,"errmsg":"deleted"}`,
+			func(c *wecom.Client) (any, error) { return nil, c.Users.BatchDelete(ctx, []string{"zhangsan", "lisi"}) }, "<nil>",
+			`{"useridlist":["zhangsan","lisi"]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var sent string
+			mt := tokenTransport()
+			mt.RegisterResponder(tc.method, testBase+tc.id.Path(), func(r *http.Request) (*http.Response, error) {
+				if r.Body != nil {
+					b, _ := io.ReadAll(r.Body)
+					sent = string(b)
+				}
+				return httpmock.NewStringResponse(http.StatusOK, tc.answer), nil
+			})
+			got, err := tc.call(setup(t, wecom.WithTransport(mt)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := fmt.Sprintf("%v", got); s != tc.want {
+				t.Errorf("got %s, want %s", s, tc.want)
+			}
+			if tc.body != "" && sent != tc.body {
+				t.Errorf("sent %s, want %s", sent, tc.body)
+			}
+		})
 	}
 }
