@@ -113,11 +113,14 @@ func (handlerSets) Jobs() handlers {
 	}
 }
 
-// The required columns of each job's file.
-var (
-	userColumns  = []string{"帐号"}
-	partyColumns = []string{"部门名称", "部门ID", "父部门ID"}
-)
+// requiredColumns returns the columns a job's file must have: a members'
+// file its account, a departments' file their names and ids.
+func requiredColumns(party bool) []string {
+	if party {
+		return []string{"部门名称", "部门ID", "父部门ID"}
+	}
+	return []string{"帐号"}
+}
 
 // jobStart starts a job on the CSV its media_id names.
 func (c *corp) jobStart(in *input) (any, *apiError) {
@@ -145,11 +148,7 @@ func (c *corp) jobStart(in *input) (any, *apiError) {
 	} else {
 		req.Callback = nil
 	}
-	required := userColumns
-	if typ == "replace_party" {
-		required = partyColumns
-	}
-	cols, rows, ok := readJobCSV(c.media.files[req.MediaID].data, required)
+	cols, rows, ok := readJobCSV(c.media.files[req.MediaID].data, requiredColumns(typ == "replace_party"))
 	if !ok {
 		return nil, errf(catalog.CodeInvalidParam, "invalid csv file: a header row with the template's columns (%s) is required", strings.Join(required, ","))
 	}
