@@ -148,7 +148,8 @@ func (c *corp) jobStart(in *input) (any, *apiError) {
 	} else {
 		req.Callback = nil
 	}
-	cols, rows, ok := readJobCSV(c.media.files[req.MediaID].data, requiredColumns(typ == "replace_party"))
+	required := requiredColumns(typ == "replace_party")
+	cols, rows, ok := readJobCSV(c.media.files[req.MediaID].data, required)
 	if !ok {
 		return nil, errf(catalog.CodeInvalidParam, "invalid csv file: a header row with the template's columns (%s) is required", strings.Join(required, ","))
 	}
