@@ -49,7 +49,9 @@
 //     add_external_contact event's WelcomeCode.
 //   - Media: files up and down (素材), streamed: Upload sends any io.Reader
 //     as multipart, Download writes to any io.Writer in Range chunks,
-//     resumed where a cut answer stopped.
+//     resumed where a cut answer stopped; UploadImage (a permanent URL,
+//     under its CST day and month quotas), UploadByURL (a job) and
+//     DownloadVoice.
 //   - Messages: app messages (应用消息) of every type, template cards
 //     included, counted on each member they name against WeCom's 30 a
 //     minute and 1,000 an hour, over which WeCom drops a message without an
@@ -57,6 +59,13 @@
 //     SendLinked reaches the members of linked corps.
 //   - AppChats: app group chats (应用群聊), whose messages are counted on
 //     each member of the chat.
+//   - Users and Departments: the directory (通讯录). Users.IDs walks
+//     user/list_id and yields each member once with all its departments;
+//     Users.Get reads one (a field WeCom withholds from newer apps is nil);
+//     lookups by mobile, email and openid, and the writes.
+//   - Auth: sign-in (身份验证): SignIn reads a code as a member or a
+//     visitor, never both; PrivateInfo reads a member's sensitive fields;
+//     AuthorizeURL and WebLoginURL build the sign-in pages' URLs.
 //   - Jobs: the directory's batch jobs (异步批量接口), members or
 //     departments from a CSV in WeCom's template (UsersCSV,
 //     DepartmentsCSV), uploaded and started in one call; the Job returned
