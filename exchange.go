@@ -8,6 +8,7 @@ package wecom
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -53,13 +54,17 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, h
 		res.err, res.final = fmt.Errorf("wecom: %s: not repeated: WeCom's duplicate check no longer covers it (%w)", cl.path, ErrMaybeDone), true
 	}
 	if res.err == nil && cl.cred != nil {
-		res.tok, res.err = cl.cred.token(ctx)
+		res.tok, res.err = credentialValue(ctx, cl.cred)
 		res.final = res.err != nil
 	}
 	if res.err == nil && ctx.Err() != nil { // the caller left before anything was sent
 		res.err = fmt.Errorf("wecom: %s: %w", cl.path, ctx.Err())
 	}
 	r, gone := p.awaitAnswer(ctx, cl, el, h, res.tok, res.err, a)
+	var cp *credentialPanic
+	if errors.As(res.err, &cp) { // the leases went back: nothing was sent
+		panic(cp.value)
+	}
 	if gone != nil {
 		res.err = gone
 		return res
@@ -70,6 +75,26 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, h
 	p.observe(ctx, r.a, nil)
 	res.err = r.a.Err
 	return res
+}
+
+// credentialPanic carries a panic of a credential's fetch (an observer's
+// or a log handler's, handed to every caller who waited for the value) to
+// where the attempt's leases are given back, and then on to the caller.
+type credentialPanic struct{ value any }
+
+func (e *credentialPanic) Error() string {
+	return fmt.Sprintf("wecom: the credential's fetch panicked: %v", e.value)
+}
+
+// credentialValue returns the value of credential c, a panic of its fetch
+// as a *credentialPanic.
+func credentialValue(ctx context.Context, c carried) (tok string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &credentialPanic{v}
+		}
+	}()
+	return c.token(ctx)
 }
 
 // awaitAnswer runs the round trip of an attempt and returns its result: in

@@ -135,3 +135,34 @@ func TestAttemptTimeoutWhileReading(t *testing.T) {
 			errors.Is(err, wecom.ErrAttemptTimeout), errors.Is(err, context.DeadlineExceeded))
 	}
 }
+
+// A panic while the call fetched its credential (a token source's, handed
+// to the caller) reaches the caller, and gives the call's slot back:
+// nothing was sent. Before, the slot stayed held and renewed, and the next
+// call waited for ever.
+func TestPanicInTheCredentialFreesTheSlot(t *testing.T) {
+	t.Parallel()
+	base := fakeWeCom(t, map[string]string{"/cgi-bin/tag/list": `{"errcode":0,"errmsg":"ok","taglist":[]}`})
+	var fetches atomic.Int32
+	src := wecom.TokenSourceFunc(func(context.Context) (wecom.Token, error) {
+		if fetches.Add(1) == 1 {
+			panic("token source bug")
+		}
+		return wecom.Token{Value: "TOKEN", ExpiresAt: time.Now().Add(time.Hour)}, nil
+	})
+	c := setup(t, wecom.WithBaseURL(base), wecom.WithTokenSource(src), wecom.WithLimiter(throttle.NewMemory()),
+		wecom.WithLeaseTTL(200*time.Millisecond), wecom.WithLimits("/cgi-bin/tag/list", wecom.Limits{Concurrency: 1}))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the token source's panic did not reach the caller")
+			}
+		}()
+		_, _ = c.Tags.List(context.Background())
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Tags.List(ctx); err != nil {
+		t.Errorf("the call after the panic: %v", err)
+	}
+}

@@ -73,7 +73,7 @@ func (p *pipeline) requests(cl *call, el *endpointLimits, now time.Time) []lease
 		}
 		q.WaitCooldown = key == cool && p.cfg.waitOnRateLimit
 	}
-	if cool != "" && cool == p.apiKey(cl.path) && !slices.ContainsFunc(reqs, func(q leaseRequest) bool { return q.Key == cool }) {
+	if !slices.ContainsFunc(reqs, func(q leaseRequest) bool { return q.Key == cool }) && cool == p.apiKey(cl.path) {
 		// No rule counts the call on its API's key (auth/getuserinfo, which
 		// WeCom counts in no window): the call still takes that key, with
 		// neither slot nor window, to keep away while WeCom blocks the API

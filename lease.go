@@ -17,12 +17,11 @@ import (
 
 // acquire takes the requests of cl in order, under the limit learned for
 // its API (changes: those to report), giving back those taken if one
-// fails. An earlier
-// lease's TTL runs while the call waits for a later one, so after a long
-// wait the earlier ones are renewed; lost reports one that expired
-// meanwhile (another call may hold its slot now): nothing is held then.
-// The leases are renewed from then on, until the attempt settles them,
-// however long the credential and the answer take.
+// fails. An earlier lease's TTL runs while the call waits for a later one,
+// so after a long wait the earlier ones are renewed; lost reports one that
+// expired meanwhile (another call may hold its slot now): nothing is held
+// then. The leases are renewed from then on, until the attempt settles
+// them, however long the credential and the answer take.
 func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (h held, changes []LimitChange, lost bool, err error) {
 	slot, changes := p.learnedLimit(ctx, cl, reqs)
 	reqs = together(reqs)

@@ -29,9 +29,10 @@ type outgoing struct {
 	query url.Values
 }
 
-// send makes one HTTP exchange of a call, bounded by the attempt timeout (for a file: the wait for the answer and
-// every pause of the transfer, not the transfer, so that a large file on a
-// slow link goes on as long as it moves), not by the caller's context, and
+// send makes one HTTP exchange of a call, bounded by the attempt timeout
+// (for a file: the wait for the answer and every pause of the transfer,
+// not the transfer, so that a large file on a slow link goes on as long
+// as it moves), not by the caller's context, and
 // reads its answer into cl.out or the error a caller sees. d.unanswered
 // reports a request that may be running at WeCom while no answer (no HTTP
 // status) came back: it was written to a connection, or the transport
@@ -51,12 +52,14 @@ func (p *pipeline) send(ctx context.Context, out outgoing) (d delivery, panicked
 
 // sendHTTP is send without its recovery.
 func (p *pipeline) sendHTTP(ctx context.Context, cl *call, q url.Values) (unanswered bool, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.attemptTimeout)
+	var cancel context.CancelFunc
 	var t *ticker
 	if cl.upload != nil || cl.download != nil {
 		ctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 		t = &ticker{t: time.AfterFunc(p.cfg.attemptTimeout, cancel), d: p.cfg.attemptTimeout}
 		defer t.pause()
+	} else {
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), p.cfg.attemptTimeout)
 	}
 	defer cancel()
 	var w wire
