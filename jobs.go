@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/url"
 	"sync"
-	"time"
 
 	"github.com/wecomkit/wecom/callback"
 	"github.com/wecomkit/wecom/catalog"
@@ -327,68 +326,27 @@ func (j *Job) Done(e *callback.BatchJobEvent) bool {
 // Result reads the job's result once (see JobService.Result).
 func (j *Job) Result(ctx context.Context) (*JobResult, error) { return j.s.Result(ctx, j.ID) }
 
-// PollPolicy is how Wait polls batch/getresult: first after Interval, then
-// after twice as long each time, up to MaxInterval.
-type PollPolicy struct {
-	// Interval is the first wait (default DefaultPollInterval).
-	Interval time.Duration
-	// MaxInterval caps the waits (default DefaultMaxPollInterval, or
-	// Interval when longer). With a callback set, long waits leave the
-	// callback to end the wait and keep polls as a fallback.
-	MaxInterval time.Duration
-}
-
-// The defaults of PollPolicy.
-const (
-	DefaultPollInterval    = time.Second
-	DefaultMaxPollInterval = 30 * time.Second
-)
-
 // Wait waits for the job to end with the default PollPolicy (see
 // WaitWith).
 func (j *Job) Wait(ctx context.Context) (*JobResult, error) { return j.WaitWith(ctx, PollPolicy{}) }
 
 // waitFor is Job.WaitWith.
 func (s *JobService) waitFor(ctx context.Context, job *Job, p PollPolicy) (*JobResult, error) {
-	if p.Interval <= 0 {
-		p.Interval = DefaultPollInterval
-	}
-	if p.MaxInterval <= 0 {
-		p.MaxInterval = max(DefaultMaxPollInterval, p.Interval)
-	}
-	delay := min(p.Interval, p.MaxInterval)
-	// The callback ends one wait, the one it comes in (or the first, when
-	// it came before), and then no more: polls go on at their pace.
-	wake := job.done
-	for {
-		if wake != nil && job.event() != nil {
-			wake = nil
-		} else {
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-wake:
-				wake = nil
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
-			}
-			t.Stop()
-		}
+	var res *JobResult
+	err := p.poll(ctx, false, job.done, func() (bool, error) {
 		if ev := job.event(); ev != nil && ev.BatchJob.ErrCode != 0 {
-			return nil, &JobError{JobID: job.ID, Type: job.Type, Code: ev.BatchJob.ErrCode, Message: ev.BatchJob.ErrMsg}
+			return false, &JobError{JobID: job.ID, Type: job.Type, Code: ev.BatchJob.ErrCode, Message: ev.BatchJob.ErrMsg}
 		}
-		res, err := s.Result(ctx, job.ID)
-		if err != nil {
-			return nil, err
-		}
-		if res.Done() {
-			return res, nil
-		}
+		var err error
+		res, err = s.Result(ctx, job.ID)
 		// Not done yet, though the callback may have come: getresult
 		// catches up, so poll on.
-		delay = min(2*delay, p.MaxInterval)
+		return err == nil && res.Done(), err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return res, nil
 }
 
 // WaitWith waits for the job to end, polling batch/getresult as p says,

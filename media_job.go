@@ -184,41 +184,28 @@ func (j *UploadJob) Result(ctx context.Context) (UploadJobResult, error) {
 	return r, nil
 }
 
-// DefaultJobPoll is the first wait between two polls of Wait when it is
-// given none.
-const DefaultJobPoll = 2 * time.Second
+// Wait waits for the job to end with the default PollPolicy (see
+// WaitWith).
+func (j *UploadJob) Wait(ctx context.Context) (Media, error) { return j.WaitWith(ctx, PollPolicy{}) }
 
-// maxJobPollFactor bounds Wait's backoff: the waits double from the first
-// up to this many times it.
-const maxJobPollFactor = 16
-
-// Wait polls the job until it ends, and returns its file, or the
-// *UploadJobError of a job that failed. It asks at once, then after every
-// (DefaultJobPoll when zero or less), doubling the wait after each answer
-// that the job is processing, up to 16 times every. It returns early with
-// ctx's error when ctx ends; an error of a poll ends it too.
-func (j *UploadJob) Wait(ctx context.Context, every time.Duration) (Media, error) {
-	if every <= 0 {
-		every = DefaultJobPoll
-	}
-	wait := every
-	for {
-		r, err := j.Result(ctx)
-		switch {
-		case err != nil:
-			return Media{}, err
-		case r.Status == UploadJobDone:
-			return r.Media, nil
-		case r.Status == UploadJobFailed:
-			return Media{}, r.Err
+// WaitWith polls the job as p says until it ends, and returns its file,
+// or the *UploadJobError of a job that failed. It asks at once, then after
+// each wait. It returns early with ctx's error when ctx ends; an error of
+// a poll ends it too.
+func (j *UploadJob) WaitWith(ctx context.Context, p PollPolicy) (Media, error) {
+	var r UploadJobResult
+	err := p.poll(ctx, true, nil, func() (bool, error) {
+		var err error
+		if r, err = j.Result(ctx); err == nil && r.Status == UploadJobFailed {
+			err = r.Err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return Media{}, fmt.Errorf("wecom: waiting for upload_by_url job %s: %w", j.ID, ctx.Err())
-		}
-		wait = min(2*wait, maxJobPollFactor*every)
+		return r.Status == UploadJobDone, err
+	})
+	switch {
+	case err != nil && err == ctx.Err():
+		return Media{}, fmt.Errorf("wecom: waiting for upload_by_url job %s: %w", j.ID, err)
+	case err != nil:
+		return Media{}, err
 	}
+	return r.Media, nil
 }

@@ -110,7 +110,7 @@ func TestUploadJobWait(t *testing.T) {
 		return httpmock.NewStringResponse(200, `{"errcode":0,"errmsg":"ok","status":2,"detail":{"errcode":0,"errmsg":"ok","media_id":"m1","created_at":"1380000000"}}`), nil
 	})
 	const every = 5 * time.Millisecond
-	m, err := f.c.Media.Job(docJobID).Wait(context.Background(), every)
+	m, err := f.c.Media.Job(docJobID).WaitWith(context.Background(), PollPolicy{Interval: every, MaxInterval: 16 * every})
 	if err != nil || m.ID != "m1" {
 		t.Fatalf("Wait = %+v, %v", m, err)
 	}
@@ -125,14 +125,14 @@ func TestUploadJobWait(t *testing.T) {
 
 	f.respond("POST", catalog.MediaUploadByURLResult.Path(), `{"errcode":0,"errmsg":"ok","status":3,"detail":{"errcode":40006,"errmsg":"invalid file size"}}`)
 	var je *UploadJobError
-	if _, err := f.c.Media.Job(docJobID).Wait(context.Background(), every); !errors.As(err, &je) || je.Code != 40006 || je.JobID != docJobID {
+	if _, err := f.c.Media.Job(docJobID).WaitWith(context.Background(), PollPolicy{Interval: every, MaxInterval: 16 * every}); !errors.As(err, &je) || je.Code != 40006 || je.JobID != docJobID {
 		t.Errorf("Wait on a failed job: %v, want its *UploadJobError", err)
 	}
 
 	f.respond("POST", catalog.MediaUploadByURLResult.Path(), `{"errcode":0,"errmsg":"ok","status":1}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := f.c.Media.Job(docJobID).Wait(ctx, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := f.c.Media.Job(docJobID).WaitWith(ctx, PollPolicy{Interval: time.Hour}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Wait past ctx's deadline: %v, want context.DeadlineExceeded", err)
 	}
 }

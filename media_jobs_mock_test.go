@@ -62,7 +62,7 @@ func TestUploadByURLOnMock(t *testing.T) {
 		t.Fatalf("a job just started: %+v, %v, want processing", r, err)
 	}
 	clock.Advance(mock.UploadJobTime)
-	m, err := job.Wait(ctx, time.Millisecond)
+	m, err := job.WaitWith(ctx, wecom.PollPolicy{Interval: time.Millisecond, MaxInterval: 16 * time.Millisecond})
 	if err != nil || m.ID == "" || m.Type != wecom.MediaVideo || !m.CreatedAt.Equal(clock.Now()) {
 		t.Fatalf("Wait = %+v, %v", m, err)
 	}
@@ -93,7 +93,7 @@ func TestUploadByURLOnMock(t *testing.T) {
 	}
 	srv.FinishUploadJobs(testCorp)
 	var je *wecom.UploadJobError
-	if _, err := bad.Wait(ctx, time.Millisecond); !errors.As(err, &je) || je.Code != catalog.CodeInvalidParam {
+	if _, err := bad.WaitWith(ctx, wecom.PollPolicy{Interval: time.Millisecond, MaxInterval: 16 * time.Millisecond}); !errors.As(err, &je) || je.Code != catalog.CodeInvalidParam {
 		t.Errorf("Wait on a job whose MD5 does not match: %v, want an *UploadJobError", err)
 	}
 }
