@@ -175,12 +175,20 @@ func (c *corp) userIDByEmail(in *input) (any, *apiError) {
 
 // userIDWhere answers the userid of the first member match finds, or 46004.
 func (c *corp) userIDWhere(match func(*Member) bool) (any, *apiError) {
-	for _, m := range c.sortedMembers() {
-		if match(m) {
-			return userIDAnswer{status: okStatus("ok"), UserID: m.UserID}, nil
-		}
+	if m := c.findMember(match); m != nil {
+		return userIDAnswer{status: okStatus("ok"), UserID: m.UserID}, nil
 	}
 	return nil, errf(catalog.CodeUserNotFound, "user no exist")
+}
+
+// findMember returns the first member, by userid, that match finds, or nil.
+func (c *corp) findMember(match func(*Member) bool) *Member {
+	for _, m := range c.sortedMembers() {
+		if match(m) {
+			return m
+		}
+	}
+	return nil
 }
 
 func (c *corp) userToOpenID(in *input) (any, *apiError) {
@@ -235,7 +243,7 @@ func (c *corp) apply(r userRequest, m *Member) *apiError {
 		}
 	}
 	if r.Mobile != nil && *r.Mobile != "" {
-		if other, _ := c.userIDWhere(func(o *Member) bool { return o.Mobile == *r.Mobile && !strings.EqualFold(o.UserID, m.UserID) }); other != nil {
+		if c.findMember(func(o *Member) bool { return o.Mobile == *r.Mobile && !strings.EqualFold(o.UserID, m.UserID) }) != nil {
 			return errf(catalog.CodeMobileExists, "mobile existed")
 		}
 	}
