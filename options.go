@@ -133,6 +133,7 @@ func withOverride(path string, change func(*override)) Option {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
 			return invalid("limits path", "%q is not an absolute path without query", path)
 		}
+		c.table = nil
 		o := c.overrides[path]
 		if o == nil {
 			o = &override{}
@@ -156,6 +157,23 @@ func WithEgress(name string) Option {
 			return invalid("egress", "%q is empty or holds a space, brace or bar", name)
 		}
 		c.egress = name
+		return nil
+	}
+}
+
+// WithIPLimits sets WeCom's limits per source IP and API, which every
+// endpoint has (catalog.RuleIPPerMinute and catalog.RuleIPPerHour, by
+// default catalog.IPPerMinute and catalog.IPPerHour): a service provider's
+// third-party apps give catalog.ThirdPartyIPPerMinute and
+// catalog.ThirdPartyIPPerHour. A zero keeps the default. They apply only
+// with WithEgress; WithRule and WithoutRule of one path still change that
+// path's.
+func WithIPLimits(perMinute, perHour int) Option {
+	return func(c *config) error {
+		if perMinute < 0 || perHour < 0 {
+			return invalid("IP limits", "%d a minute, %d an hour: give positive numbers, or 0 for the default", perMinute, perHour)
+		}
+		c.ipLimits, c.table = [2]int{perMinute, perHour}, nil
 		return nil
 	}
 }
