@@ -8,7 +8,8 @@ import (
 // Client calls the WeCom server API for one app of one corp. It is safe for
 // concurrent use and cheap to create (New starts no goroutine): run one
 // Client per (corp, app) and let them share one limiter backend, one token
-// store and one HTTP transport through the options. While it works it runs
+// store and one HTTP transport through the options, as a Registry does for
+// many corps. While it works it runs
 // some: an attempt whose caller can give up runs in a goroutine and goes on
 // after the caller left until WeCom answers (see Drain); a token or ticket
 // fetch, a refresh ahead of expiry included, runs in one its callers

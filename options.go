@@ -145,12 +145,14 @@ func withOverride(path string, change func(*override)) Option {
 }
 
 // WithEgress names the source IP (or NAT gateway) the client's calls leave
-// from, as every client sharing the limiter backend and that IP names it.
-// It turns on WeCom's per-IP limits (catalog.ScopeIP: 20,000 calls a minute
-// and 600,000 an hour per API, counted across every corp served from the
-// IP), which a fleet serving several corps from one IP can reach. Without
-// it they are not applied. They live on keys of their own, so each call
-// takes one more acquisition (a round trip with the Redis backend).
+// from, as every client sharing the limiter backend and that IP names it:
+// WithEgress("203.0.113.7"). It turns on WeCom's per-IP limits
+// (catalog.ScopeIP: 20,000 calls a minute and 600,000 an hour per API, or
+// what WithIPLimits sets, counted across every corp served from the IP),
+// which a fleet serving several corps from one IP (a Registry's) can
+// reach. Without it they are not applied. They live on keys of their own,
+// named by the IP and the API, so each call takes one more acquisition (a
+// round trip with the Redis backend), after its other limits.
 func WithEgress(name string) Option {
 	return func(c *config) error {
 		if name == "" || strings.ContainsAny(name, " \t\r\n{}|") {
