@@ -143,7 +143,7 @@ func NewRegistry(src CredentialSource, opts ...RegistryOption) (*Registry, error
 			r.tables[corp], err = newLimitTable(cfg)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("corp %s: %w", corp, err)
+			return nil, fmt.Errorf("wecom: corp %s: %w", corp, err)
 		}
 	}
 	return r, nil
