@@ -3,19 +3,21 @@ package wecom
 import (
 	"context"
 	"net/url"
-	"strings"
 )
 
 // Client calls the WeCom server API for one app of one corp. It is safe for
 // concurrent use and cheap to create (New starts no goroutine): run one
 // Client per (corp, app) and let them share one limiter backend, one token
-// store and one HTTP transport through the options. While it works it runs
+// store and one HTTP transport through the options, as a Registry does for
+// many corps. While it works it runs
 // some: an attempt whose caller can give up runs in a goroutine and goes on
 // after the caller left until WeCom answers (see Drain); a token or ticket
 // fetch, a refresh ahead of expiry included, runs in one its callers
 // share; and a call's leases are renewed from a timer.
 type Client struct {
-	p *pipeline // every call goes through it
+	p        *pipeline      // every call goes through it
+	common   service        // what the services share (go-github's common)
+	appChats AppChatService // the one service with state of its own
 
 	// Tags calls the contact tag (通讯录标签) APIs.
 	Tags *TagService
@@ -51,29 +53,38 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newClient(cfg)
+}
+
+// newClient returns the client of cfg, once its corp and credentials are
+// checked. Its services share one struct, so that a client is few
+// allocations (a Registry makes one per corp).
+func newClient(cfg *config) (*Client, error) {
+	if err := checkCorpID(cfg.corpID); err != nil {
+		return nil, err
+	}
 	switch {
-	case corpID == "" || strings.ContainsAny(corpID, " \t\r\n{}|"):
-		return nil, invalid("corp id", "%q is empty or holds a space, brace or bar", corpID)
-	case secret == "" && cfg.tokenSource == nil:
+	case cfg.secret == "" && cfg.tokenSource == nil:
 		return nil, invalid("secret", "empty (give a secret, or WithTokenSource)")
-	case secret == "" && cfg.agentID == 0:
+	case cfg.secret == "" && cfg.agentID == 0:
 		return nil, invalid("agent id", "required with a token source and no secret, to keep apps' tokens apart")
 	}
 	p, err := newPipeline(cfg)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{p: p}
-	c.Tags = &TagService{p: p}
-	c.CustomerTags = &CustomerTagService{p: p}
-	c.Customers = &CustomerService{p: p}
-	c.Media = &MediaService{p: p}
-	c.Messages = &MessageService{p: p}
-	c.AppChats = &AppChatService{p: p}
-	c.Users = &UserService{p: p}
-	c.Departments = &DepartmentService{p: p}
-	c.Auth = &AuthService{p: p}
-	c.Jobs = &JobService{p: p}
+	c := &Client{p: p, common: service{p: p}}
+	c.Tags = (*TagService)(&c.common)
+	c.CustomerTags = (*CustomerTagService)(&c.common)
+	c.Customers = (*CustomerService)(&c.common)
+	c.Media = (*MediaService)(&c.common)
+	c.Messages = (*MessageService)(&c.common)
+	c.appChats.p = p
+	c.AppChats = &c.appChats
+	c.Users = (*UserService)(&c.common)
+	c.Departments = (*DepartmentService)(&c.common)
+	c.Auth = (*AuthService)(&c.common)
+	c.Jobs = (*JobService)(&c.common)
 	return c, nil
 }
 

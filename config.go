@@ -8,9 +8,11 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-resty/resty/v2"
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/throttle"
 )
 
@@ -30,12 +32,19 @@ type config struct {
 	http           *resty.Client
 	limiter        throttle.Backend
 	overrides      map[string]*override
-	egress         string
-	now            func() time.Time
-	retry          RetryPolicy
-	logger         *slog.Logger
-	observer       Observer
-	stallObserver  StallObserver
+	// table is the limits resolved ahead (a Registry's, shared by its
+	// clients); nil: New resolves them. Every option that changes them
+	// clears it.
+	table  *limitTable
+	egress string
+	// ipLimits are WeCom's per-IP limits per minute and per hour
+	// (WithIPLimits); 0 keeps the catalog's.
+	ipLimits      [2]int
+	now           func() time.Time
+	retry         RetryPolicy
+	logger        *slog.Logger
+	observer      Observer
+	stallObserver StallObserver
 	// waitOnRateLimit: a call waits out a cooldown or a spent day when its
 	// deadline allows, rather than failing at once.
 	waitOnRateLimit bool
@@ -83,6 +92,41 @@ func newConfig(corpID, secret string, opts []Option) (*config, error) {
 		c.limiter = throttle.NewMemory()
 	}
 	return c, nil
+}
+
+// clone returns a copy of c whose overrides can be changed without
+// changing c's.
+func (c *config) clone() *config {
+	cp := *c
+	cp.overrides = make(map[string]*override, len(c.overrides))
+	for path, o := range c.overrides {
+		o := *o
+		o.rules, o.without = slices.Clip(o.rules), slices.Clip(o.without)
+		cp.overrides[path] = &o
+	}
+	return &cp
+}
+
+// ipRules returns rules with WeCom's per-IP limits as WithIPLimits set
+// them.
+func (c *config) ipRules(rules []catalog.Rule) []catalog.Rule {
+	if c.ipLimits == [2]int{} {
+		return rules
+	}
+	rules = slices.Clone(rules)
+	for i, r := range rules {
+		n := 0
+		switch r.Name {
+		case catalog.RuleIPPerMinute:
+			n = c.ipLimits[0]
+		case catalog.RuleIPPerHour:
+			n = c.ipLimits[1]
+		}
+		if n > 0 {
+			rules[i].Limit, rules[i].Source = n, "overridden"
+		}
+	}
+	return rules
 }
 
 // holdFor is how long the slots of an abandoned call stay taken.

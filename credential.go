@@ -211,6 +211,26 @@ func (m *credential) invalidate(ctx context.Context, tok string) {
 	}
 }
 
+// forget drops the credential's copy, and the value its store keeps for
+// the fleet if it is the one there now (Delete is conditional, so that a
+// newer one another process stored meanwhile stays): the corp is gone.
+func (m *credential) forget(ctx context.Context) error {
+	m.mu.Lock()
+	m.cur = cachedToken{}
+	m.mu.Unlock()
+	t, err := m.store.Get(ctx, m.key)
+	if errors.Is(err, ErrNoToken) {
+		return nil
+	}
+	if err == nil {
+		err = m.store.Delete(ctx, m.key, t.Value)
+	}
+	if err != nil {
+		return fmt.Errorf("wecom: dropping the %s of corp %s: %w", m.name, m.env.corp, m.env.redactErr(err))
+	}
+	return nil
+}
+
 // fetch gets a token for flight f, replacing prev (empty, expiring, or
 // refused), and publishes it.
 func (m *credential) fetch(ctx context.Context, f *tokenFlight, prev cachedToken) {

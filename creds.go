@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"strconv"
 	"time"
@@ -106,6 +107,18 @@ func (p *pipeline) lockKey(ctx context.Context, path string, r throttle.Request)
 func (p *pipeline) corp() *credential {
 	m, _ := p.creds[catalog.CorpToken].(*credential)
 	return m
+}
+
+// forgetCorp drops the corp's credentials: the access token and the
+// JS-SDK tickets, here and in the token store (Registry.Drop).
+func (p *pipeline) forgetCorp(ctx context.Context) error {
+	var errs []error
+	for _, m := range []*credential{p.corp(), p.tickets.jsapi, p.tickets.agent} {
+		if m != nil {
+			errs = append(errs, m.forget(ctx))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // redactor returns the pipeline's redactor: its secret and every value its

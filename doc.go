@@ -71,6 +71,20 @@
 //     DepartmentsCSV), uploaded and started in one call; the Job returned
 //     is waited on by polling, by the batch_job_result callback, or both.
 //
+// # Many corps
+//
+// A Registry serves the apps of many corps from one process: a service
+// provider's authorizing corps, or a company's several corps. It builds an
+// app's Client on first use from a CredentialSource (a CredentialMap, the
+// environment with EnvCredentials, a file with LoadCredentials, or a
+// provider's permanent codes), shares one limiter, one token store, one
+// transport and the resolved limits among them, keeps a corp's own limits
+// (WithCorpOptions), and drops a client left idle, running no goroutine
+// for it. WeCom also limits each API per source IP, summed over every corp
+// served from it: WithEgress names the IP the fleet sends from, and the
+// per-IP windows (WithIPLimits for a third-party app's) then hold across
+// the corps of the process, and of every process sharing the limiter.
+//
 // A group robot (群机器人) needs only its webhook key: NewRobot returns a
 // Robot whose Send waits for room in the robot's 20 messages a minute.
 //

@@ -159,12 +159,24 @@ func calendarOf(r catalog.Rule) catalog.Period {
 	return 0
 }
 
+// scopeOrder is the place of a rule's request among a call's: a
+// resource's lock first, then the API, then the rest, and the per-IP
+// windows last. The limiter takes the windows of one key per acquisition
+// (and on Redis Cluster the per-IP key, shared by every corp, lives apart
+// from the corp's slot), so the requests of a call are taken one by one,
+// and a refusal gives back the slots taken, not the window units counted.
+// Taken last, the per-IP unit, which every corp of the fleet shares, is
+// counted only when every other limit of the call has admitted it; a
+// refusal there leaves a unit counted in the call's own corp's windows,
+// below WeCom's, never over.
 func scopeOrder(s catalog.Scope) int {
 	switch s {
 	case catalog.ScopeResource, catalog.ScopeShared:
 		return 0
 	case catalog.ScopeAPI:
 		return 1
+	case catalog.ScopeIP:
+		return 3
 	}
 	return 2
 }

@@ -257,6 +257,12 @@ func TestRequestsFromRules(t *testing.T) {
 			{"{wwcorp}/cgi-bin/user/get", 0, base, 0, nil},
 			{"ip:nat-1/cgi-bin/user/get", 0, []throttle.Window{{Limit: 20000, Period: time.Minute}, {Limit: 600000, Period: time.Hour}}, 0, nil},
 		}},
+		{"per IP after a count of the app's", []Option{WithEgress("nat-1"), WithAgentID(1000002), WithRule(catalog.TagList.Path(),
+			catalog.Rule{Name: "app-day", Scope: catalog.ScopeApp, Limit: 9, Per: catalog.Day})}, &call{id: catalog.TagList, path: catalog.TagList.Path()}, []want{
+			{"{wwcorp}" + catalog.TagList.Path(), 5, base, 0, nil},
+			{"{wwcorp}#1000002@" + catalog.TagList.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 9, Period: calendarWindow(catalog.Day)}}, catalog.Day, nil},
+			{"ip:nat-1" + catalog.TagList.Path(), 0, []throttle.Window{{Limit: 20000, Period: time.Minute}, {Limit: 600000, Period: time.Hour}}, 0, nil},
+		}},
 		{"a day on a key of its CST date", []Option{WithLimits(catalog.TagList.Path(), Limits{PerDay: 7})}, &call{id: catalog.TagList, path: catalog.TagList.Path()}, []want{
 			{"{wwcorp}" + catalog.TagList.Path(), 5, base, 0, nil},
 			{"{wwcorp}" + catalog.TagList.Path() + "~day:20261124", 0, []throttle.Window{{Limit: 7, Period: calendarWindow(catalog.Day)}}, catalog.Day, nil},

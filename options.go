@@ -133,6 +133,7 @@ func withOverride(path string, change func(*override)) Option {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
 			return invalid("limits path", "%q is not an absolute path without query", path)
 		}
+		c.table = nil
 		o := c.overrides[path]
 		if o == nil {
 			o = &override{}
@@ -144,18 +145,37 @@ func withOverride(path string, change func(*override)) Option {
 }
 
 // WithEgress names the source IP (or NAT gateway) the client's calls leave
-// from, as every client sharing the limiter backend and that IP names it.
-// It turns on WeCom's per-IP limits (catalog.ScopeIP: 20,000 calls a minute
-// and 600,000 an hour per API, counted across every corp served from the
-// IP), which a fleet serving several corps from one IP can reach. Without
-// it they are not applied. They live on keys of their own, so each call
-// takes one more acquisition (a round trip with the Redis backend).
+// from, as every client sharing the limiter backend and that IP names it:
+// WithEgress("203.0.113.7"). It turns on WeCom's per-IP limits
+// (catalog.ScopeIP: 20,000 calls a minute and 600,000 an hour per API, or
+// what WithIPLimits sets, counted across every corp served from the IP),
+// which a fleet serving several corps from one IP (a Registry's) can
+// reach. Without it they are not applied. They live on keys of their own,
+// named by the IP and the API, so each call takes one more acquisition (a
+// round trip with the Redis backend), after its other limits.
 func WithEgress(name string) Option {
 	return func(c *config) error {
 		if name == "" || strings.ContainsAny(name, " \t\r\n{}|") {
 			return invalid("egress", "%q is empty or holds a space, brace or bar", name)
 		}
 		c.egress = name
+		return nil
+	}
+}
+
+// WithIPLimits sets WeCom's limits per source IP and API, which every
+// endpoint has (catalog.RuleIPPerMinute and catalog.RuleIPPerHour, by
+// default catalog.IPPerMinute and catalog.IPPerHour): a service provider's
+// third-party apps give catalog.ThirdPartyIPPerMinute and
+// catalog.ThirdPartyIPPerHour. A zero keeps the default. They apply only
+// with WithEgress; WithRule and WithoutRule of one path still change that
+// path's.
+func WithIPLimits(perMinute, perHour int) Option {
+	return func(c *config) error {
+		if perMinute < 0 || perHour < 0 {
+			return invalid("IP limits", "%d a minute, %d an hour: give positive numbers, or 0 for the default", perMinute, perHour)
+		}
+		c.ipLimits, c.table = [2]int{perMinute, perHour}, nil
 		return nil
 	}
 }

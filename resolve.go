@@ -138,36 +138,46 @@ func (p *pipeline) checkDo(cl *call) error {
 	return nil
 }
 
-// resolveLimits builds the client's table: every catalog endpoint and every
-// overridden path, with their overrides applied. An override of a path one
-// typo away from a wrapped one is an error: it would silently change nothing.
-func (p *pipeline) resolveLimits() error {
-	p.endpoints = make(map[string]*endpointLimits)
+// limitTable is how a client limits each path: every catalog endpoint and
+// every overridden path, with their rules after the overrides, and the
+// generic limits of any other path. It is never changed once built, so
+// the clients of a Registry with the same overrides share one.
+type limitTable struct {
+	endpoints map[string]*endpointLimits
+	generic   *endpointLimits
+}
+
+// newLimitTable builds the table of cfg: WeCom's per-IP limits as cfg
+// sets them (WithIPLimits), then its overrides. An override of a path one
+// typo away from a wrapped one is an error: it would silently change
+// nothing.
+func newLimitTable(cfg *config) (*limitTable, error) {
+	t := &limitTable{endpoints: make(map[string]*endpointLimits)}
 	for _, e := range catalog.Endpoints() {
-		p.endpoints[string(e.ID)] = &endpointLimits{ep: e, rules: e.Rules}
+		t.endpoints[string(e.ID)] = &endpointLimits{ep: e, rules: cfg.ipRules(e.Rules)}
 	}
-	p.generic = &endpointLimits{rules: catalog.Generic()}
-	for path, o := range p.cfg.overrides {
-		el, ok := p.endpoints[path]
+	t.generic = &endpointLimits{rules: cfg.ipRules(catalog.Generic())}
+	for path, o := range cfg.overrides {
+		el, ok := t.endpoints[path]
 		if !ok {
 			if near := nearEndpoint(path); near != "" {
-				return invalid("limits path", "%q is not an endpoint the SDK wraps: did you mean %q?", path, near)
+				return nil, invalid("limits path", "%q is not an endpoint the SDK wraps: did you mean %q?", path, near)
 			}
-			el = &endpointLimits{ep: catalog.Endpoint{ID: catalog.ID(path)}, rules: catalog.Generic()}
-			p.endpoints[path] = el
+			el = &endpointLimits{ep: catalog.Endpoint{ID: catalog.ID(path)}, rules: cfg.ipRules(catalog.Generic())}
+			t.endpoints[path] = el
 		}
 		if err := o.resolve(el); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return p.checkShared()
+	return t, t.checkShared()
 }
 
 // checkShared fails when the APIs that share a lock (a ScopeShared rule's
 // group, such as mark_tag's and remark's per-customer lock) disagree on it
 // after the overrides: they would count one key under different caps, or
 // one would not take the lock the others wait for.
-func (p *pipeline) checkShared() error {
+func (t *limitTable) checkShared() error {
 	caps := make(map[string]map[string]int) // group -> path -> cap (0: none)
 	note := func(path string, r catalog.Rule, n int) {
 		if r.Scope != catalog.ScopeShared {
@@ -183,7 +193,7 @@ func (p *pipeline) checkShared() error {
 			note(string(e.ID), r, 0)
 		}
 	}
-	for path, el := range p.endpoints {
+	for path, el := range t.endpoints {
 		for _, r := range el.rules {
 			note(path, r, r.InFlight+r.Limit)
 		}

@@ -91,8 +91,13 @@ func newPipeline(cfg *config) (*pipeline, error) {
 		}
 	}
 	p.app = p.appID()
-	if err := p.resolveLimits(); err != nil {
-		return nil, err
+	t := cfg.table
+	if t == nil {
+		var err error
+		if t, err = newLimitTable(cfg); err != nil {
+			return nil, err
+		}
 	}
+	p.endpoints, p.generic = t.endpoints, t.generic
 	return p, nil
 }

@@ -412,14 +412,27 @@ func MessageQuota(recipients int) Rule {
 	return Rule{Name: RuleRecipientDay, Scope: ScopeApp, Group: GroupMessage, Limit: recipients, Per: Day, Weighted: true, Source: srcQuota}
 }
 
+// WeCom's limits per source IP and API, counted across every corp served
+// from the IP (document/path/90312 and, for third-party apps, 90454; staff
+// confirmed the sum across corps): the catalog's rules RuleIPPerMinute and
+// RuleIPPerHour of every endpoint hold the first two. A service provider's
+// third-party apps get the higher pair (wecom.WithIPLimits).
+const (
+	IPPerMinute           = 20000
+	IPPerHour             = 600000
+	ThirdPartyIPPerMinute = 40000
+	ThirdPartyIPPerHour   = 1200000
+)
+
 // base returns WeCom's limits for every API: per corp and API, 10,000 calls
-// a minute and 150,000 an hour; per source IP and API, 20,000 and 600,000.
+// a minute and 150,000 an hour; per source IP and API, IPPerMinute and
+// IPPerHour.
 func base() []Rule {
 	return []Rule{
 		{Name: RulePerMinute, Scope: ScopeAPI, Limit: 10000, Per: Minute, Source: srcBase},
 		{Name: RulePerHour, Scope: ScopeAPI, Limit: 150000, Per: Hour, Source: srcBase},
-		{Name: RuleIPPerMinute, Scope: ScopeIP, Limit: 20000, Per: Minute, Source: srcIP},
-		{Name: RuleIPPerHour, Scope: ScopeIP, Limit: 600000, Per: Hour, Source: srcIP},
+		{Name: RuleIPPerMinute, Scope: ScopeIP, Limit: IPPerMinute, Per: Minute, Source: srcIP},
+		{Name: RuleIPPerHour, Scope: ScopeIP, Limit: IPPerHour, Per: Hour, Source: srcIP},
 	}
 }
 

@@ -89,6 +89,7 @@ func limits(rules []catalog.Rule, cfg Config) []limit {
 			l := at(r)
 			l.windows = append(l.windows, Window{Limit: r.Limit, Period: r.Per.Duration() + time.Hour})
 		case r.Scope == catalog.ScopeAPI && cfg.Windows != nil:
+		case r.Scope == catalog.ScopeIP && cfg.IPWindows != nil:
 		default:
 			l := at(r)
 			l.windows = append(l.windows, Window{Limit: r.Limit, Period: r.Per.Duration()})
@@ -97,6 +98,10 @@ func limits(rules []catalog.Rule, cfg Config) []limit {
 	if cfg.Windows != nil {
 		l := at(catalog.Rule{Scope: catalog.ScopeAPI})
 		l.windows = cfg.Windows
+	}
+	if cfg.IPWindows != nil {
+		l := at(catalog.Rule{Scope: catalog.ScopeIP})
+		l.windows = cfg.IPWindows
 	}
 	return slices.DeleteFunc(ls, func(l limit) bool { return l.inFlight == 0 && len(l.windows) == 0 })
 }

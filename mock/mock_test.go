@@ -315,6 +315,9 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative limit", mock.Config{Windows: []mock.Window{{Limit: -1, Period: time.Minute}}}, true},
 		{"zero period", mock.Config{Windows: []mock.Window{{Limit: 10, Period: 0}}}, true},
 		{"second window bad", mock.Config{Windows: []mock.Window{{Limit: 10, Period: time.Minute}, {Limit: 1, Period: -time.Hour}}}, true},
+		{"no IP windows", mock.Config{IPWindows: []mock.Window{}}, false},
+		{"IP window zero limit", mock.Config{IPWindows: []mock.Window{{Limit: 0, Period: time.Minute}}}, true},
+		{"IP window zero period", mock.Config{IPWindows: []mock.Window{{Limit: 5, Period: 0}}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

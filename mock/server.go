@@ -59,6 +59,15 @@ type Config struct {
 	// uploadimg's) are enforced either way.
 	Windows []Window
 
+	// IPWindows are the rate windows applied per (source IP, API) to every
+	// API except gettoken, across every corp calling from the IP (WeCom's
+	// per-IP limits; the source IP is the request's remote address). A nil
+	// slice means each API's per-IP rules in the catalog
+	// (catalog.IPPerMinute and catalog.IPPerHour); a non-nil empty slice
+	// means none. Going over one answers 45009 and blocks the (IP, API)
+	// for the window's period, whichever corp calls.
+	IPWindows []Window
+
 	// Now is the clock used for token expiry, rate windows and create
 	// times (default time.Now). It is called with the server's lock held
 	// and must not call back into the Server.
@@ -229,16 +238,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TokenTTL < 0 {
 		return nil, fmt.Errorf("mock: negative TokenTTL %v", cfg.TokenTTL)
 	}
-	for i, w := range cfg.Windows {
-		if w.Limit <= 0 {
-			return nil, fmt.Errorf("mock: Windows[%d]: Limit %d is not positive", i, w.Limit)
+	for _, ws := range []struct {
+		name string
+		ws   *[]Window
+	}{{"Windows", &cfg.Windows}, {"IPWindows", &cfg.IPWindows}} {
+		for i, w := range *ws.ws {
+			if w.Limit <= 0 {
+				return nil, fmt.Errorf("mock: %s[%d]: Limit %d is not positive", ws.name, i, w.Limit)
+			}
+			if w.Period <= 0 {
+				return nil, fmt.Errorf("mock: %s[%d]: Period %v is not positive", ws.name, i, w.Period)
+			}
 		}
-		if w.Period <= 0 {
-			return nil, fmt.Errorf("mock: Windows[%d]: Period %v is not positive", i, w.Period)
+		if *ws.ws != nil {
+			*ws.ws = slices.Clone(*ws.ws)
 		}
-	}
-	if cfg.Windows != nil {
-		cfg.Windows = slices.Clone(cfg.Windows)
 	}
 	routes, err := newRoutes(cfg)
 	if err != nil {

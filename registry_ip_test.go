@@ -1,0 +1,147 @@
+package wecom
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
+)
+
+// testEgress is the fleet's egress in the per-IP tests (TEST-NET-3).
+const testEgress = "203.0.113.7"
+
+// listOnce lists the tags of app's corp through r, waiting at most a
+// second for its limits.
+func listOnce(t *testing.T, r *Registry, app App) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := client(t, r, app).Tags.List(ctx)
+	return err
+}
+
+// wantIPRefusal fails unless err is the per-IP window's refusal of
+// tag/list, before anything was sent.
+func wantIPRefusal(t *testing.T, what string, err error) {
+	t.Helper()
+	var rl *RateLimitError
+	var le *throttle.LimitError
+	if !errors.As(err, &rl) || !errors.As(err, &le) {
+		t.Fatalf("%s: %v, want a *RateLimitError from the limiter", what, err)
+	}
+	if want := "ip:" + testEgress + catalog.TagList.Path(); le.Key != want {
+		t.Errorf("%s: refused on %q, want %q", what, le.Key, want)
+	}
+}
+
+// TestIPLimitsAcrossCorps: with the fleet's egress declared, the per-IP
+// window of an API counts the calls of every corp of the process: three
+// corps spend its 3 calls a minute, a fourth corp's call is refused
+// before it is sent, another API goes on, and the window opens again a
+// minute later.
+func TestIPLimitsAcrossCorps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newCorpFleet(t, 4, mock.Config{})
+		r := f.registry(t, nil, WithClientOptions(WithEgress(testEgress), WithIPLimits(3, 0)))
+		for _, app := range f.apps[:3] {
+			if err := listOnce(t, r, app); err != nil {
+				t.Fatalf("%s: %v", app, err)
+			}
+		}
+		wantIPRefusal(t, "a fourth corp", listOnce(t, r, f.apps[3]))
+		if n := f.srv.Stats().Calls[catalog.TagList.Path()]; n != 3 {
+			t.Errorf("the mock saw %d calls of tag/list, want 3", n)
+		}
+		if _, err := client(t, r, f.apps[3]).Tags.Create(context.Background(), TagCreateRequest{Name: "x"}); err != nil {
+			t.Errorf("another API of the fourth corp: %v", err)
+		}
+		time.Sleep(time.Minute + time.Second)
+		if err := listOnce(t, r, f.apps[3]); err != nil {
+			t.Errorf("a minute later: %v", err)
+		}
+	})
+}
+
+// TestIPLimitsThirdParty: WithIPLimits sets every endpoint's per-IP rules
+// (the third-party pair, say), and a path's own WithRule still wins.
+func TestIPLimitsThirdParty(t *testing.T) {
+	t.Parallel()
+	c, err := New(testCorp, testSecret, WithIPLimits(catalog.ThirdPartyIPPerMinute, catalog.ThirdPartyIPPerHour),
+		WithRule(catalog.TagGet.Path(), catalog.Rule{Name: catalog.RuleIPPerMinute, Scope: catalog.ScopeIP, Limit: 5, Per: catalog.Minute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, rule string
+		want       int
+	}{
+		{catalog.TagList.Path(), catalog.RuleIPPerMinute, catalog.ThirdPartyIPPerMinute},
+		{catalog.TagList.Path(), catalog.RuleIPPerHour, catalog.ThirdPartyIPPerHour},
+		{"/cgi-bin/not/wrapped", catalog.RuleIPPerHour, catalog.ThirdPartyIPPerHour},
+		{catalog.TagGet.Path(), catalog.RuleIPPerMinute, 5},
+		{catalog.TagGet.Path(), catalog.RuleIPPerHour, catalog.ThirdPartyIPPerHour},
+	} {
+		r, ok := c.p.limitsFor(tc.path).rule(tc.rule)
+		if !ok || r.Limit != tc.want {
+			t.Errorf("%s %s: %d (found %v), want %d", tc.path, tc.rule, r.Limit, ok, tc.want)
+		}
+	}
+	if _, err := New(testCorp, testSecret, WithIPLimits(-1, 0)); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("a negative IP limit: %v, want ErrInvalidRequest", err)
+	}
+}
+
+// TestIPLimitsAcrossProcesses: two registries (two processes) sharing a
+// Redis limiter and an egress hold the per-IP window together, each with
+// corps of its own.
+func TestIPLimitsAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Single(t)
+	prefix := redistest.Prefix(t, rdb)
+	f := newCorpFleet(t, 4, mock.Config{})
+	var rs []*Registry
+	for range 2 {
+		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		rs = append(rs, f.registry(t, nil, WithClientOptions(WithLimiter(b), WithEgress(testEgress), WithIPLimits(3, 0))))
+	}
+	for i, app := range f.apps[:3] {
+		if err := listOnce(t, rs[i%2], app); err != nil {
+			t.Fatalf("%s: %v", app, err)
+		}
+	}
+	wantIPRefusal(t, "a fourth corp in the second process", listOnce(t, rs[1], f.apps[3]))
+	wantIPRefusal(t, "the fourth corp in the first process", listOnce(t, rs[0], f.apps[3]))
+	if n := f.srv.Stats().Calls[catalog.TagList.Path()]; n != 3 {
+		t.Errorf("the mock saw %d calls of tag/list, want 3", n)
+	}
+}
+
+// TestMockIPWindowAcrossCorps: a fleet that does not declare its egress
+// is held to the per-IP window by the mock, as by WeCom: the fourth corp's
+// call is answered 45009.
+func TestMockIPWindowAcrossCorps(t *testing.T) {
+	t.Parallel()
+	f := newCorpFleet(t, 4, mock.Config{IPWindows: []mock.Window{{Limit: 3, Period: time.Minute}}})
+	r := f.registry(t, nil)
+	for _, app := range f.apps[:3] {
+		if err := listOnce(t, r, app); err != nil {
+			t.Fatalf("%s: %v", app, err)
+		}
+	}
+	err := listOnce(t, r, f.apps[3])
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Code != CodeFrequencyLimited {
+		t.Errorf("a fourth corp past the mock's per-IP window: %v, want errcode 45009", err)
+	}
+}
