@@ -270,7 +270,7 @@ func (c *corp) openUserIDs(in *input) (any, *apiError) {
 	}
 	out.status = okStatus("ok")
 	for _, id := range ids {
-		if c.findMember(func(m *Member) bool { return m.UserID == id }) == nil {
+		if !c.users[id] && c.member(id) == nil {
 			out.Invalid = append(out.Invalid, id)
 			continue
 		}
