@@ -3,7 +3,6 @@ package wecom
 import (
 	"context"
 	"net/url"
-	"strings"
 )
 
 // Client calls the WeCom server API for one app of one corp. It is safe for
@@ -51,9 +50,10 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := validID("corp id", corpID); err != nil {
+		return nil, err
+	}
 	switch {
-	case corpID == "" || strings.ContainsAny(corpID, " \t\r\n{}|"):
-		return nil, invalid("corp id", "%q is empty or holds a space, brace or bar", corpID)
 	case secret == "" && cfg.tokenSource == nil:
 		return nil, invalid("secret", "empty (give a secret, or WithTokenSource)")
 	case secret == "" && cfg.agentID == 0:
