@@ -33,19 +33,6 @@ type validator interface {
 	validate() error
 }
 
-// omitsErrcode reports whether WeCom leaves errcode out of a successful
-// answer of path, for the third-party token APIs the SDK does not wrap yet
-// (catalog.Endpoint.OmitsErrcode says it of those it wraps). Every other API
-// always sends errcode, so an answer without it is not WeCom's (a
-// gateway's, a proxy's).
-func omitsErrcode(path string) bool {
-	switch path {
-	case "/cgi-bin/service/get_corp_token":
-		return true
-	}
-	return false
-}
-
 // decode reads an answer of path into out. A WeCom answer is a JSON object
 // with an errcode (unless omits: the endpoint may leave it out of a
 // success); a non-zero errcode is an *APIError.

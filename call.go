@@ -4,6 +4,7 @@
 package wecom
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
 	"reflect"
@@ -102,4 +103,15 @@ func (cl *call) detached() (*call, reflect.Value) {
 	bg := *cl
 	bg.out = private.Interface()
 	return &bg, private
+}
+
+// answerOf makes a call of id with body (nil for none) and returns its
+// answer, decoded (and checked, when *T is a validator) into a new T: the
+// one line of a typed method whose request is its body.
+func answerOf[T any](ctx context.Context, p *pipeline, id catalog.ID, body any) (*T, error) {
+	out := new(T)
+	if err := p.perform(ctx, &call{id: id, body: body, out: out}); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

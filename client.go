@@ -3,6 +3,7 @@ package wecom
 import (
 	"context"
 	"net/url"
+	"strings"
 )
 
 // Client calls the WeCom server API for one app of one corp. It is safe for
@@ -60,7 +61,7 @@ func New(corpID, secret string, opts ...Option) (*Client, error) {
 // checked. Its services share one struct, so that a client is few
 // allocations (a Registry makes one per corp).
 func newClient(cfg *config) (*Client, error) {
-	if err := checkCorpID(cfg.corpID); err != nil {
+	if err := validID("corp id", cfg.corpID); err != nil {
 		return nil, err
 	}
 	switch {
@@ -117,4 +118,12 @@ func (c *Client) CorpID() string { return c.p.cfg.corpID }
 // trailing slash), which would escape that endpoint's limits.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	return c.p.perform(ctx, &call{method: method, path: path, query: query, body: body, out: out})
+}
+
+// validID checks an id that names keys: not empty, no space, brace or bar.
+func validID(what, id string) error {
+	if id == "" || strings.ContainsAny(id, " \t\r\n{}|") {
+		return invalid(what, "%q is empty or holds a space, brace or bar", id)
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ package wecom
 
 import (
 	"cmp"
-	"context"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -56,8 +55,8 @@ type config struct {
 	tokenStore           TokenStore
 	tokenSource          TokenSource
 	refreshAhead, badFor time.Duration
-	suite                *suiteConfig    // WithSuite, or nil
-	provider             *providerConfig // WithProvider, or nil
+	suite                *suiteConfig    // NewSuite's, or nil
+	provider             *providerConfig // NewProvider's, or nil
 	robotKey             string          // a Robot's webhook key, or ""
 }
 
@@ -172,11 +171,8 @@ type adaptive struct {
 	aimd throttle.AIMD
 }
 
-// suiteConfig is what WithSuite gave.
-type suiteConfig struct {
-	id, secret string
-	ticket     func(ctx context.Context) (string, error)
-}
+// suiteConfig is the suite NewSuite was given.
+type suiteConfig struct{ id, secret string }
 
-// providerConfig is what WithProvider gave.
+// providerConfig is the provider NewProvider was given.
 type providerConfig struct{ corpID, secret string }

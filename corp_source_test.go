@@ -141,7 +141,7 @@ func FuzzReadCredentials(f *testing.F) {
 		}
 		var out []entry
 		for app, cr := range m {
-			if checkCorpID(app.CorpID) != nil || app.AgentID < 0 || cr.Secret == "" {
+			if validID("corp id", app.CorpID) != nil || app.AgentID < 0 || cr.Secret == "" {
 				t.Fatalf("a bad app read: %+v %+v", app, cr)
 			}
 			out = append(out, entry{app.CorpID, app.AgentID, cr.Secret})

@@ -342,8 +342,16 @@ func (m *credential) obtain(ctx context.Context, prev cachedToken) (Token, error
 	if err != nil {
 		return Token{}, err
 	}
-	if err := m.store.Set(ctx, m.key, t); err != nil {
+	stored, err := setNewer(ctx, m.store, m.key, t)
+	if err != nil {
 		m.env.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: token store set failed", slog.String("error", m.env.redactText(err.Error())))
+	}
+	if !stored && err == nil {
+		// A newer one came in meanwhile (a slower fetch elsewhere ended
+		// first): the fleet shares that one.
+		if n, ok := m.stored(ctx, prev); ok {
+			return n, nil
+		}
 	}
 	m.env.logger.LogAttrs(ctx, slog.LevelInfo, "wecom: "+m.name+" fetched", slog.String("corp", m.env.corp), slog.Time("expires", t.ExpiresAt))
 	return t, nil

@@ -100,9 +100,12 @@
 // when WeCom rejects it. Share tokens with WithTokenStore, or take them from a
 // central service with WithTokenSource. The JS-SDK tickets (JSAPITicket,
 // AgentTicket, signed for a page by JSSDKConfig and JSSDKAgentConfig), a
-// third-party suite's token (WithSuite, used by PreAuthCode) and a service
-// provider's token (WithProvider, used by LoginInfo) are kept the same way,
-// and each endpoint carries the credential its catalog row names.
+// third-party suite's token (a Suite, from NewSuite, fetched with the
+// newest suite_ticket its token store holds: Suite.ReceiveTicket) and a
+// service provider's token (a Provider, from NewProvider) are kept the same
+// way, and each endpoint carries the credential its catalog row names: a
+// Client, a Suite, a Provider and a Robot each hold one kind, and a call
+// needing another fails with a *TokenKindError before it is sent.
 //
 // # Goroutines
 //

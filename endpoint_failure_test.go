@@ -276,6 +276,15 @@ func typedCalls() map[catalog.ID]endpointCall {
 			return c.Jobs.ReplaceDepartments(ctx, JobRequest{MediaID: "xxxxxx"})
 		}),
 		catalog.BatchGetResult: answered(func(ctx context.Context, c *Client) (any, error) { return c.Jobs.Result(ctx, "JOBID") }),
+		catalog.UserIDToOpenUserID: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Users.ToOpenUserIDs(ctx, []string{"zhangsan", "lisi"})
+		}),
+		catalog.NewExternalUserID: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Customers.NewExternalUserIDs(ctx, []string{"wmAAAAAAA"})
+		}),
+		catalog.UnionIDToExternalUserID: answered(func(ctx context.Context, c *Client) (any, error) {
+			return c.Customers.FromUnionID(ctx, UnionIDRequest{UnionID: "oAAAAAAA", OpenID: "oBBBBB", SubjectType: 1})
+		}),
 	}
 }
 

@@ -54,6 +54,12 @@ const (
 	CodeFrequencyLimited = catalog.CodeFrequencyLimited
 	// CodeConcurrencyLimited (45033): too many calls in flight at once.
 	CodeConcurrencyLimited = catalog.CodeConcurrencyLimited
+	// CodeInvalidAuthCode (40078): the auth_code of an installation is not
+	// valid (spent, or older than 10 minutes).
+	CodeInvalidAuthCode = catalog.CodeInvalidAuthCode
+	// CodeInvalidPermanentCode (40084): the permanent_code is not the
+	// corp's (wrong, or the corp cancelled the installation).
+	CodeInvalidPermanentCode = catalog.CodeInvalidPermanentCode
 	// CodeInvalidSuiteToken (40082): the suite_access_token is not valid.
 	CodeInvalidSuiteToken = catalog.CodeInvalidSuiteToken
 	// CodeInvalidSuiteID (40083): no such suite, or a wrong suite_secret.
@@ -448,4 +454,68 @@ func (e *ResponseError) Unwrap() error { return e.Err }
 // WeCom's answer: the request may have reached WeCom behind it.
 func (e *ResponseError) Is(target error) bool {
 	return target == ErrMaybeDone && (e.StatusCode >= 500 || e.StatusCode == 200)
+}
+
+// ErrNoSuiteTicket: a suite has no suite_ticket to fetch its token with:
+// none arrived in the last 30 minutes (Suite.SetTicket, Suite.ReceiveTicket
+// keep them), or WeCom refused the newest (40085). The fetch is not tried
+// again with the ticket WeCom refused: the next one pushed is used as it
+// arrives. The error is a *SuiteTicketError.
+var ErrNoSuiteTicket = errors.New("wecom: no valid suite ticket")
+
+// SuiteTicketError says why a suite has no ticket to fetch its token with.
+// It matches ErrNoSuiteTicket; it never holds a ticket.
+type SuiteTicketError struct {
+	SuiteID string
+	Reason  string
+	// Err is WeCom's refusal (an *APIError with CodeInvalidSuiteTicket),
+	// when it refused the ticket.
+	Err error
+}
+
+// Error describes the problem.
+func (e *SuiteTicketError) Error() string {
+	s := "wecom: suite " + e.SuiteID + ": no valid suite ticket: " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrNoSuiteTicket) true.
+func (e *SuiteTicketError) Is(target error) bool { return target == ErrNoSuiteTicket }
+
+// Unwrap returns WeCom's refusal, if any.
+func (e *SuiteTicketError) Unwrap() error { return e.Err }
+
+// TokenKindError: a call of an endpoint carrying one kind of token
+// (Needs) from a client that holds another (a Client the corp's
+// access_token, a Suite its suite_access_token, a Provider its
+// provider_access_token, a Robot its key), refused before anything is
+// sent: WeCom would answer 40014 or 40082. It matches ErrInvalidRequest.
+type TokenKindError struct {
+	Path  string
+	Needs catalog.Token
+	Holds catalog.Token
+}
+
+// Error describes the problem.
+func (e *TokenKindError) Error() string {
+	return fmt.Sprintf("wecom: invalid request: %s carries a %s; this client holds a %s (%s)", e.Path, e.Needs, e.Holds, holderOf(e.Needs))
+}
+
+// Is makes errors.Is(err, ErrInvalidRequest) true.
+func (e *TokenKindError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// holderOf names what holds a token of kind t.
+func holderOf(t catalog.Token) string {
+	switch t {
+	case catalog.SuiteToken:
+		return "call it from a Suite: NewSuite"
+	case catalog.ProviderToken:
+		return "call it from a Provider: NewProvider"
+	case catalog.RobotKey:
+		return "call it from a Robot: NewRobot"
+	}
+	return "call it from a Client: New"
 }

@@ -5,7 +5,6 @@
 package wecom
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -356,39 +355,6 @@ func WithBadCredentialsBackoff(d time.Duration) Option {
 			return invalid("bad credentials backoff", "%s is not positive", d)
 		}
 		c.badFor = d
-		return nil
-	}
-}
-
-// WithSuite gives the client a third-party suite (第三方应用): the calls
-// whose endpoints carry a suite_access_token get one fetched from suiteID,
-// secret and the newest suite_ticket that ticket returns (WeCom pushes one
-// to the suite's command URL every 10 minutes, each valid 30 minutes; keep
-// the newest). The token is cached and shared through the token store,
-// fetched once at a time by the whole fleet (through the limiter),
-// refreshed ahead of expiry, dropped when WeCom refuses it (40082, 42009),
-// and redacted, with the secret and the tickets, from every error and log.
-func WithSuite(suiteID, secret string, ticket func(ctx context.Context) (string, error)) Option {
-	return func(c *config) error {
-		if suiteID == "" || secret == "" || ticket == nil {
-			return invalid("suite", "a suite id, its secret and a source of suite tickets are required")
-		}
-		c.suite = &suiteConfig{id: suiteID, secret: secret, ticket: ticket}
-		return nil
-	}
-}
-
-// WithProvider gives the client a service provider (服务商): the calls
-// whose endpoints carry a provider_access_token get one fetched with the
-// provider's corp id and secret, kept as the access token is (the token
-// store, one fetch at a time fleet-wide, refresh ahead, dropped when WeCom
-// refuses it, redacted with the secret).
-func WithProvider(providerCorpID, secret string) Option {
-	return func(c *config) error {
-		if providerCorpID == "" || secret == "" {
-			return invalid("provider", "the provider's corp id and secret are required")
-		}
-		c.provider = &providerConfig{corpID: providerCorpID, secret: secret}
 		return nil
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 )
@@ -87,7 +86,7 @@ func WithClientOptions(opts ...Option) RegistryOption {
 // registry's.
 func WithCorpOptions(corpID string, opts ...Option) RegistryOption {
 	return func(r *Registry) error {
-		if err := checkCorpID(corpID); err != nil {
+		if err := validID("corp id", corpID); err != nil {
 			return err
 		}
 		for _, opt := range opts {
@@ -154,7 +153,7 @@ func NewRegistry(src CredentialSource, opts ...RegistryOption) (*Registry, error
 // client is built wait for that one build (or for ctx). A failed build is
 // not kept: the next ask tries again.
 func (r *Registry) Client(ctx context.Context, app App) (*Client, error) {
-	if err := checkCorpID(app.CorpID); err != nil {
+	if err := validID("corp id", app.CorpID); err != nil {
 		return nil, err
 	}
 	if app.AgentID < 0 {
@@ -313,15 +312,6 @@ func (r *Registry) sweep() {
 	if next >= 0 {
 		r.timer.Reset(next)
 	}
-}
-
-// checkCorpID fails on a corp id that cannot name a corp in limiter and
-// store keys.
-func checkCorpID(id string) error {
-	if id == "" || strings.ContainsAny(id, " \t\r\n{}|") {
-		return invalid("corp id", "%q is empty or holds a space, brace or bar", id)
-	}
-	return nil
 }
 
 // isContextErr reports whether err says a context ended.

@@ -29,7 +29,7 @@ func (p *pipeline) prepare(cl *call) (*endpointLimits, error) {
 		if el.ep.Method != "" { // a wrapped endpoint: the catalog knows
 			cl.idempotent = el.ep.Repeatable
 		}
-		cl.omitsErrcode = el.ep.OmitsErrcode || omitsErrcode(cl.path)
+		cl.omitsErrcode = el.ep.OmitsErrcode
 	} else {
 		var ok bool
 		if el, ok = p.endpoints[string(cl.id)]; !ok || el.ep.Method == "" {
@@ -48,8 +48,8 @@ func (p *pipeline) prepare(cl *call) (*endpointLimits, error) {
 
 // credentialOf returns the credential calls of e carry, by the catalog's
 // token kind (the corp's access token for a path the catalog does not
-// declare), or nil for none. A kind the client was not given fails: never
-// the corp's access_token in its place.
+// declare), or nil for none. A kind the client does not hold fails with a
+// *TokenKindError: never another token in its place.
 func (p *pipeline) credentialOf(e catalog.Endpoint) (carried, error) {
 	kind := e.Token
 	if e.Method == "" {
@@ -61,7 +61,15 @@ func (p *pipeline) credentialOf(e catalog.Endpoint) (carried, error) {
 	if m := p.creds[kind]; m != nil {
 		return m, nil
 	}
-	return nil, invalid("credential", "%s carries a %s, which the client was not given (WithSuite, WithProvider, NewRobot)", e.ID, e.Token)
+	return nil, &TokenKindError{Path: e.ID.Path(), Needs: kind, Holds: p.holds()}
+}
+
+// holds is the kind of token the pipeline's calls carry.
+func (p *pipeline) holds() catalog.Token {
+	for kind := range p.creds {
+		return kind // a pipeline holds one kind
+	}
+	return catalog.NoToken
 }
 
 // readKeys reads what cl's rules count per resource, per member or in

@@ -30,7 +30,7 @@ type Robot struct {
 // the robot's webhook URL. The options are the Client's: WithBaseURL,
 // WithTransport, WithHTTPClient, WithLimiter, WithRetryPolicy, WithObserver,
 // WithLogger and the like share a client's pipeline with the robot; those
-// about a corp's credentials (WithAgentID, WithTokenStore, WithSuite, ...)
+// about a corp's credentials (WithAgentID, WithTokenStore, WithTokenSource, ...)
 // do nothing here.
 func NewRobot(key string, opts ...Option) (*Robot, error) {
 	switch {

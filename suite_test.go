@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/catalog"
@@ -45,13 +45,13 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// fleet returns n clients of one corp app sharing a Redis limiter and token
-// store, as n processes would, with opts.
-func fleet(t *testing.T, url string, n int, logs io.Writer, opts ...wecom.Option) []*wecom.Client {
+// fleetOptions returns the options of n processes sharing a Redis limiter
+// and token store, logging to logs, with opts.
+func fleetOptions(t *testing.T, url string, n int, logs io.Writer, opts ...wecom.Option) [][]wecom.Option {
 	t.Helper()
 	rdb := redistest.Single(t)
 	prefix := redistest.Prefix(t, rdb)
-	var cs []*wecom.Client
+	var out [][]wecom.Option
 	for range n {
 		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
 		if err != nil {
@@ -62,31 +62,76 @@ func fleet(t *testing.T, url string, n int, logs io.Writer, opts ...wecom.Option
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := setup(t, append([]wecom.Option{wecom.WithBaseURL(url), wecom.WithLimiter(b), wecom.WithTokenStore(store),
-			wecom.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}, opts...)...)
-		cs = append(cs, c)
+		out = append(out, append([]wecom.Option{wecom.WithBaseURL(url), wecom.WithLimiter(b), wecom.WithTokenStore(store),
+			wecom.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}, opts...))
+	}
+	return out
+}
+
+// fleet returns n clients of one corp app sharing a Redis limiter and token
+// store, as n processes would, with opts.
+func fleet(t *testing.T, url string, n int, logs io.Writer, opts ...wecom.Option) []*wecom.Client {
+	t.Helper()
+	var cs []*wecom.Client
+	for _, o := range fleetOptions(t, url, n, logs, opts...) {
+		cs = append(cs, setup(t, o...))
 	}
 	return cs
 }
 
+// newSuite returns the test suite's Suite with opts, drained at cleanup.
+func newSuite(t testing.TB, opts ...wecom.Option) *wecom.Suite {
+	t.Helper()
+	s, err := wecom.NewSuite(testSuiteID, testSuiteSecret, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = s.Drain(ctx)
+	})
+	return s
+}
+
+// newProvider returns a Provider with opts, drained at cleanup.
+func newProvider(t testing.TB, corpID, secret string, opts ...wecom.Option) *wecom.Provider {
+	t.Helper()
+	p, err := wecom.NewProvider(corpID, secret, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = p.Drain(ctx)
+	})
+	return p
+}
+
 // The suite token: fetched once by a fleet of two processes for dozens of
-// calls at once, fetched once again (with the newest suite ticket) after
-// WeCom refused it, and never seen with the secret or a ticket in a log.
+// calls at once (the ticket fed to one of them), fetched once again after
+// WeCom refused it (with the newest ticket, fed to the other), and never
+// seen with the secret or a ticket in a log.
 func TestSuiteTokenAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	srv := newMock(t, mock.Config{})
 	base := started(t, srv)
 	srv.AddSuite(testSuiteID, testSuiteSecret, "ticket-1")
-	var ticket atomic.Value
-	ticket.Store("ticket-1")
 	var logs lockedBuffer
-	cs := fleet(t, base, 2, &logs, wecom.WithSuite(testSuiteID, testSuiteSecret, func(context.Context) (string, error) { return ticket.Load().(string), nil }))
+	var ss []*wecom.Suite
+	for _, o := range fleetOptions(t, base, 2, &logs) {
+		ss = append(ss, newSuite(t, o...))
+	}
+	if err := ss[0].SetTicket(context.Background(), "ticket-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	burst := func() {
 		t.Helper()
 		var wg sync.WaitGroup
 		for i := range 40 {
 			wg.Go(func() {
-				if code, _, err := cs[i%2].PreAuthCode(context.Background()); err != nil || code == "" {
+				if code, _, err := ss[i%2].PreAuthCode(context.Background()); err != nil || code == "" {
 					t.Errorf("PreAuthCode = %q, %v", code, err)
 				}
 			})
@@ -98,7 +143,9 @@ func TestSuiteTokenAcrossProcesses(t *testing.T) {
 		t.Errorf("%d suite token fetches for 40 calls from two processes, want 1", n)
 	}
 	srv.SetSuiteTicket(testSuiteID, "ticket-2")
-	ticket.Store("ticket-2")
+	if err := ss[1].SetTicket(context.Background(), "ticket-2", time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	srv.InvalidateSuiteTokens()
 	burst()
 	if n := srv.Stats().Calls[catalog.GetSuiteToken.Path()]; n != 2 {
@@ -126,26 +173,40 @@ func echoSuite(t *testing.T) string {
 	return srv.URL
 }
 
+// failingStore is a token store whose reads fail with an error naming
+// what it was given.
+type failingStore struct {
+	wecom.TokenStore
+	secret string
+}
+
+func (f failingStore) Get(context.Context, string) (wecom.Token, error) {
+	return wecom.Token{}, errors.New("vault refused suite " + f.secret)
+}
+
 // A suite token fetch refused with the request echoed in errmsg, or a
-// ticket source that fails naming its secret, reaches the caller and the
-// log without the suite's secret or ticket.
+// token store that fails naming the suite's secret, reaches the caller and
+// the log without the suite's secret or ticket.
 func TestSuiteSecretsRedacted(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
 	for _, tc := range []struct {
-		name   string
-		ticket func(context.Context) (string, error)
+		name  string
+		store wecom.TokenStore
 	}{
-		{"echoed", func(context.Context) (string, error) { return "ticket-echoed-42", nil }},
-		{"source failing", func(context.Context) (string, error) {
-			return "", errors.New("vault refused suite " + testSuiteSecret)
-		}},
+		{"echoed", wecom.NewMemoryTokenStore()},
+		{"store failing", failingStore{TokenStore: wecom.NewMemoryTokenStore(), secret: testSuiteSecret}},
 	} {
-		c := setup(t, wecom.WithBaseURL(echoSuite(t)), wecom.WithSuite(testSuiteID, testSuiteSecret, tc.ticket),
+		s := newSuite(t, wecom.WithBaseURL(echoSuite(t)), wecom.WithTokenStore(tc.store),
 			wecom.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-		_, _, err := c.PreAuthCode(context.Background())
-		if err == nil {
-			t.Fatalf("%s: PreAuthCode succeeded", tc.name)
+		setErr := s.SetTicket(context.Background(), "ticket-echoed-42", time.Now())
+		if (setErr != nil) != (tc.name == "store failing") {
+			t.Fatalf("%s: SetTicket = %v", tc.name, setErr)
+		}
+		_, _, err := s.PreAuthCode(context.Background())
+		err = errors.Join(err, setErr)
+		if !errors.Is(err, wecom.ErrNoSuiteTicket) {
+			t.Fatalf("%s: PreAuthCode = %v, want ErrNoSuiteTicket", tc.name, err)
 		}
 		for _, secret := range []string{testSuiteSecret, "ticket-echoed-42"} {
 			if strings.Contains(err.Error(), secret) || strings.Contains(logs.String(), secret) {
@@ -155,17 +216,28 @@ func TestSuiteSecretsRedacted(t *testing.T) {
 	}
 }
 
-// A call whose endpoint carries a suite token, on a client given none, is
-// refused before anything is sent: never the corp's token in its place.
-func TestSuiteTokenRequired(t *testing.T) {
+// A call whose endpoint carries another kind of token than the client
+// holds (a suite's or a provider's, from a Client through Do) is refused
+// with a *TokenKindError before anything is sent: never the corp's token
+// in its place.
+func TestTokenKindRefusedByDo(t *testing.T) {
 	t.Parallel()
 	srv := newMock(t, mock.Config{})
 	c := setup(t, wecom.WithBaseURL(started(t, srv)))
-	if _, _, err := c.PreAuthCode(context.Background()); !errors.Is(err, wecom.ErrInvalidRequest) || !strings.Contains(err.Error(), "WithSuite") {
-		t.Errorf("PreAuthCode without WithSuite = %v, want ErrInvalidRequest naming WithSuite", err)
-	}
-	if n := srv.Stats().Calls[catalog.GetPreAuthCode.Path()]; n != 0 {
-		t.Errorf("%d calls sent", n)
+	for _, id := range []catalog.ID{catalog.GetPreAuthCode, catalog.GetLoginInfo} {
+		e, _ := catalog.Lookup(id.Path())
+		var body any
+		if e.Method == http.MethodPost {
+			body = map[string]string{"auth_code": "x"}
+		}
+		err := c.Do(context.Background(), e.Method, id.Path(), nil, body, nil)
+		var tk *wecom.TokenKindError
+		if !errors.As(err, &tk) || tk.Needs != e.Token || tk.Holds != catalog.CorpToken || !errors.Is(err, wecom.ErrInvalidRequest) {
+			t.Errorf("Do %s = %v, want a *TokenKindError (needs %s, holds access_token)", id, err, e.Token)
+		}
+		if n := srv.Stats().Calls[id.Path()]; n != 0 {
+			t.Errorf("%s: %d calls sent", id, n)
+		}
 	}
 }
 
@@ -222,7 +294,7 @@ func TestTicketsAcrossProcesses(t *testing.T) {
 
 // The provider token: fetched once by a fleet of two processes, fetched
 // again after WeCom refused it, its secret never in the logs; a login code
-// serves once.
+// serves once, and its answer holds the admin's apps and departments.
 func TestProviderTokenAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	const provider, secret = "wwprovider01", "provider-secret-987654"
@@ -233,14 +305,18 @@ func TestProviderTokenAcrossProcesses(t *testing.T) {
 		srv.AddLoginCode(provider, fmt.Sprint("code-", i), "wwcustomer", fmt.Sprint("user", i))
 	}
 	var logs lockedBuffer
-	cs := fleet(t, base, 2, &logs, wecom.WithProvider(provider, secret))
+	var ps []*wecom.Provider
+	for _, o := range fleetOptions(t, base, 2, &logs) {
+		ps = append(ps, newProvider(t, provider, secret, o...))
+	}
 	login := func(from, n int) {
 		t.Helper()
 		var wg sync.WaitGroup
 		for i := from; i < from+n; i++ {
 			wg.Go(func() {
-				info, err := cs[i%2].LoginInfo(context.Background(), fmt.Sprint("code-", i))
-				if err != nil || info.User.UserID != fmt.Sprint("user", i) || info.Corp.CorpID != "wwcustomer" {
+				info, err := ps[i%2].LoginInfo(context.Background(), fmt.Sprint("code-", i))
+				if err != nil || info.User.UserID != fmt.Sprint("user", i) || info.Corp.CorpID != "wwcustomer" ||
+					len(info.Agents) != 1 || len(info.AuthInfo.Departments) != 1 || !info.AuthInfo.Departments[0].Writable {
 					t.Errorf("LoginInfo = %+v, %v", info, err)
 				}
 			})
@@ -256,7 +332,7 @@ func TestProviderTokenAcrossProcesses(t *testing.T) {
 	if n := srv.Stats().Calls[catalog.GetProviderToken.Path()]; n != 2 {
 		t.Errorf("%d provider token fetches after WeCom refused the token, want 2", n)
 	}
-	if _, err := cs[0].LoginInfo(context.Background(), "code-0"); err == nil {
+	if _, err := ps[0].LoginInfo(context.Background(), "code-0"); err == nil {
 		t.Error("a login code served twice")
 	}
 	if strings.Contains(logs.String(), secret) {

@@ -29,6 +29,35 @@ type TokenStore interface {
 	Delete(ctx context.Context, key, value string) error
 }
 
+// NewerTokenStore is a TokenStore that keeps the newer of two tokens in
+// one step: a slow refresher, or a suite_ticket arriving late, never writes
+// an older value over a newer one, in one process or across a fleet.
+// MemoryTokenStore and redisstore.TokenStore implement it; the client
+// asks a store that does not for the stored token first, which a fleet
+// writing at the same moment may race.
+type NewerTokenStore interface {
+	TokenStore
+	// SetNewer stores t under key unless the token stored there expires
+	// as late as t or later, and reports whether it stored t.
+	SetNewer(ctx context.Context, key string, t Token) (bool, error)
+}
+
+// setNewer stores t under key in s unless a token expiring as late or later
+// is there, and reports whether it stored t.
+func setNewer(ctx context.Context, s TokenStore, key string, t Token) (bool, error) {
+	if n, ok := s.(NewerTokenStore); ok {
+		return n.SetNewer(ctx, key, t)
+	}
+	cur, err := s.Get(ctx, key)
+	switch {
+	case err == nil && !cur.ExpiresAt.Before(t.ExpiresAt):
+		return false, nil
+	case err != nil && !errors.Is(err, ErrNoToken):
+		return false, err
+	}
+	return true, s.Set(ctx, key, t)
+}
+
 // TokenSource hands out access tokens from somewhere other than gettoken,
 // such as a central token service. The client still caches what it returns
 // and asks again when WeCom rejects a token.
@@ -72,6 +101,17 @@ func (s *MemoryTokenStore) Set(_ context.Context, key string, t Token) error {
 	defer s.mu.Unlock()
 	s.tokens[key] = t
 	return nil
+}
+
+// SetNewer implements NewerTokenStore.
+func (s *MemoryTokenStore) SetNewer(_ context.Context, key string, t Token) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.tokens[key]; ok && time.Now().Before(cur.ExpiresAt) && !cur.ExpiresAt.Before(t.ExpiresAt) {
+		return false, nil
+	}
+	s.tokens[key] = t
+	return true, nil
 }
 
 // Delete implements TokenStore.

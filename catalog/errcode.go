@@ -74,10 +74,12 @@ const (
 
 // The errcodes of the credential endpoints of suites and providers.
 const (
-	CodeInvalidSuiteToken  = 40082
-	CodeInvalidSuiteID     = 40083
-	CodeInvalidSuiteTicket = 40085
-	CodeSuiteTokenExpired  = 42009
+	CodeInvalidAuthCode      = 40078
+	CodeInvalidPermanentCode = 40084
+	CodeInvalidSuiteToken    = 40082
+	CodeInvalidSuiteID       = 40083
+	CodeInvalidSuiteTicket   = 40085
+	CodeSuiteTokenExpired    = 42009
 )
 
 // The errcodes of the app group chat (群聊会话) APIs.

@@ -1,6 +1,9 @@
 package catalog
 
-import "net/http"
+import (
+	"net/http"
+	"slices"
+)
 
 // The endpoints the SDK wraps. Each is declared in Endpoints, and only
 // there.
@@ -37,17 +40,10 @@ const (
 )
 
 // The credential endpoints other than gettoken: the JS-SDK tickets of a
-// corp and of an app, a third-party suite's token, and the first call that
-// carries it.
+// corp and of an app (the third-party endpoints are in table_provider.go).
 const (
-	JSAPITicket    ID = "/cgi-bin/get_jsapi_ticket"
-	AgentTicket    ID = "/cgi-bin/ticket/get"
-	GetSuiteToken  ID = "/cgi-bin/service/get_suite_token"
-	GetPreAuthCode ID = "/cgi-bin/service/get_pre_auth_code"
-	// A service provider's token, and the login of a member through the
-	// provider's web login.
-	GetProviderToken ID = "/cgi-bin/service/get_provider_token"
-	GetLoginInfo     ID = "/cgi-bin/service/get_login_info"
+	JSAPITicket ID = "/cgi-bin/get_jsapi_ticket"
+	AgentTicket ID = "/cgi-bin/ticket/get"
 )
 
 // The sign-in (身份验证) endpoints: who the code of an OAuth sign-in inside
@@ -214,7 +210,7 @@ const (
 // Endpoints returns the catalog: every endpoint the SDK wraps, in a new
 // slice the caller may keep or change.
 func Endpoints() []Endpoint {
-	return append(endpoints(), contactEndpoints()...)
+	return slices.Concat(endpoints(), contactEndpoints(), providerEndpoints())
 }
 
 // endpoints returns the rows declared in this file.
@@ -281,13 +277,6 @@ func endpoints() []Endpoint {
 		// day that no Rule expresses.
 		{ID: JSAPITicket, Method: http.MethodGet, Doc: 90506, Repeatable: true, Rules: ticketRules()},
 		{ID: AgentTicket, Method: http.MethodGet, Doc: 90506, Repeatable: true, Sample: "type=agent_config", Rules: ticketRules()},
-		{ID: GetSuiteToken, Method: http.MethodPost, Doc: 90600, Repeatable: true, Token: NoToken, OmitsErrcode: true,
-			Sample: `{"suite_id":"wwddddccc7775555aaa","suite_secret":"SECRET","suite_ticket":"TICKET"}`, Rules: base()},
-		{ID: GetPreAuthCode, Method: http.MethodGet, Doc: 90601, Repeatable: true, Token: SuiteToken, Rules: base()},
-		{ID: GetProviderToken, Method: http.MethodPost, Doc: 91200, Repeatable: true, Token: NoToken, OmitsErrcode: true,
-			Sample: `{"corpid":"wwxxxxxxxxxxxxxxxx","provider_secret":"SECRET"}`, Rules: base()},
-		// A login's auth_code serves once: not repeatable.
-		{ID: GetLoginInfo, Method: http.MethodPost, Doc: 91125, Token: ProviderToken, Sample: `{"auth_code":"xxxxx"}`, Rules: base()},
 		// A sign-in code serves once and for five minutes (document/path/91023
 		// and 96442): a call whose answer was lost, sent again, finds it used
 		// (40029), so it is not repeatable. WeCom exempts the calls with a

@@ -11,11 +11,12 @@ import (
 // and of its apps, third-party suites and service providers with their
 // tokens, and a provider's web logins.
 
-// issuer is a suite or a provider: its secret, the suite_ticket a suite's
-// token needs, and its current token (nil before one).
+// issuer is a suite or a provider: its secret, the suite_tickets a suite's
+// token accepts (suites.go), and its current token (nil before one).
 type issuer struct {
-	id, secret, ticket string
-	token              *token
+	id, secret string
+	token      *token
+	tickets
 }
 
 // tokenBook is the tokens of one kind of issuer (suites, providers). Each
@@ -67,16 +68,20 @@ func (b *tokenBook) invalidate() {
 func (s *Server) AddSuite(suiteID, secret, ticket string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.suites.issuers[suiteID] = &issuer{id: suiteID, secret: secret, ticket: ticket}
+	st := &issuer{id: suiteID, secret: secret}
+	st.tickets.set(ticket)
+	s.suites.issuers[suiteID] = st
 }
 
 // SetSuiteTicket makes ticket the one suite_ticket get_suite_token accepts
-// for suiteID, as WeCom's push of a new one does.
+// for suiteID, for as long as the Server runs, and every other one
+// invalid (PushSuiteTicket adds one, valid SuiteTicketLifetime, as WeCom's
+// pushes do).
 func (s *Server) SetSuiteTicket(suiteID, ticket string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st := s.suites.issuers[suiteID]; st != nil {
-		st.ticket = ticket
+		st.tickets.set(ticket)
 	}
 }
 
@@ -97,7 +102,7 @@ func (s *Server) getSuiteToken(body []byte, ip string) []byte {
 	switch {
 	case st == nil || req.SuiteSecret != st.secret:
 		return s.errorAnswer(errf(catalog.CodeInvalidSuiteID, "invalid suite id or secret"), ip, now, true)
-	case req.SuiteTicket != st.ticket:
+	case !st.tickets.accepts(req.SuiteTicket, now):
 		return s.errorAnswer(errf(catalog.CodeInvalidSuiteTicket, "invalid suite ticket"), ip, now, true)
 	}
 	return s.suites.issue(s, st, "suite_access_token", now)
@@ -217,6 +222,20 @@ type loginInfoAnswer struct {
 	CorpInfo struct {
 		CorpID string `json:"corpid"`
 	} `json:"corp_info"`
+	Agent    []loginAgent `json:"agent"`
+	AuthInfo struct {
+		Department []loginDepartment `json:"department"`
+	} `json:"auth_info"`
+}
+
+type loginAgent struct {
+	AgentID  int `json:"agentid"`
+	AuthType int `json:"auth_type"`
+}
+
+type loginDepartment struct {
+	ID       int  `json:"id"`
+	Writable bool `json:"writable"`
 }
 
 // loginInfo answers get_login_info for a code AddLoginCode made, once.
@@ -232,7 +251,11 @@ func (c *corp) loginInfo(in *input) (any, *apiError) {
 		return nil, errf(catalog.CodeInvalidParam, "invalid auth_code")
 	}
 	delete(c.logins, req.AuthCode)
-	a := loginInfoAnswer{status: okStatus("ok"), UserType: 5}
+	// An internal admin of the corp's app, managing its department 1, as
+	// WeCom's documented answer shows.
+	a := loginInfoAnswer{status: okStatus("ok"), UserType: 2}
 	a.UserInfo.UserID, a.CorpInfo.CorpID = who[1], who[0]
+	a.Agent = []loginAgent{{AgentID: installedAgentID, AuthType: 1}}
+	a.AuthInfo.Department = []loginDepartment{{ID: 1, Writable: true}}
 	return a, nil
 }

@@ -47,6 +47,17 @@
 // row, keep the results of a corp's last [JobResultsKept] jobs (40089 for
 // older ones) and push batch_job_result ([Server.BatchJobs] lists them).
 //
+// Third-party suites ([Server.AddSuite]) get a suite_ticket pushed to
+// their command URL ([Server.SetSuiteCallback]) at once and every
+// [SuiteTicketInterval] of the Server's clock, each accepted for
+// [SuiteTicketLifetime] (40085 after); a corp installs one with
+// [Server.Authorize] (an auth code spent once for a permanent code,
+// create_auth pushed), and get_corp_token issues the corp's access token
+// for the suite. A token of one kind (a corp's, a suite's, a provider's)
+// sent where another is due is refused: 40082 for a suite's API, 40014
+// elsewhere. The id translations (open_corpid, open_userid, the new
+// external_userid) answer the same ids every time.
+//
 // A Server can be served three ways: [Server.Handler] for any HTTP server,
 // [Server.Start] for an [net/http/httptest.Server], and [Server.Responder] or
 // [Server.Register] for github.com/jarcoal/httpmock.

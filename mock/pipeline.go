@@ -113,6 +113,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	s.mu.Lock()
 	s.stats.Calls[path]++
+	s.pushSuiteTicketsLocked(s.now())
 	s.mu.Unlock()
 
 	body, bodyErr := readBody(r)

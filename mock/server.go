@@ -169,6 +169,9 @@ type corp struct {
 	// tickets: the JS-SDK tickets, "jsapi" and "agent:<app>"
 	// (credentials.go; nil until one is asked).
 	tickets map[string]*token
+	// suite: a suite's installations, in its corp suite:<id> (suites.go;
+	// nil until one is made).
+	suite *suiteBook
 	// logins: a provider's web logins by auth_code, {corp, user}
 	// (credentials.go; nil until one is added).
 	logins map[string][2]string

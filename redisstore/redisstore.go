@@ -19,6 +19,9 @@ import (
 //go:embed token_delete.lua
 var tokenDeleteLua string
 
+//go:embed token_set_newer.lua
+var tokenSetNewerLua string
+
 // TokenStore is a wecom.TokenStore on Redis, shared by every process using the
 // same Redis and prefix. It works with a single node, Sentinel and Cluster
 // alike: every operation touches one key.
@@ -28,9 +31,10 @@ var tokenDeleteLua string
 // corp and a hash of the app's secret, never the secret; errors never hold
 // the token. A TokenStore is safe for concurrent use.
 type TokenStore struct {
-	rdb    redis.UniversalClient
-	prefix string
-	del    *redis.Script
+	rdb      redis.UniversalClient
+	prefix   string
+	del      *redis.Script
+	setNewer *redis.Script
 }
 
 // redisToken is the stored form of a Token.
@@ -46,7 +50,7 @@ func New(rdb redis.UniversalClient, prefix string) (*TokenStore, error) {
 	if rdb == nil {
 		return nil, &wecom.ValidationError{Field: "redis token store", Reason: "nil redis client"}
 	}
-	return &TokenStore{rdb: rdb, prefix: prefix, del: redis.NewScript(tokenDeleteLua)}, nil
+	return &TokenStore{rdb: rdb, prefix: prefix, del: redis.NewScript(tokenDeleteLua), setNewer: redis.NewScript(tokenSetNewerLua)}, nil
 }
 
 // Get implements wecom.TokenStore. A token whose expiry has passed is wecom.ErrNoToken,
@@ -75,12 +79,40 @@ func (s *TokenStore) Get(ctx context.Context, key string) (wecom.Token, error) {
 // the stored one, if any, is left alone); an empty one is a
 // *ValidationError.
 func (s *TokenStore) Set(ctx context.Context, key string, t wecom.Token) error {
+	raw, ttl, err := entry(t)
+	if err != nil || ttl <= 0 {
+		return err
+	}
+	if err := s.rdb.Set(ctx, s.prefix+key, raw, ttl).Err(); err != nil {
+		return fmt.Errorf("wecom: token store set: %w", err)
+	}
+	return nil
+}
+
+// SetNewer implements wecom.NewerTokenStore: one script, in one round
+// trip, stores t unless the entry holds a token expiring as late or later.
+// An already expired token is not stored.
+func (s *TokenStore) SetNewer(ctx context.Context, key string, t wecom.Token) (bool, error) {
+	raw, ttl, err := entry(t)
+	if err != nil || ttl <= 0 {
+		return false, err
+	}
+	n, err := s.setNewer.Run(ctx, s.rdb, []string{s.prefix + key}, raw, t.ExpiresAt.UnixMilli(), ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("wecom: token store set: %w", err)
+	}
+	return n == 1, nil
+}
+
+// entry returns the stored form of t and how long Redis keeps it (not
+// positive: t has expired).
+func entry(t wecom.Token) ([]byte, time.Duration, error) {
 	if t.Value == "" {
-		return &wecom.ValidationError{Field: "token", Reason: "empty value"}
+		return nil, 0, &wecom.ValidationError{Field: "token", Reason: "empty value"}
 	}
 	ttl := time.Until(t.ExpiresAt)
 	if ttl <= 0 {
-		return nil
+		return nil, 0, nil
 	}
 	// Redis counts whole milliseconds; round up so that a token in its last
 	// millisecond is not stored without expiry. Get checks the exact expiry.
@@ -89,12 +121,9 @@ func (s *TokenStore) Set(ctx context.Context, key string, t wecom.Token) error {
 	}
 	raw, err := json.Marshal(redisToken{Value: t.Value, ExpiresAt: t.ExpiresAt.UnixMilli()})
 	if err != nil {
-		return fmt.Errorf("wecom: token store set: encoding: %w", err)
+		return nil, 0, fmt.Errorf("wecom: token store set: encoding: %w", err)
 	}
-	if err := s.rdb.Set(ctx, s.prefix+key, raw, ttl).Err(); err != nil {
-		return fmt.Errorf("wecom: token store set: %w", err)
-	}
-	return nil
+	return raw, ttl, nil
 }
 
 // Delete implements TokenStore: one script, in one round trip, deletes the
