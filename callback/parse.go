@@ -96,11 +96,21 @@ func Parse(data []byte) (Event, error) {
 	return ev, err
 }
 
-// parse is Parse, also returning the probe. WeCom's XML is read once when
+// parse is Parse, also returning the probe. The flat XML of most kinds is
+// scanned and filled in without encoding/xml (parseFlat); the rest
+// parseXML reads.
+func parse(data []byte) (Event, *probe, error) {
+	if ev, p, ok := parseFlat(data); ok {
+		return ev, p, nil
+	}
+	return parseXML(data)
+}
+
+// parseXML is parse by encoding/xml. WeCom's XML is read once when
 // its kind can be told from a scan of its top (scanProbe) and the typed
 // value agrees with the scan; else as before, a first read for the kind
 // and a second into its type.
-func parse(data []byte) (Event, *probe, error) {
+func parseXML(data []byte) (Event, *probe, error) {
 	if p, ok := scanProbe(data); ok {
 		if ev := newEvent(p.kindOf()); ev != nil {
 			if err := xml.Unmarshal(data, ev); err == nil {
