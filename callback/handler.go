@@ -244,7 +244,7 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		h.ack(w, p)
 		return
 	}
-	key := h.cfg.namespace + ":" + dedupeKey(p, msg)
+	key := dedupeKey(h.cfg.namespace, p, msg)
 	budget := h.answerWithin(p.command())
 	answerBy := start.Add(budget)
 	seen, late := h.seen(ctx, key, kind, start.Add(budget/dedupeShare))

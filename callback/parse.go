@@ -243,7 +243,8 @@ func trimNames(ev Event) {
 	}
 }
 
-// dedupeKey returns the key under which a callback is remembered.
+// dedupeKey returns the key under which a callback is remembered, in the
+// Handler's namespace ns, built in one allocation.
 //
 // A message has a MsgId, unique per receiving corp. An event has none, and
 // FromUserName+CreateTime (WeCom's advice) is too coarse: two contact
@@ -254,10 +255,12 @@ func trimNames(ev Event) {
 // same for every retry of one event and differs between two events that
 // differ in any field. Two events identical in every field, in the same
 // second, are delivered once.
-func dedupeKey(p *probe, data []byte) string {
+func dedupeKey(ns string, p *probe, data []byte) string {
 	if p.MsgID != "" && p.MsgType != "event" {
-		return "msg:" + p.ToUserName + ":" + p.MsgID
+		return ns + ":msg:" + p.ToUserName + ":" + p.MsgID
 	}
 	sum := sha256.Sum256(data)
-	return "xml:" + hex.EncodeToString(sum[:])
+	var digits [2 * sha256.Size]byte
+	hex.Encode(digits[:], sum[:])
+	return ns + ":xml:" + string(digits[:])
 }

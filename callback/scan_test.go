@@ -182,7 +182,8 @@ var allKinds = strings.Fields(`text image voice video location link event/subscr
 // scalarsOnly reports whether t's fields (through embedded structs) are
 // strings and numbers only, besides Header.XML.
 func scalarsOnly(t reflect.Type) bool {
-	for f := range t.Fields() {
+	for i := range t.NumField() {
+		f := t.Field(i)
 		switch {
 		case f.Anonymous:
 			if !scalarsOnly(f.Type) {
