@@ -53,8 +53,21 @@ func parseFlat(data []byte) (Event, *probe, bool) {
 	}
 	trimNames(ev)
 	p.MsgID = msgIDOf(ev)
+	if _, raw := ev.(*RawEvent); raw {
+		p.MsgID = lastText(els, "MsgId") // as parseXML: an unknown message's id
+	}
 	ev.Common().XML = data
 	return ev, p, true
+}
+
+// lastText returns the text of the last element named name, "" if none.
+func lastText(els []element, name string) string {
+	for i := len(els) - 1; i >= 0; i-- {
+		if string(els[i].name) == name {
+			return string(els[i].text)
+		}
+	}
+	return ""
 }
 
 // fill sets the fields of ev that els name (the last of a name wins, as

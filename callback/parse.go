@@ -134,9 +134,11 @@ func parseXML(data []byte) (Event, *probe, error) {
 		if xml.Unmarshal(data, ev) == nil {
 			trimNames(ev)
 			ev.Common().XML = data
+			p.MsgID = msgIDOf(ev) // as above: an event's MsgId is no message's
 			return ev, &p, nil
 		}
 	}
+	// A kind this package does not know keeps its MsgId, if it has one.
 	raw := new(RawEvent)
 	if err := xml.Unmarshal(data, raw); err != nil {
 		// A number that is not one in the Header: keep the kind at least.
