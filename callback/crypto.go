@@ -92,19 +92,44 @@ func (c *Crypto) namespace() string {
 // lowercase hex SHA-1 of the token, timestamp, nonce and ciphertext sorted
 // and joined.
 func (c *Crypto) Sign(timestamp, nonce, encrypted string) string {
-	parts := []string{c.token, timestamp, nonce, encrypted}
-	slices.Sort(parts)
-	h := sha1.New()
+	sig := c.sign(timestamp, nonce, []byte(encrypted))
+	return string(sig[:])
+}
+
+// sign is Sign into an array: the four parts joined in order in one
+// buffer (on the stack for a ciphertext of a kilobyte or two) and hashed.
+func (c *Crypto) sign(timestamp, nonce string, encrypted []byte) [2 * sha1.Size]byte {
+	parts := [3]string{c.token, timestamp, nonce}
+	slices.Sort(parts[:])
+	var stack [2048]byte
+	joined := stack[:0]
+	placed := false
 	for _, p := range parts {
-		h.Write([]byte(p))
+		if !placed && string(encrypted) < p {
+			joined, placed = append(joined, encrypted...), true
+		}
+		joined = append(joined, p...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	if !placed {
+		joined = append(joined, encrypted...)
+	}
+	sum := sha1.Sum(joined)
+	var sig [2 * sha1.Size]byte
+	hex.Encode(sig[:], sum[:])
+	return sig
 }
 
 // verify compares signature with the expected one in constant time.
-func (c *Crypto) verify(signature, timestamp, nonce, encrypted string) error {
-	want := c.Sign(timestamp, nonce, encrypted)
-	if subtle.ConstantTimeCompare([]byte(want), []byte(signature)) != 1 {
+func (c *Crypto) verify(signature, timestamp, nonce string, encrypted []byte) error {
+	want := c.sign(timestamp, nonce, encrypted)
+	if len(signature) != len(want) {
+		return fail(ErrSignature, "msg_signature does not match")
+	}
+	var diff byte
+	for i := range want {
+		diff |= want[i] ^ signature[i]
+	}
+	if subtle.ConstantTimeByteEq(diff, 0) != 1 {
 		return fail(ErrSignature, "msg_signature does not match")
 	}
 	return nil
@@ -124,11 +149,12 @@ func (c *Crypto) VerifyURL(signature, timestamp, nonce, echostr string) ([]byte,
 // the message: for a POST callback, its XML. Every failure is an *Error
 // matching ErrSignature, ErrMalformed or ErrReceiveID; none panics.
 func (c *Crypto) Decrypt(signature, timestamp, nonce, encrypted string) ([]byte, error) {
-	return c.decryptFor(signature, timestamp, nonce, encrypted, c.accepts)
+	return c.decryptFor(signature, timestamp, nonce, []byte(encrypted), c.accepts)
 }
 
 // decryptFor is Decrypt checking the receive id with accept instead.
-func (c *Crypto) decryptFor(signature, timestamp, nonce, encrypted string, accept func(string) bool) ([]byte, error) {
+// encrypted is only read.
+func (c *Crypto) decryptFor(signature, timestamp, nonce string, encrypted []byte, accept func([]byte) bool) ([]byte, error) {
 	if err := c.verify(signature, timestamp, nonce, encrypted); err != nil {
 		return nil, err
 	}
@@ -136,23 +162,26 @@ func (c *Crypto) decryptFor(signature, timestamp, nonce, encrypted string, accep
 }
 
 // accepts reports whether a message for receive id rid is this Crypto's.
-func (c *Crypto) accepts(rid string) bool { return c.receiveID == "" || rid == c.receiveID }
+func (c *Crypto) accepts(rid []byte) bool { return c.receiveID == "" || string(rid) == c.receiveID }
 
-// open decrypts a ciphertext whose signature was checked. Its checks need
-// not take constant time: only a holder of the token can make a ciphertext
-// reach them, so they are no padding oracle to anyone else.
-func (c *Crypto) open(encrypted string, accept func(string) bool) ([]byte, error) {
-	buf, err := base64.StdEncoding.DecodeString(encrypted)
+// open decrypts a ciphertext whose signature was checked, into a new
+// buffer the message returned points into. Its checks need not take
+// constant time: only a holder of the token can make a ciphertext reach
+// them, so they are no padding oracle to anyone else.
+func (c *Crypto) open(encrypted []byte, accept func([]byte) bool) ([]byte, error) {
+	buf := make([]byte, base64.StdEncoding.DecodedLen(len(encrypted)))
+	n, err := base64.StdEncoding.Decode(buf, encrypted)
 	if err != nil {
 		return nil, fail(ErrMalformed, "ciphertext is not base64")
 	}
+	buf = buf[:n]
 	// WeCom pads to 32 bytes, so its ciphertexts are whole 32-byte blocks;
 	// anything else (including a partial AES block, which CBC cannot take)
 	// was not made by WeCom.
 	if len(buf) == 0 || len(buf)%padBlock != 0 {
 		return nil, fail(ErrMalformed, "ciphertext is not a whole number of 32-byte blocks")
 	}
-	cipher.NewCBCDecrypter(c.block, c.key[:aes.BlockSize]).CryptBlocks(buf, buf)
+	c.decryptCBC(buf)
 	pad := int(buf[len(buf)-1])
 	if pad < 1 || pad > padBlock {
 		return nil, fail(ErrMalformed, "bad padding")
@@ -167,15 +196,31 @@ func (c *Crypto) open(encrypted string, accept func(string) bool) ([]byte, error
 	if len(plain) < head {
 		return nil, fail(ErrMalformed, "plaintext shorter than its header")
 	}
-	n := uint64(binary.BigEndian.Uint32(plain[16:head]))
-	if n > uint64(len(plain)-head) {
+	size := uint64(binary.BigEndian.Uint32(plain[16:head]))
+	if size > uint64(len(plain)-head) {
 		return nil, fail(ErrMalformed, "length field past the end")
 	}
-	msg, rid := plain[head:head+int(n)], plain[head+int(n):]
-	if !accept(string(rid)) {
+	msg, rid := plain[head:head+int(size)], plain[head+int(size):]
+	if !accept(rid) {
 		return nil, fail(ErrReceiveID, "message is for another receiver")
 	}
 	return msg, nil
+}
+
+// decryptCBC decrypts buf (whole AES blocks) in place with AES-256-CBC,
+// the IV the key's first 16 bytes: from the last block back, so that each
+// block's predecessor is still ciphertext when it is needed, and without
+// the allocations of a cipher.BlockMode.
+func (c *Crypto) decryptCBC(buf []byte) {
+	for i := len(buf) - aes.BlockSize; i >= 0; i -= aes.BlockSize {
+		b := buf[i : i+aes.BlockSize]
+		c.block.Decrypt(b, b)
+		prev := c.key[:aes.BlockSize]
+		if i > 0 {
+			prev = buf[i-aes.BlockSize : i]
+		}
+		subtle.XORBytes(b, b, prev)
+	}
 }
 
 // Encrypt encrypts msg as WeCom does for this Crypto's receive id: 16

@@ -2,7 +2,6 @@ package callback
 
 import (
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +48,7 @@ type Handler struct {
 	stop      context.CancelFunc // ends life: Close's ctx ended first
 	redeliver redeliverSet
 	stats     counters
+	bodies    sync.Pool // *[]byte: request bodies, read and done with (open)
 }
 
 // route calls a user's function with an Event of its type.
@@ -184,16 +184,16 @@ func (h *Handler) params(r *http.Request) (sig, ts, nonce string, err error) {
 }
 
 // acceptURLCheck reports whether the URL check may carry receive id rid.
-func (h *Handler) acceptURLCheck(rid string) bool {
+func (h *Handler) acceptURLCheck(rid []byte) bool {
 	if id := h.cfg.urlCheck; id != nil {
-		return *id == "" || rid == *id
+		return *id == "" || string(rid) == *id
 	}
 	return h.crypto.accepts(rid)
 }
 
 // acceptPost reports whether a callback may carry receive id rid.
-func (h *Handler) acceptPost(rid string) bool {
-	return h.crypto.accepts(rid) || h.cfg.postIDs[rid] || (h.cfg.postFunc != nil && h.cfg.postFunc(rid))
+func (h *Handler) acceptPost(rid []byte) bool {
+	return h.crypto.accepts(rid) || h.cfg.postIDs[string(rid)] || (h.cfg.postFunc != nil && h.cfg.postFunc(string(rid)))
 }
 
 // serveVerify answers WeCom's URL check.
@@ -209,7 +209,7 @@ func (h *Handler) serveVerify(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, r, http.StatusBadRequest, fail(ErrMalformed, "missing echostr"))
 		return
 	}
-	plain, err := h.crypto.decryptFor(sig, ts, nonce, echo, h.acceptURLCheck)
+	plain, err := h.crypto.decryptFor(sig, ts, nonce, []byte(echo), h.acceptURLCheck)
 	if err != nil {
 		h.reject(w, r, statusOf(err), err)
 		return
@@ -227,27 +227,7 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, r, statusOf(err), err)
 		return
 	}
-	if r.ContentLength > h.cfg.maxBody {
-		h.reject(w, r, http.StatusRequestEntityTooLarge, fail(ErrTooLarge, "Content-Length over "+strconv.FormatInt(h.cfg.maxBody, 10)))
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
-	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			h.reject(w, r, http.StatusRequestEntityTooLarge, fail(ErrTooLarge, "body over "+strconv.FormatInt(h.cfg.maxBody, 10)))
-			return
-		}
-		h.reject(w, r, http.StatusBadRequest, fail(ErrMalformed, "reading the body failed"))
-		return
-	}
-	var env struct {
-		Encrypt string `xml:"Encrypt"`
-	}
-	if xml.Unmarshal(body, &env) != nil || env.Encrypt == "" {
-		h.reject(w, r, http.StatusBadRequest, fail(ErrMalformed, "body is not <xml> with an Encrypt element"))
-		return
-	}
-	msg, err := h.crypto.decryptFor(sig, ts, nonce, env.Encrypt, h.acceptPost)
+	msg, err := h.open(w, r, sig, ts, nonce)
 	if err != nil {
 		h.reject(w, r, statusOf(err), err)
 		return
@@ -264,7 +244,7 @@ func (h *Handler) serveCallback(w http.ResponseWriter, r *http.Request) {
 		h.ack(w, p)
 		return
 	}
-	key := h.cfg.namespace + ":" + dedupeKey(p, msg)
+	key := dedupeKey(h.cfg.namespace, p, msg)
 	budget := h.answerWithin(p.command())
 	answerBy := start.Add(budget)
 	seen, late := h.seen(ctx, key, kind, start.Add(budget/dedupeShare))

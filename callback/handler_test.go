@@ -189,6 +189,11 @@ func TestRejects(t *testing.T) {
 			s.body = "<xml><ToUserName>x</ToUserName></xml>"
 			return s
 		}, http.StatusBadRequest},
+		{"two Encrypt elements", "", func(t *testing.T, r *rig) signed {
+			s := good(t, r)
+			s.body = strings.Replace(s.body, "<Encrypt>", "<Encrypt><![CDATA[AAAA]]></Encrypt><Encrypt>", 1)
+			return s
+		}, http.StatusBadRequest},
 		{"bad signature", "", with("msg_signature", strings.Repeat("0", 40)), http.StatusForbidden},
 		{"wrong receive id", "", func(t *testing.T, _ *rig) signed { return seal(t, other, textXML("9", "x"), now) }, http.StatusForbidden},
 		{"partial block", "", func(t *testing.T, r *rig) signed {
@@ -223,6 +228,31 @@ func TestRejects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEventsOwnTheirXML: the buffers a Handler reuses between requests
+// are never those an Event keeps: a callback's XML and fields are intact
+// after the callbacks that follow it.
+func TestEventsOwnTheirXML(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	var got collector[*callback.TextMessage]
+	callback.Handle(r.h, got.handle)
+	want := []string{textXML("1", "first"), textXML("2", strings.Repeat("second, longer ", 40)), textXML("3", "3")}
+	for _, msg := range want {
+		if code, _ := r.send(msg); code != http.StatusOK {
+			t.Fatalf("status %d", code)
+		}
+	}
+	all := got.all()
+	if len(all) != len(want) {
+		t.Fatalf("delivered %d of %d", len(all), len(want))
+	}
+	for i, m := range all {
+		if string(m.XML) != want[i] || m.MsgID != strconv.Itoa(i+1) {
+			t.Errorf("callback %d: MsgId %q, XML %q; want %q", i, m.MsgID, m.XML, want[i])
+		}
 	}
 }
 

@@ -96,11 +96,21 @@ func Parse(data []byte) (Event, error) {
 	return ev, err
 }
 
-// parse is Parse, also returning the probe. WeCom's XML is read once when
+// parse is Parse, also returning the probe. The flat XML of most kinds is
+// scanned and filled in without encoding/xml (parseFlat); the rest
+// parseXML reads.
+func parse(data []byte) (Event, *probe, error) {
+	if ev, p, ok := parseFlat(data); ok {
+		return ev, p, nil
+	}
+	return parseXML(data)
+}
+
+// parseXML is parse by encoding/xml. WeCom's XML is read once when
 // its kind can be told from a scan of its top (scanProbe) and the typed
 // value agrees with the scan; else as before, a first read for the kind
 // and a second into its type.
-func parse(data []byte) (Event, *probe, error) {
+func parseXML(data []byte) (Event, *probe, error) {
 	if p, ok := scanProbe(data); ok {
 		if ev := newEvent(p.kindOf()); ev != nil {
 			if err := xml.Unmarshal(data, ev); err == nil {
@@ -124,9 +134,11 @@ func parse(data []byte) (Event, *probe, error) {
 		if xml.Unmarshal(data, ev) == nil {
 			trimNames(ev)
 			ev.Common().XML = data
+			p.MsgID = msgIDOf(ev) // as above: an event's MsgId is no message's
 			return ev, &p, nil
 		}
 	}
+	// A kind this package does not know keeps its MsgId, if it has one.
 	raw := new(RawEvent)
 	if err := xml.Unmarshal(data, raw); err != nil {
 		// A number that is not one in the Header: keep the kind at least.
@@ -233,7 +245,8 @@ func trimNames(ev Event) {
 	}
 }
 
-// dedupeKey returns the key under which a callback is remembered.
+// dedupeKey returns the key under which a callback is remembered, in the
+// Handler's namespace ns, built in one allocation.
 //
 // A message has a MsgId, unique per receiving corp. An event has none, and
 // FromUserName+CreateTime (WeCom's advice) is too coarse: two contact
@@ -244,10 +257,12 @@ func trimNames(ev Event) {
 // same for every retry of one event and differs between two events that
 // differ in any field. Two events identical in every field, in the same
 // second, are delivered once.
-func dedupeKey(p *probe, data []byte) string {
+func dedupeKey(ns string, p *probe, data []byte) string {
 	if p.MsgID != "" && p.MsgType != "event" {
-		return "msg:" + p.ToUserName + ":" + p.MsgID
+		return ns + ":msg:" + p.ToUserName + ":" + p.MsgID
 	}
 	sum := sha256.Sum256(data)
-	return "xml:" + hex.EncodeToString(sum[:])
+	var digits [2 * sha256.Size]byte
+	hex.Encode(digits[:], sum[:])
+	return ns + ":xml:" + string(digits[:])
 }
