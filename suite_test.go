@@ -18,7 +18,6 @@ import (
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/redisstore"
-	"github.com/wecomkit/wecom/throttle"
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
@@ -53,7 +52,7 @@ func fleet(t *testing.T, url string, n int, logs io.Writer, opts ...wecom.Option
 	prefix := redistest.Prefix(t, rdb)
 	var cs []*wecom.Client
 	for range n {
-		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
