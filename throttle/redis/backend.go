@@ -21,7 +21,8 @@ import (
 	"github.com/wecomkit/wecom/throttle"
 )
 
-// luaFiles are the atomic steps of the Redis backend, one Lua script each.
+// luaFiles are the atomic steps of the Redis backend, one Lua script each,
+// each run as it is.
 //
 //go:embed lua/*.lua
 var luaFiles embed.FS
@@ -30,22 +31,6 @@ var luaFiles embed.FS
 func lua(name string) string {
 	s, _ := luaFiles.ReadFile("lua/" + name + ".lua") // embedded, so there
 	return string(s)
-}
-
-// clockSource returns the source of a script that reads the server's clock:
-// the prelude, which defines now (unix ms), then buckets (BucketsPerWindow),
-// lock_mark (lockMark) and lock.lua, then body.
-func clockSource(body string) string {
-	return lua("prelude") + "local buckets = " + strconv.Itoa(throttle.BucketsPerWindow) + "\n" +
-		"local lock_mark = '" + lockMark + "'\n" + lua("lock") + body
-}
-
-// reasonSource returns the source of a script that answers reasons: the
-// prelude, the reasons as a table R of the Go constants, window.lua and body.
-func reasonSource(body string) string {
-	reasons := fmt.Sprintf("local R = {concurrency = %d, rate = %d, cooldown = %d, reserve = %d, yielded = %d, lost = %d, stale = %d}\n",
-		throttle.ReasonConcurrency, throttle.ReasonRate, throttle.ReasonCooldown, throttle.ReasonReserve, reasonYielded, reasonLost, reasonStale)
-	return clockSource(reasons + lua("window") + body)
 }
 
 // Fallback says what a Redis backend does when Redis cannot be reached.
@@ -172,14 +157,14 @@ func newBackend(rdb redisConn, opt Options) (*Backend, error) {
 		proc:       newLeaseID(),
 		channel:    opt.Prefix + "notify",
 		wakePrefix: opt.Prefix + "wake:",
-		acquire:    newScript(reasonSource(lua("acquire"))),
-		release:    newScript(clockSource(lua("release"))),
-		extend:     newScript(clockSource(lua("extend"))),
-		cooldown:   newScript(clockSource(lua("cooldown"))),
+		acquire:    newScript(lua("acquire")),
+		release:    newScript(lua("release")),
+		extend:     newScript(lua("extend")),
+		cooldown:   newScript(lua("cooldown")),
 		pass:       newScript(lua("pass")),
-		restoreSc:  newScript(clockSource(lua("restore"))),
-		swapLimit:  newScript(clockSource(lua("swap_limit"))),
-		loadLimit:  newScript(clockSource(lua("load_limit"))),
+		restoreSc:  newScript(lua("restore")),
+		swapLimit:  newScript(lua("swap_limit")),
+		loadLimit:  newScript(lua("load_limit")),
 		learned:    make(map[string]int),
 		local:      throttle.NewMemory(),
 		keys:       make(map[string]*rkey),

@@ -46,7 +46,7 @@ func (g *acquireGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func (g *acquireGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if len(args) < 3 || args[1] != g.sha && args[1] != reasonSource(lua("acquire")) {
+		if len(args) < 3 || args[1] != g.sha && args[1] != lua("acquire") {
 			err := next(ctx, cmd)
 			if name := cmd.Name(); (name == "evalsha" || name == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
 				g.mu.Lock()

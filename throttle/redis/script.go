@@ -211,7 +211,8 @@ func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult
 	return out, ans.epoch, nil
 }
 
-// answer is the acquire script's answer, field for field in this order.
+// answer is the acquire script's answer, which names its fields (see
+// parseAnswer).
 type answer struct {
 	reason  throttle.Reason // 0: granted
 	now, at int64           // unix ms; at: when the refusing limit frees up (0: unknown)
@@ -227,40 +228,80 @@ type answer struct {
 	refused []int64 // refused, the members without room, by place in the request (from 1)
 }
 
-// parseAnswer reads the acquire script's answer (see answer).
+// parseAnswer reads the acquire script's answer: a flat list of field
+// names and values, "now" first; a field left out is zero. Every number is
+// a non-negative integer, held and others are 0 or 1, epoch is a string,
+// fills and refused lists of numbers.
 func parseAnswer(raw []any) (answer, error) {
 	bad := func() (answer, error) {
 		return answer{}, fmt.Errorf("throttle: acquire script answered %v", raw)
 	}
-	if len(raw) != 12 {
+	if len(raw)%2 != 0 || len(raw) < 2 || raw[0] != "now" {
 		return bad()
 	}
-	epoch, ok := raw[9].(string)
-	fs, ok2 := raw[10].([]any)
-	refused, ok3 := raw[11].([]any)
-	if !ok || !ok2 || !ok3 {
-		return bad()
-	}
-	v := make([]int64, 0, 9+len(fs)+len(refused)) // the nine numbers, the fills, then those refused
-	for _, part := range [][]any{raw[:9], fs, refused} {
-		for _, x := range part {
-			n, ok := x.(int64)
-			if !ok || n < 0 {
+	var a answer
+	for i := 0; i < len(raw); i += 2 {
+		name, _ := raw[i].(string)
+		switch v := raw[i+1]; name {
+		case "epoch":
+			s, ok := v.(string)
+			if !ok {
 				return bad()
 			}
-			v = append(v, n)
+			a.epoch = s
+		case "fills", "refused":
+			list, ok := v.([]any)
+			ns := make([]int64, len(list))
+			for j, x := range list {
+				n, isInt := x.(int64)
+				ok = ok && isInt && n >= 0
+				ns[j] = n
+			}
+			if !ok {
+				return bad()
+			}
+			if name == "fills" {
+				a.fills = ns
+			} else {
+				a.refused = ns
+			}
+		default:
+			n, ok := v.(int64)
+			if !ok || n < 0 || !a.set(name, n) {
+				return bad()
+			}
 		}
 	}
-	if v[3] > 1 || v[8] > 1 || v[1] == 0 {
+	if a.now == 0 {
 		return bad()
 	}
-	a := answer{reason: throttle.Reason(v[0]), now: v[1], at: v[2], held: v[3] == 1, expires: v[4], n: int(v[5]),
-		blk: int(v[6]), blockAt: v[7], others: v[8] == 1, epoch: epoch}
-	if len(fs) > 0 {
-		a.fills = v[9 : 9+len(fs) : 9+len(fs)]
-	}
-	if len(refused) > 0 {
-		a.refused = v[9+len(fs):]
-	}
 	return a, nil
+}
+
+// set sets the numeric field name of a to n, and reports whether name is
+// one and n fits it (a flag is 0 or 1).
+func (a *answer) set(name string, n int64) bool {
+	switch name {
+	case "now":
+		a.now = n
+	case "reason":
+		a.reason = throttle.Reason(n)
+	case "at":
+		a.at = n
+	case "held":
+		a.held = n == 1
+	case "expires":
+		a.expires = n
+	case "n":
+		a.n = int(n)
+	case "blk":
+		a.blk = int(n)
+	case "block_at":
+		a.blockAt = n
+	case "others":
+		a.others = n == 1
+	default:
+		return false
+	}
+	return n <= 1 || name != "held" && name != "others"
 }

@@ -1,10 +1,15 @@
--- Reads a learned concurrency limit and the server's clock (now, from the
--- prelude), which its since is to be compared with.
+-- Reads a learned concurrency limit and the server's clock (now), which
+-- its since is to be compared with.
 --
 -- KEYS[1]  the key's learned limit: a hash {limit, since}
 --
 -- Returns {limit, since, now}: limit 0 when none is stored, or not ours.
-local limit, since = unpack(redis.call('HMGET', KEYS[1], 'limit', 'since'))
+local learned_key = KEYS[1]
+-- now: the Redis server's time in unix ms, from TIME, so that every client
+-- agrees on it whatever its own clock says.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit, since = unpack(redis.call('HMGET', learned_key, 'limit', 'since'))
 if not (tostring(limit):match('^%d+$') and tostring(since):match('^%d+$')) then
   return {0, 0, now}
 end

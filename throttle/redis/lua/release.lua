@@ -13,17 +13,56 @@
 --           its cooldown
 --
 -- Returns 1 if the lease and its With leases held their slots, 0 if one had
--- expired or was unknown. now and buckets come from the prelude
--- (prelude.lua).
+-- expired or was unknown.
 --
 -- ARGV: the lease's id ('': it holds no slot of its own), a wake-up
 -- channel's prefix (a process listens on prefix .. its id) and message (the
 -- throttle key), the grant time to refund (unix ms; 0: none), the units to
 -- refund in each window, the number of With leases; then per window, in
 -- KEYS order, its period (ms), and per With lease its id and throttle key.
+local holders_key, waiting_key, cooldown_key = KEYS[1], KEYS[2], KEYS[3]
 local lease_id, wake_prefix, throttle_key = ARGV[1], ARGV[2], ARGV[3]
 local granted, units, nwith = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local nwin = #KEYS - 3 - 3 * nwith
+local window_keys, periods = {}, {} -- KEYS[4..] and their periods, ARGV[7..]
+for i = 1, nwin do
+  window_keys[i], periods[i] = KEYS[3 + i], tonumber(ARGV[6 + i])
+end
+-- with[i]: the i-th With lease: its keys, id and throttle key
+local with = {}
+for i = 1, nwith do
+  local k, a = 3 + nwin + 3 * i, 6 + nwin + 2 * i
+  with[i] = {holders = KEYS[k - 2], waiting = KEYS[k - 1], cooldown = KEYS[k], id = ARGV[a - 1], key = ARGV[a]}
+end
+
+-- now: the Redis server's time in unix ms, from TIME, so that every client
+-- agrees on it whatever its own clock says.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local buckets = 100 -- throttle.BucketsPerWindow
+local lock_mark = 'lock:' -- lockMark
+
+-- is_lock reports whether lease id holds a lock.
+local function is_lock(id)
+  return string.sub(id, 1, #lock_mark) == lock_mark
+end
+
+-- unlock gives back the lock held as KEY lock by lease id; while the key's
+-- cooldown (KEY cooldown) runs, the lock stays taken, empty, until it ends.
+-- Returns 1 if id held it, else 0.
+local function unlock(lock, cooldown, id)
+  if redis.call('GET', lock) ~= id then
+    return 0
+  end
+  local cd = tonumber(redis.call('GET', cooldown) or '0')
+  if cd > now then
+    redis.call('SET', lock, '', 'PXAT', cd)
+  else
+    redis.call('DEL', lock)
+  end
+  return 1
+end
+
 
 -- free gives back lease id's slot in the holders ZSET (or its lock) and, if
 -- it held one or its window counts were refunded, wakes the process that
@@ -50,8 +89,8 @@ end
 
 if granted > 0 then
   for i = 1, nwin do
-    local key = KEYS[3 + i]
-    local field = math.floor(granted / math.floor(tonumber(ARGV[6 + i]) / buckets))
+    local key = window_keys[i]
+    local field = math.floor(granted / math.floor(periods[i] / buckets))
     local v = redis.call('HMGET', key, 'lo', field)
     local n = math.min(units, tonumber(v[2] or '0'))
     if field >= tonumber(v[1] or '0') and n > 0 then
@@ -62,11 +101,10 @@ if granted > 0 then
 end
 
 local held = 1
-for i = 1, nwith do
-  local k, a = 3 + nwin + 3 * i, 6 + nwin + 2 * i
-  held = math.min(held, free(KEYS[k - 2], KEYS[k - 1], KEYS[k], ARGV[a - 1], ARGV[a], false))
+for _, w in ipairs(with) do
+  held = math.min(held, free(w.holders, w.waiting, w.cooldown, w.id, w.key, false))
 end
 if lease_id == '' then
   return held
 end
-return math.min(held, free(KEYS[1], KEYS[2], KEYS[3], lease_id, throttle_key, granted > 0))
+return math.min(held, free(holders_key, waiting_key, cooldown_key, lease_id, throttle_key, granted > 0))

@@ -20,26 +20,46 @@
 --           process's grants in it
 --
 -- Returns the epoch in force. Nothing is written when it is ARGV[1]: then
--- nothing was lost, or this process has written back already. now and
--- buckets (per rate window) come from the prelude (prelude.lua).
-local ep = redis.call('GET', KEYS[1])
-if ep == ARGV[1] then
+-- nothing was lost, or this process has written back already.
+local epoch_key, cooldown_key = KEYS[1], KEYS[2]
+local known_epoch, new_id, known_cooldown = ARGV[1], ARGV[2], tonumber(ARGV[3])
+-- wins[i]: what the process knows of the window of KEYS[2 + i]: its key,
+-- period, limit, the fill it saw last and when, and its grants, a list of
+-- {bucket index, count}
+local wins, a = {}, 4
+for i = 3, #KEYS do
+  local n = tonumber(ARGV[a + 4])
+  local w = {key = KEYS[i], period = tonumber(ARGV[a]), limit = tonumber(ARGV[a + 1]), seen = tonumber(ARGV[a + 2]),
+    seen_at = tonumber(ARGV[a + 3]), grants = {}}
+  a = a + 5
+  for j = 1, n do
+    w.grants[j] = {tonumber(ARGV[a]), tonumber(ARGV[a + 1])}
+    a = a + 2
+  end
+  wins[#wins + 1] = w
+end
+-- now: the Redis server's time in unix ms, from TIME, so that every client
+-- agrees on it whatever its own clock says.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local buckets = 100 -- throttle.BucketsPerWindow
+
+local ep = redis.call('GET', epoch_key)
+if ep == known_epoch then
   return ep
 end
 local made = not ep
-ep = ep or (now .. ':' .. ARGV[2])
+ep = ep or (now .. ':' .. new_id)
 local born = tonumber(string.match(ep, '^(%d+)'))
 
-local cd = tonumber(ARGV[3])
-if cd > now and cd > tonumber(redis.call('GET', KEYS[2]) or '0') then
-  redis.call('SET', KEYS[2], cd, 'PXAT', cd)
+local cd = known_cooldown
+if cd > now and cd > tonumber(redis.call('GET', cooldown_key) or '0') then
+  redis.call('SET', cooldown_key, cd, 'PXAT', cd)
 end
 
-local etl, a = 0, 4 -- the epoch key lives as long as the longest window's HASH (see acquire.lua)
-for i = 3, #KEYS do
-  local key = KEYS[i]
-  local period, limit, seen, sa, n = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  a = a + 5
+local etl = 0 -- the epoch key lives as long as the longest window's HASH (see acquire.lua)
+for _, w in ipairs(wins) do
+  local key, period, limit, seen, sa = w.key, w.period, w.limit, w.seen, w.seen_at
   local width = math.floor(period / buckets)
   local ttl = period + 2 * width + 1000
   etl = math.max(etl, ttl)
@@ -51,9 +71,8 @@ for i = 3, #KEYS do
     if not v[1] then redis.call('HSET', key, 'lo', lo, 't', 0) end
     local from = math.max(lo, tonumber(v[1] or lo))
     local added, known = 0, 0
-    for j = 1, n do
-      local idx, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-      a = a + 2
+    for _, g in ipairs(w.grants) do
+      local idx, c = g[1], g[2]
       if idx <= bidx then -- taken before the birth: lost
         if idx >= from then
           redis.call('HINCRBY', key, idx, c)
@@ -84,11 +103,9 @@ for i = 3, #KEYS do
       redis.call('HSET', key, 'u', math.max(0, s - before) + math.ceil(limit * math.max(0, born - at) / period))
     end
     redis.call('PEXPIRE', key, ttl)
-  else
-    a = a + 2 * n
   end
 end
 if made or etl > 0 then -- a SET of the epoch in force renews its expiry
-  redis.call('SET', KEYS[1], ep, 'PX', math.max(etl, 1000))
+  redis.call('SET', epoch_key, ep, 'PX', math.max(etl, 1000))
 end
 return ep

@@ -1,6 +1,6 @@
 -- Stores a learned concurrency limit if the one stored is the one expected
--- (compare and swap), stamped with the server's clock (now, from the
--- prelude) so that no pod's clock counts.
+-- (compare and swap), stamped with the server's clock (now) so
+-- that no pod's clock counts.
 --
 -- KEYS[1]  the key's learned limit: a hash {limit, since}
 -- ARGV[1]  the limit expected ('0': none stored)
@@ -9,14 +9,20 @@
 -- ARGV[4]  how long an untouched learned limit is kept, ms
 --
 -- Returns {1, now} if it stored or removed, {0} if another value was stored.
-local cur = redis.call('HMGET', KEYS[1], 'limit', 'since')
-if (cur[1] or '0') ~= ARGV[1] or (cur[1] and cur[2] ~= ARGV[2]) then
+local learned_key = KEYS[1]
+local expected, expected_since, next_limit, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- now: the Redis server's time in unix ms, from TIME, so that every client
+-- agrees on it whatever its own clock says.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cur = redis.call('HMGET', learned_key, 'limit', 'since')
+if (cur[1] or '0') ~= expected or (cur[1] and cur[2] ~= expected_since) then
   return {0}
 end
-if ARGV[3] == '0' then
-  redis.call('DEL', KEYS[1])
+if next_limit == '0' then
+  redis.call('DEL', learned_key)
 else
-  redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'since', now)
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('HSET', learned_key, 'limit', next_limit, 'since', now)
+  redis.call('PEXPIRE', learned_key, keep)
 end
 return {1, now}
