@@ -23,6 +23,17 @@
 // package throttle/redis shares the limits among every process using one
 // Redis; this package links no Redis code. Both pass the conformance suite
 // in package throttletest.
+//
+// # Writing a backend
+//
+// A backend of its own keeps the package's promises with the parts both
+// backends here are made of: a [Line] of [Waiter]s per key, in arrival
+// order, failing those behind a refusal they would not wait out
+// ([Verdict.Fails]); [MemberLines] for requests with Members;
+// [AcquireApart], [ReleaseEach] and [ExtendAll] for With slots; [Stalled],
+// [WatchStall] and [Told] to tell a caller's [StallFunc] of its waits; and
+// [Request.Merged] and [Request.Units] to read a request as the backends
+// do. The conformance suite in throttletest checks the result.
 package throttle
 
 import (

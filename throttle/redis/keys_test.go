@@ -51,7 +51,7 @@ func redisKeyShape(prefix string) *regexp.Regexp {
 
 // workloadKinds are the kinds of Redis key keysWorkload(d) must leave for
 // each throttle key (a q key is allowed, not required): s is the lock the
-// cooldown keeps taken (lua/lock.lua), unused on a key that is no lock.
+// cooldown keeps taken (lock.go), unused on a key that is no lock.
 func workloadKinds(d time.Duration) []string {
 	return []string{"c", "e", "h", "s", "w:" + strconv.FormatInt((2*d).Milliseconds(), 10), "w:" + strconv.FormatInt((3*d).Milliseconds(), 10)}
 }

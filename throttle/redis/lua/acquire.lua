@@ -15,8 +15,7 @@
 -- KEYS[5..] one HASH per rate window: bucket index -> acquisitions; with
 --           Members, each member's in turn, in the request's order
 local holders_key, cooldown_key, waiting_key, epoch_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local window_keys = {} -- KEYS[5..]
-for j = 5, #KEYS do window_keys[j - 4] = KEYS[j] end
+local window_keys = {unpack(KEYS, 5)} -- KEYS[5..]
 
 -- ARGV, in this order (as script, script.go, sends them), then per
 -- window, in KEYS order, its limit and period (ms):
@@ -205,27 +204,23 @@ local fills = {} -- per window, what it counted and took (see answer.fills)
 local refused = {} -- the members without room, by their place in the request (1..)
 -- answer returns the reply, keyed: a flat list of field names and values,
 -- 'now' first, then those of the fields of the Go type answer (script.go)
--- that a's and the script's state set; a field left out is 0, '' or empty.
--- reason (left out: a grant) is one of R.
+-- that a and the script's state set; a field left out is 0, '' or empty.
+-- reason (left out: a grant) is one of R. Spelled out field by field: a
+-- loop over the names, or a helper function, costs Redis more.
 local function answer(a)
-  local out = {'now', now}
-  local function put(name, v)
-    if v and v ~= 0 and v ~= '' then
-      out[#out + 1] = name
-      out[#out + 1] = v
-    end
-  end
-  put('reason', a.reason)
-  put('at', a.at)
-  put('held', held)
-  put('expires', a.expires)
-  put('n', a.n)
-  put('blk', a.blk)
-  put('block_at', a.block_at)
-  put('others', a.others)
-  put('epoch', tell)
-  if #fills > 0 then put('fills', fills) end
-  if #refused > 0 then put('refused', refused) end
+  local out, n = {'now', now}, 2
+  local reason, at, expires, granted, blk, block_at, others = a.reason, a.at, a.expires, a.n, a.blk, a.block_at, a.others
+  if reason then out[n + 1], out[n + 2], n = 'reason', reason, n + 2 end
+  if at and at ~= 0 then out[n + 1], out[n + 2], n = 'at', at, n + 2 end
+  if held ~= 0 then out[n + 1], out[n + 2], n = 'held', held, n + 2 end
+  if expires and expires ~= 0 then out[n + 1], out[n + 2], n = 'expires', expires, n + 2 end
+  if granted and granted ~= 0 then out[n + 1], out[n + 2], n = 'n', granted, n + 2 end
+  if blk and blk ~= 0 then out[n + 1], out[n + 2], n = 'blk', blk, n + 2 end
+  if block_at and block_at ~= 0 then out[n + 1], out[n + 2], n = 'block_at', block_at, n + 2 end
+  if others and others ~= 0 then out[n + 1], out[n + 2], n = 'others', others, n + 2 end
+  if tell ~= '' then out[n + 1], out[n + 2], n = 'epoch', tell, n + 2 end
+  if #fills > 0 then out[n + 1], out[n + 2], n = 'fills', fills, n + 2 end
+  if #refused > 0 then out[n + 1], out[n + 2] = 'refused', refused end
   return out
 end
 

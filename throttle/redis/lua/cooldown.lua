@@ -1,7 +1,8 @@
--- cooldown: refuse every acquisition on a key until now + d, keeping a later end already in force, and wake the key's waiters so
--- those that do not wait out cooldowns fail. The key's lock (lock.lua) is
--- taken, empty, or its holder's expiry moved, until the end, so that a plain
--- SET NX cannot take it meanwhile (on a key that is no lock, it is unused).
+-- cooldown: refuse every acquisition on a key until now + d, keeping a
+-- later end already in force, and wake the key's waiters so those that do
+-- not wait out cooldowns fail. The key's lock (lock.go) is taken, empty,
+-- or its holder's expiry moved, until the end, so that a plain SET NX
+-- cannot take it meanwhile (on a key that is no lock, it is unused).
 --
 -- KEYS[1] cooldown: STRING, the end of the cooldown (unix ms)
 -- KEYS[2] the key's lock: STRING

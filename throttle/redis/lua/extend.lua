@@ -1,7 +1,7 @@
 -- extend: move a live lease's expiry to TTL from now.
 --
 -- KEYS[1] holders: ZSET lease id -> expiry (unix ms); a lock's STRING for a
---         lease id that starts with lock_mark (lock.lua), which stays taken
+--         lease id that starts with lock_mark (lock.go), which stays taken
 --         until the end of a cooldown (KEYS[2]) in force
 -- KEYS[2] cooldown: STRING, the end of the cooldown (unix ms)
 -- ARGV[1] the lease id

@@ -4,7 +4,7 @@
 -- had given up, so no call started.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms); a lock's STRING
---           for a lease id that starts with lock_mark (lock.lua)
+--           for a lease id that starts with lock_mark (lock.go)
 -- KEYS[2]   waiting processes: ZSET process id -> arrival (unix ms)
 -- KEYS[3]   cooldown: STRING, the end of the cooldown (unix ms)
 -- KEYS[4..] the rate window HASHes of the request, or of its members (only

@@ -1,7 +1,7 @@
 -- restore: after Redis lost a key's state (restarted empty, flushed), a
 -- process that knew the key's former epoch writes back what it knows (see
--- REDIS.md, "Redis restarted empty"). The windows then hold the reserve of
--- window.lua until they have slid past the new epoch's birth.
+-- REDIS.md, "Redis restarted empty"). The windows then hold the reserve that
+-- acquire.lua counts until they have slid past the new epoch's birth.
 --
 -- The reserve's bound u is the latest fill written back (s, seen at sa),
 -- less the grants written back from before sa, plus limit * (birth - sa) /
