@@ -101,15 +101,23 @@ func replyInt64(v any, err error) (int64, error) {
 	return replyAs[int64](v, err)
 }
 
-// replyInt64s reads a script's reply as a list of integers.
-func replyInt64s(v any, err error) ([]int64, error) {
+// replyFields reads a script's keyed reply of integers: a flat list of
+// field names and values, as a map.
+func replyFields(v any, err error) (map[string]int64, error) {
 	s, err := replySlice(v, err)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int64, len(s))
-	for i, e := range s {
-		if out[i], err = replyInt64(e, nil); err != nil {
+	if len(s)%2 != 0 {
+		return nil, fmt.Errorf("redis: a keyed reply of odd length %d", len(s))
+	}
+	out := make(map[string]int64, len(s)/2)
+	for i := 0; i < len(s); i += 2 {
+		name, ok := s[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("redis: a keyed reply's field name %v is no string", s[i])
+		}
+		if out[name], err = replyInt64(s[i+1], nil); err != nil {
 			return nil, err
 		}
 	}

@@ -89,10 +89,12 @@ func TestReplies(t *testing.T) {
 	if _, err := replyInt64("x", nil); err == nil {
 		t.Error("replyInt64 took x")
 	}
-	if n, err := replyInt64s([]any{int64(1), "2"}, nil); err != nil || !reflect.DeepEqual(n, []int64{1, 2}) {
-		t.Errorf("replyInt64s = %v, %v", n, err)
+	if f, err := replyFields([]any{"a", int64(1), "b", "2"}, nil); err != nil || !reflect.DeepEqual(f, map[string]int64{"a": 1, "b": 2}) {
+		t.Errorf("replyFields = %v, %v", f, err)
 	}
-	if _, err := replyInt64s([]any{int64(1), []any{}}, nil); err == nil {
-		t.Error("replyInt64s took a list")
+	for _, bad := range [][]any{{"a", []any{}}, {"a"}, {int64(1), int64(2)}, {"a", "x"}} {
+		if f, err := replyFields(bad, nil); err == nil {
+			t.Errorf("replyFields(%v) = %v, want an error", bad, f)
+		}
 	}
 }

@@ -5,7 +5,7 @@ package redis
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 
 	"github.com/wecomkit/wecom/throttle"
@@ -40,15 +40,15 @@ func (b *Backend) remember(key string, limit int) {
 // LoadLimit implements LimitStore, on the Redis server's clock. While Redis
 // is down it fails at once with ErrUnavailable.
 func (b *Backend) LoadLimit(ctx context.Context, key string) (throttle.Learned, time.Time, bool, error) {
-	v, err := b.runLearned(ctx, "load limit", b.loadLimit, key, 3)
+	f, err := b.runLearned(ctx, "load limit", b.loadLimit, key, []string{"limit", "since", "now"})
 	if err != nil {
 		return throttle.Learned{}, time.Time{}, false, err
 	}
-	b.remember(key, int(v[0]))
-	if v[0] <= 0 { // none, or not ours: the configured limit holds
-		return throttle.Learned{}, time.UnixMilli(v[2]), false, nil
+	b.remember(key, int(f["limit"]))
+	if f["limit"] <= 0 { // none, or not ours: the configured limit holds
+		return throttle.Learned{}, time.UnixMilli(f["now"]), false, nil
 	}
-	return throttle.Learned{Limit: int(v[0]), Since: time.UnixMilli(v[1])}, time.UnixMilli(v[2]), true, nil
+	return throttle.Learned{Limit: int(f["limit"]), Since: time.UnixMilli(f["since"])}, time.UnixMilli(f["now"]), true, nil
 }
 
 // SwapLimit implements LimitStore, stamping the change with the Redis
@@ -60,21 +60,21 @@ func (b *Backend) SwapLimit(ctx context.Context, key string, prev throttle.Learn
 	case next < 0:
 		return throttle.Learned{}, false, invalidf("key %q: negative learned limit %d", key, next)
 	}
-	v, err := b.runLearned(ctx, "swap limit", b.swapLimit, key, 1, prev.Limit, prev.Since.UnixMilli(), next, learnedKeep.Milliseconds())
-	if err != nil || v[0] != 1 || len(v) < 2 {
+	f, err := b.runLearned(ctx, "swap limit", b.swapLimit, key, []string{"stored"}, prev.Limit, prev.Since.UnixMilli(), next, learnedKeep.Milliseconds())
+	if _, answered := f["now"]; err != nil || f["stored"] != 1 || !answered {
 		return throttle.Learned{}, false, err
 	}
 	b.remember(key, next)
 	if next == 0 {
 		return throttle.Learned{}, true, nil
 	}
-	return throttle.Learned{Limit: next, Since: time.UnixMilli(v[1])}, true, nil
+	return throttle.Learned{Limit: next, Since: time.UnixMilli(f["now"])}, true, nil
 }
 
 // runLearned runs s on key's learned limit, failing at once while Redis is
-// down, as every operation does; a reply of fewer than n integers is
-// malformed.
-func (b *Backend) runLearned(ctx context.Context, op string, s *script, key string, n int, args ...any) ([]int64, error) {
+// down, as every operation does, and returns its keyed answer (see
+// replyFields), which must name every field of want.
+func (b *Backend) runLearned(ctx context.Context, op string, s *script, key string, want []string, args ...any) (map[string]int64, error) {
 	if key == "" {
 		return nil, invalidf("empty key")
 	}
@@ -85,14 +85,16 @@ func (b *Backend) runLearned(ctx context.Context, op string, s *script, key stri
 	}
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
-	v, err := replyInt64s(s.run(octx, b.rdb, []string{b.names(key, nil).learned}, args...))
-	if err == nil && len(v) < n {
-		err = errors.New("malformed answer")
+	f, err := replyFields(s.run(octx, b.rdb, []string{b.names(key, nil).learned}, args...))
+	for _, name := range want {
+		if _, ok := f[name]; err == nil && !ok {
+			err = fmt.Errorf("malformed answer %v: no %s", f, name)
+		}
 	}
 	if err != nil {
 		_, err = b.failed(op, err)
 	}
-	return v, err
+	return f, err
 }
 
 var _ throttle.LimitStore = (*Backend)(nil)

@@ -3,7 +3,8 @@
 --
 -- KEYS[1]  the key's learned limit: a hash {limit, since}
 --
--- Returns {limit, since, now}: limit 0 when none is stored, or not ours.
+-- Returns {'limit', limit, 'since', since, 'now', now}, keyed: limit 0
+-- when none is stored, or not ours.
 local learned_key = KEYS[1]
 -- now: the Redis server's time in unix ms, from TIME, so that every client
 -- agrees on it whatever its own clock says.
@@ -11,6 +12,6 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit, since = unpack(redis.call('HMGET', learned_key, 'limit', 'since'))
 if not (tostring(limit):match('^%d+$') and tostring(since):match('^%d+$')) then
-  return {0, 0, now}
+  return {'limit', 0, 'since', 0, 'now', now}
 end
-return {tonumber(limit), tonumber(since), now}
+return {'limit', tonumber(limit), 'since', tonumber(since), 'now', now}
