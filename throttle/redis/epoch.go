@@ -17,7 +17,7 @@ type ledger struct {
 	mu   sync.Mutex
 	keys map[string]*keyRecord
 	adds int        // grants since the last sweep
-	ref  *serverRef // Redis.ref: the server's clock, which records are in
+	ref  *serverRef // Backend.ref: the server's clock, which records are in
 }
 
 // keyRecord is a key's epoch as last seen, the end of a cooldown it knows

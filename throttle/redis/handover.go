@@ -46,7 +46,7 @@ type rwaiter struct {
 	// goroutine only, as the head asks).
 	told throttle.Told
 
-	// Guarded by Redis.mu:
+	// Guarded by Backend.mu:
 	busy    bool // the head is in a round trip of its own
 	claimed bool // a Release is getting a slot for it; one message on slot follows
 	gone    bool // it left the queue
@@ -57,7 +57,7 @@ type rwaiter struct {
 
 // available reports whether w, a waiter in line, may be handed a slot now:
 // it is not asking Redis itself, and nothing is claimed for it or waits in
-// its slot. The caller holds Redis.mu.
+// its slot. The caller holds Backend.mu.
 func (w *rwaiter) available() bool { return !w.busy && !w.claimed && len(w.slot) == 0 }
 
 // sameLimits reports whether a lease granted for a may serve b: the same
@@ -140,7 +140,7 @@ func (b *Backend) passOn(key string) {
 
 // claim claims for a hand-over, in arrival order, up to n available waiters
 // of k (nil: none) other than but whose limits, as capped makes them, are
-// those of r (nil: any limits). The caller holds Redis.mu.
+// those of r (nil: any limits). The caller holds Backend.mu.
 func (b *Backend) claim(k *rkey, r *throttle.Request, but *rwaiter, n int) (ws []*rwaiter) {
 	if k == nil {
 		return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/wecomkit/wecom/throttle"
 )
 
-// What a Redis backend knows of Redis (Redis.health).
+// What a Redis backend knows of Redis (Backend.health).
 const (
 	healthUnknown int32 = iota // the first probe, or one after the subscription broke, has not answered yet
 	healthUp                   // the last round trip, or probe, was answered

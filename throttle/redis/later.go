@@ -46,7 +46,7 @@ func (b *Backend) later(l throttle.Lease) bool {
 
 // releasedLater reports whether the lease of id (by its Redis id: the
 // lease Redis granted, whoever it was handed on to) waits to be sent or is
-// being sent. The caller holds Redis.mu.
+// being sent. The caller holds Backend.mu.
 func (b *Backend) releasedLater(id string) bool {
 	_, pending := b.pending[redisID(id)]
 	_, sending := b.sending[redisID(id)]
@@ -54,7 +54,7 @@ func (b *Backend) releasedLater(id string) bool {
 }
 
 // laterOn reports whether a release of key waits to be sent or is being
-// sent. The caller holds Redis.mu.
+// sent. The caller holds Backend.mu.
 func (b *Backend) laterOn(key string) bool {
 	for _, m := range []map[string]throttle.Lease{b.pending, b.sending} {
 		for _, l := range m {
@@ -84,7 +84,7 @@ func (b *Backend) sendFor(ctx context.Context, key string) error {
 }
 
 // take moves the pending releases of hash tag tag (all of them: "") to
-// sending and returns them by hash tag. The caller holds Redis.mu.
+// sending and returns them by hash tag. The caller holds Backend.mu.
 func (b *Backend) take(tag string) map[string][]throttle.Lease {
 	byTag := make(map[string][]throttle.Lease)
 	for id, l := range b.pending {

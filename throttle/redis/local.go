@@ -14,7 +14,7 @@ import (
 )
 
 // hot is what this process knows of a key beyond its line, while it holds a
-// lease on the key or has units of its block left. Guarded by Redis.mu.
+// lease on the key or has units of its block left. Guarded by Backend.mu.
 type hot struct {
 	// contended: another process queued for a slot (noticed: when told). A
 	// later answer that none waits clears it; slots go on locally until quiet.
@@ -91,7 +91,7 @@ func blockWant(r throttle.Request, waiting int) int {
 }
 
 // hotOf returns the hot state of key, made if missing. The caller holds
-// Redis.mu.
+// Backend.mu.
 func (b *Backend) hotOf(key string) *hot { return getOrMake(b.hot, key, func() *hot { return &hot{} }) }
 
 // noteContended records, for a key with hot state, whether another process
@@ -187,7 +187,7 @@ func redisID(id string) string {
 }
 
 // held is a lease of this process's: its id, when its slot expires by the
-// server's clock, Redis.era at the grant, and since Redis granted the slot
+// server's clock, Backend.era at the grant, and since Redis granted the slot
 // (at since, the local clock) how many times it went on locally (mayTurn).
 type held struct {
 	key, id string
@@ -198,7 +198,7 @@ type held struct {
 }
 
 // holdLocked records l as held by this process, its slot granted and handed
-// on as from says. The caller holds Redis.mu.
+// on as from says. The caller holds Backend.mu.
 func (b *Backend) holdLocked(l throttle.Lease, from held) {
 	if !l.OwnSlot() {
 		return
@@ -214,7 +214,7 @@ func (b *Backend) holdLocked(l throttle.Lease, from held) {
 
 // sweepHeld forgets the held leases that expired unreleased, and returns
 // when the first of key's others expires (zero: none). The caller holds
-// Redis.mu.
+// Backend.mu.
 func (b *Backend) sweepHeld(key string) (first time.Time) {
 	now := b.ref.now()
 	for id, h := range b.held {
@@ -241,7 +241,7 @@ func (b *Backend) hold(era uint64, ls ...throttle.Lease) {
 
 // ownsLocked reports whether l may be released or extended: it was neither
 // handed on nor released here; h is its entry in held (nil: unknown). The
-// caller holds Redis.mu.
+// caller holds Backend.mu.
 func (b *Backend) ownsLocked(l throttle.Lease) (h *held, ok bool) {
 	if b.releasedLater(l.ID) {
 		return nil, false // released already, the script not yet sent
@@ -279,7 +279,7 @@ func (b *Backend) letGo(key string) {
 
 // blockFor returns the window units an ask for r takes ahead, waiting
 // waiters queued: none while the key's block has enough left for a round
-// of them. The caller holds Redis.mu.
+// of them. The caller holds Backend.mu.
 func (b *Backend) blockFor(r throttle.Request, waiting int) int {
 	want := blockWant(r, waiting)
 	if h := b.hot[r.Key]; b.cold || h != nil && h.block.units >= want/4 && time.Now().Before(h.block.until) {
@@ -289,7 +289,7 @@ func (b *Backend) blockFor(r throttle.Request, waiting int) int {
 }
 
 // dropHolding counts one lease fewer held on key, and leaving (1 or 0)
-// fewer being released. The caller holds Redis.mu.
+// fewer being released. The caller holds Backend.mu.
 func (b *Backend) dropHolding(key string, leaving int) {
 	if h := b.hot[key]; h != nil {
 		h.holding, h.leaving = h.holding-1, h.leaving-leaving
@@ -303,7 +303,7 @@ func (b *Backend) dropHolding(key string, leaving int) {
 // slot of r's key and releases none of them yet (a release under way found
 // no waiter), so that a new head waits for its own release rather than ask
 // Redis; until is when the first of them expires (the server's clock), when
-// the head asks at the latest. The caller holds Redis.mu.
+// the head asks at the latest. The caller holds Backend.mu.
 func (b *Backend) holdsAll(r throttle.Request) (yes bool, until time.Duration) {
 	h := b.hot[r.Key]
 	c := b.capped(r).Concurrency

@@ -24,15 +24,26 @@ local holders_key, waiting_key, cooldown_key = KEYS[1], KEYS[2], KEYS[3]
 local lease_id, wake_prefix, throttle_key = ARGV[1], ARGV[2], ARGV[3]
 local granted, units, nwith = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local nwin = #KEYS - 3 - 3 * nwith
-local window_keys, periods = {}, {} -- KEYS[4..] and their periods, ARGV[7..]
-for i = 1, nwin do
-  window_keys[i], periods[i] = KEYS[3 + i], tonumber(ARGV[6 + i])
+-- the windows to refund (KEYS[4..]) and their periods (ARGV[7..]); made
+-- only when there are some, as the With leases' below: a release of one
+-- slot, the most common script, then makes no table
+local window_keys, periods
+if nwin > 0 then
+  window_keys, periods = {}, {}
+  for i = 1, nwin do
+    window_keys[i], periods[i] = KEYS[3 + i], tonumber(ARGV[6 + i])
+  end
 end
--- with[i]: the i-th With lease: its keys, id and throttle key
-local with = {}
-for i = 1, nwith do
-  local k, a = 3 + nwin + 3 * i, 6 + nwin + 2 * i
-  with[i] = {holders = KEYS[k - 2], waiting = KEYS[k - 1], cooldown = KEYS[k], id = ARGV[a - 1], key = ARGV[a]}
+-- the With leases, the i-th's in [i] of each: its holders (or lock),
+-- waiting processes and cooldown keys, its id and its throttle key
+local with_holders, with_waiting, with_cooldown, with_ids, with_keys
+if nwith > 0 then
+  with_holders, with_waiting, with_cooldown, with_ids, with_keys = {}, {}, {}, {}, {}
+  for i = 1, nwith do
+    local k, a = 3 + nwin + 3 * i, 6 + nwin + 2 * i
+    with_holders[i], with_waiting[i], with_cooldown[i] = KEYS[k - 2], KEYS[k - 1], KEYS[k]
+    with_ids[i], with_keys[i] = ARGV[a - 1], ARGV[a]
+  end
 end
 
 -- now: the Redis server's time in unix ms, from TIME, so that every client
@@ -101,8 +112,8 @@ if granted > 0 then
 end
 
 local held = 1
-for _, w in ipairs(with) do
-  held = math.min(held, free(w.holders, w.waiting, w.cooldown, w.id, w.key, false))
+for i = 1, nwith do
+  held = math.min(held, free(with_holders[i], with_waiting[i], with_cooldown[i], with_ids[i], with_keys[i], false))
 end
 if lease_id == '' then
   return held
