@@ -15,7 +15,8 @@
 -- KEYS[5..] one HASH per rate window: bucket index -> acquisitions; with
 --           Members, each member's in turn, in the request's order
 local holders_key, cooldown_key, waiting_key, epoch_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local window_keys = {unpack(KEYS, 5)} -- KEYS[5..]
+local window_keys -- KEYS[5..], made only when there are some: a lock's run makes no table
+if #KEYS > 4 then window_keys = {unpack(KEYS, 5)} end
 
 -- ARGV, in this order (as script, script.go, sends them), then per
 -- window, in KEYS order, its limit and period (ms):
@@ -52,11 +53,14 @@ local channel = ARGV[14]
 -- request. One run later (REDIS.md, Redis that hangs) takes nothing but its
 -- hand-over's release, and answers R.stale.
 local ref, max_age = tonumber(ARGV[15]), tonumber(ARGV[16])
-local limits, periods = {}, {} -- per window of the request: ARGV[17], ARGV[18], ...
-for i = 1, (#ARGV - 16) / 2 do
-  limits[i], periods[i] = tonumber(ARGV[15 + 2 * i]), tonumber(ARGV[16 + 2 * i])
+local nw, nk = (#ARGV - 16) / 2, #KEYS - 4 -- windows, and their HASHes
+local limits, periods -- per window of the request: ARGV[17], ARGV[18], ...
+if nw > 0 then
+  limits, periods = {}, {}
+  for i = 1, nw do
+    limits[i], periods[i] = tonumber(ARGV[15 + 2 * i]), tonumber(ARGV[16 + 2 * i])
+  end
 end
-local nw, nk = #limits, #window_keys -- windows, and their HASHes
 -- the limit and period of the window of window_keys[j] (each member's
 -- windows in turn)
 local function limit_of(j) return limits[(j - 1) % nw + 1] end
