@@ -12,7 +12,6 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
-	"github.com/wecomkit/wecom/throttle"
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
@@ -138,7 +137,7 @@ func TestLimitLearnedFleetWide(t *testing.T) {
 	var logs [2]changeLog
 	var clients [2]*wecom.Client
 	for i := range clients {
-		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

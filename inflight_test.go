@@ -46,7 +46,7 @@ func newBackends(t *testing.T, kind string) []throttle.Backend {
 	prefix := redistest.Prefix(t, rdb)
 	var bs []throttle.Backend
 	for range 2 {
-		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

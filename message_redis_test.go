@@ -14,7 +14,6 @@ import (
 	"github.com/wecomkit/wecom"
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
-	"github.com/wecomkit/wecom/throttle"
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
@@ -117,7 +116,7 @@ func TestRobotAcrossProcesses(t *testing.T) {
 
 // sharedLimiters returns n Redis limiters sharing one Redis and prefix:
 // n processes of a fleet.
-func sharedLimiters(t *testing.T, n int) []*throttle.Redis {
+func sharedLimiters(t *testing.T, n int) []*throttleredis.Backend {
 	t.Helper()
 	rdb := redistest.Single(t)
 	return limitersOn(t, rdb, redistest.Prefix(t, rdb), n)
@@ -125,11 +124,11 @@ func sharedLimiters(t *testing.T, n int) []*throttle.Redis {
 
 // limitersOn returns n Redis limiters on rdb under prefix, closed at the
 // test's end.
-func limitersOn(t *testing.T, rdb redis.UniversalClient, prefix string, n int) []*throttle.Redis {
+func limitersOn(t *testing.T, rdb redis.UniversalClient, prefix string, n int) []*throttleredis.Backend {
 	t.Helper()
-	bs := make([]*throttle.Redis, n)
+	bs := make([]*throttleredis.Backend, n)
 	for i := range bs {
-		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

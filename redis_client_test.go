@@ -7,7 +7,6 @@ import (
 
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/internal/redistest"
-	"github.com/wecomkit/wecom/throttle"
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
@@ -18,7 +17,7 @@ func TestRedisSharedCooldown(t *testing.T) {
 	prefix := redistest.Prefix(t, rdb)
 	var clients []*fixture
 	for range 2 { // two processes: each its own backend and subscription
-		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

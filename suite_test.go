@@ -18,7 +18,6 @@ import (
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/redisstore"
-	"github.com/wecomkit/wecom/throttle"
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
@@ -53,7 +52,7 @@ func fleetOptions(t *testing.T, url string, n int, logs io.Writer, opts ...wecom
 	prefix := redistest.Prefix(t, rdb)
 	var out [][]wecom.Option
 	for range n {
-		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-// Package bench measures the Redis backend of the SDK's limiter (throttle.Redis)
+// Package bench measures the Redis backend of the SDK's limiter (throttle/redis)
 // and the Redis token store against a real Redis, and compares the limiter with
 // github.com/go-redis/redis_rate.
 //

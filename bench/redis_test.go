@@ -95,9 +95,9 @@ func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([
 	return keys, it.Err()
 }
 
-func newLimiter(tb testing.TB, rdb redis.UniversalClient, prefix string) *throttle.Redis {
+func newLimiter(tb testing.TB, rdb redis.UniversalClient, prefix string) *throttleredis.Backend {
 	tb.Helper()
-	l, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+	l, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func newLimiter(tb testing.TB, rdb redis.UniversalClient, prefix string) *thrott
 // ---------------------------------------------------------------------------
 // Throughput on one key: ours against redis_rate.
 
-// BenchmarkRedisAcquireRelease runs throttle.Redis Acquire+Release pairs on one
+// BenchmarkRedisAcquireRelease runs throttleredis.Backend Acquire+Release pairs on one
 // key whose limits never refuse. One op is one pair.
 func BenchmarkRedisAcquireRelease(b *testing.B) { benchAcquireRelease(b, 1) }
 
@@ -377,7 +377,7 @@ func handoffRequest(windows bool) throttle.Request {
 // and says so ("R").
 func handoffChild(t *testing.T) {
 	rdb := newRedis(t)
-	lim, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: os.Getenv(envPrefix)})
+	lim, err := throttleredis.New(rdb, throttleredis.Options{Prefix: os.Getenv(envPrefix)})
 	if err != nil {
 		fmt.Printf("E %v\n", err)
 		return
@@ -702,7 +702,7 @@ func logMemory(t *testing.T, what string, total int64, keys []keyMem) {
 // saturate runs acquisitions at full speed with short holds for d, with 8
 // goroutines, and returns how many were granted. A worker stops when the
 // windows refuse it for longer than the time left.
-func saturate(t *testing.T, lim *throttle.Redis, req throttle.Request, d time.Duration) int64 {
+func saturate(t *testing.T, lim *throttleredis.Backend, req throttle.Request, d time.Duration) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var granted, refused atomic.Int64

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// memberLines orders a process's waiters for requests with Members: one
+// MemberLines orders a process's waiters for requests with Members: one
 // line per member key, in arrival order. A waiter asks its backend only
 // when it is first in the line of every member it names, and keeps that
 // place while it waits for them to have room, so that no later request
@@ -16,7 +16,7 @@ import (
 // lines at once, under one lock, so the lines agree on the order of any
 // two waiters and none waits on another in a cycle. The zero value is
 // ready to use.
-type memberLines struct {
+type MemberLines struct {
 	mu    sync.Mutex
 	lines map[string][]*memberWaiter // by member key
 }
@@ -28,9 +28,9 @@ type memberWaiter struct {
 	turn  chan struct{} // closed once ahead is 0
 }
 
-// busy returns the members of r for whom a waiter of this process is in
+// Busy returns the members of r for whom a waiter of this process is in
 // line: a TryAcquire of r would overtake it.
-func (ml *memberLines) busy(r Request) []string {
+func (ml *MemberLines) Busy(r Request) []string {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	var out []string
@@ -43,7 +43,7 @@ func (ml *memberLines) busy(r Request) []string {
 }
 
 // join puts a waiter for r at the back of its members' lines.
-func (ml *memberLines) join(r Request) *memberWaiter {
+func (ml *MemberLines) join(r Request) *memberWaiter {
 	w := &memberWaiter{turn: make(chan struct{})}
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
@@ -66,7 +66,7 @@ func (ml *memberLines) join(r Request) *memberWaiter {
 
 // leave takes w out of its lines, and lets the waiters it was first
 // before come forward.
-func (ml *memberLines) leave(w *memberWaiter) {
+func (ml *MemberLines) leave(w *memberWaiter) {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	for _, k := range w.keys {
@@ -86,16 +86,16 @@ func (ml *memberLines) leave(w *memberWaiter) {
 	}
 }
 
-// acquire is Acquire of a request with Members: it waits for its turn in
+// Acquire is Acquire of a request with Members: it waits for its turn in
 // its members' lines, then tries until granted, waiting between tries
 // for the time the refusal names; it fails at once when that time is past
 // ctx's deadline. With !wait it is TryAcquire: refused while a waiter of
 // this process is in line for one of its members, else tried once. A try
 // returns a lease, or the refusal v at now by the backend's clock, or an
 // error that ends the acquisition.
-func (ml *memberLines) acquire(ctx context.Context, r Request, wait bool, try func(context.Context, Request) (l Lease, v verdict, now time.Time, err error)) (Lease, error) {
+func (ml *MemberLines) Acquire(ctx context.Context, r Request, wait bool, try func(context.Context, Request) (l Lease, v Verdict, now time.Time, err error)) (Lease, error) {
 	if !wait {
-		if busy := ml.busy(r); len(busy) > 0 {
+		if busy := ml.Busy(r); len(busy) > 0 {
 			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
 		}
 	} else {
@@ -108,21 +108,21 @@ func (ml *memberLines) acquire(ctx context.Context, r Request, wait bool, try fu
 		}
 	}
 	deadline, _ := ctx.Deadline()
-	var t told
+	var t Told
 	for {
 		l, v, now, err := try(ctx, r)
-		if err != nil || v.ok {
+		if err != nil || v.OK {
 			return l, err
 		}
 		at := time.Now().Add(time.Second) // a refusal of no known end: ask again
-		if !v.at.IsZero() {
-			at = time.Now().Add(v.at.Sub(now))
+		if !v.At.IsZero() {
+			at = time.Now().Add(v.At.Sub(now))
 		}
-		if !wait || v.fails(r, deadline, at) {
-			return Lease{}, v.err(r.Key, now)
+		if !wait || v.Fails(r, deadline, at) {
+			return Lease{}, v.Err(r.Key, now)
 		}
-		if t.news(v, at) {
-			stalled(ctx, r.Key, v, at)
+		if t.News(v, at) {
+			Stalled(ctx, r.Key, v, at)
 		}
 		select {
 		case <-time.After(time.Until(at)):

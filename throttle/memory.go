@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/wecomkit/wecom/throttle/internal/window"
 )
 
 // Memory is the in-process Backend: limits hold among the goroutines of one
@@ -23,7 +25,7 @@ type Memory struct {
 	seq       uint64
 	nextSweep time.Time
 	learned   map[string]Learned // by key; guarded by mu
-	members   memberLines        // the waiters of requests with Members
+	members   MemberLines        // the waiters of requests with Members
 }
 
 // NewMemory returns an empty in-process backend.
@@ -34,16 +36,16 @@ func NewMemory() *Memory {
 // keyState is one key of the in-process backend.
 type keyState struct {
 	holders  map[string]time.Time // lease id -> expiry
-	windows  map[time.Duration]*history
+	windows  map[time.Duration]*window.History
 	cooldown time.Time
-	waiters  line[*waiter]
+	waiters  Line[*Waiter]
 	timer    *time.Timer
 }
 
 // state returns key's state, made if it has none.
 func (m *Memory) state(key string) *keyState {
 	return getOrMake(m.keys, key, func() *keyState {
-		return &keyState{holders: make(map[string]time.Time), windows: make(map[time.Duration]*history)}
+		return &keyState{holders: make(map[string]time.Time), windows: make(map[time.Duration]*window.History)}
 	})
 }
 
@@ -51,35 +53,35 @@ func (m *Memory) state(key string) *keyState {
 // without taking anything: the cooldown, then the windows (on a request
 // with Members, each member's) and the concurrency; with first, a key with
 // waiters in line refuses too, as what frees up is theirs.
-func (m *Memory) check(ks *keyState, r Request, now time.Time, first bool) verdict {
+func (m *Memory) check(ks *keyState, r Request, now time.Time, first bool) Verdict {
 	if now.Before(ks.cooldown) {
-		return verdict{reason: ReasonCooldown, at: ks.cooldown}
+		return Verdict{Reason: ReasonCooldown, At: ks.cooldown}
 	}
 	ns := int64(now.Sub(m.epoch))
 	if len(r.Members) > 0 {
-		v := verdict{ok: true}
+		v := Verdict{OK: true}
 		for _, mem := range r.Members {
 			if mk := m.keys[MemberKey(r.Key, mem)]; mk != nil {
-				if mv := mk.admit(r, ns, m.epoch); !mv.ok {
-					v.ok, v.reason, v.members = false, ReasonRate, append(v.members, mem)
-					v.at = latest(v.at, mv.at)
+				if mv := mk.admit(r, ns, m.epoch); !mv.OK {
+					v.OK, v.Reason, v.Members = false, ReasonRate, append(v.Members, mem)
+					v.At = latest(v.At, mv.At)
 				}
 			}
 		}
 		return v
 	}
-	if v := ks.admit(r, ns, m.epoch); !v.ok {
+	if v := ks.admit(r, ns, m.epoch); !v.OK {
 		return v
 	}
 	if r = m.capped(r); r.Concurrency > 0 {
 		if next := ks.purge(now); len(ks.holders) >= r.Concurrency {
-			return verdict{reason: ReasonConcurrency, at: next}
+			return Verdict{Reason: ReasonConcurrency, At: next}
 		}
 	}
-	if first && ks.waiters.len() > 0 {
-		return verdict{reason: ReasonConcurrency}
+	if first && ks.waiters.Len() > 0 {
+		return Verdict{Reason: ReasonConcurrency}
 	}
-	return verdict{ok: true}
+	return Verdict{OK: true}
 }
 
 // take takes r, which fits, on ks, its key's state, with its With slots;
@@ -87,18 +89,18 @@ func (m *Memory) check(ks *keyState, r Request, now time.Time, first bool) verdi
 // slot's refusal, a LimitError on the slot's key.
 func (m *Memory) take(ks *keyState, r Request, now time.Time) (Lease, error) {
 	for _, s := range r.With {
-		if v := m.check(m.state(s.Key), s, now, true); !v.ok {
-			return Lease{}, v.err(s.Key, now)
+		if v := m.check(m.state(s.Key), s, now, true); !v.OK {
+			return Lease{}, v.Err(s.Key, now)
 		}
 	}
 	m.seq++
 	l := Lease{Key: r.Key, ID: strconv.FormatUint(m.seq, 36), Granted: now}
 	ns := int64(now.Sub(m.epoch))
 	if len(r.Members) == 0 {
-		ks.count(r.Windows, ns, r.units())
+		ks.count(r.Windows, ns, r.Units())
 	}
 	for _, mem := range r.Members {
-		m.state(MemberKey(r.Key, mem)).count(r.Windows, ns, r.units())
+		m.state(MemberKey(r.Key, mem)).count(r.Windows, ns, r.Units())
 	}
 	if r.Concurrency > 0 {
 		l.Expires, l.Concurrency = now.Add(r.LeaseTTL()), m.capped(r).Concurrency
@@ -126,52 +128,52 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	if err := cmp.Or(r.Validate(), ctx.Err()); err != nil {
 		return Lease{}, err
 	}
-	r = r.merged()
+	r = r.Merged()
 	if len(r.Members) > 0 {
-		return m.members.acquire(ctx, r, wait, m.tryMembers)
+		return m.members.Acquire(ctx, r, wait, m.tryMembers)
 	}
 	now, ks := m.lock(r.Key)
 	// v is a lower bound on the wait even when others queue ahead.
 	v := m.check(ks, r, now, true)
-	if v.ok { // no line: taken now, without a waiter
+	if v.OK { // no line: taken now, without a waiter
 		l, err := m.take(ks, r, now)
 		m.mu.Unlock()
 		if err != nil && wait { // take's only error: a With slot is busy
-			return acquireApart(ctx, m, r, true)
+			return AcquireApart(ctx, m, r, true)
 		}
 		return l, err
 	}
-	w := newWaiter(ctx, r)
-	if !wait || v.fails(r, w.deadline, v.at) {
+	w := NewWaiter(ctx, r)
+	if !wait || v.Fails(r, w.Deadline, v.At) {
 		m.forget(r.Key, ks, now)
 		m.mu.Unlock()
-		return Lease{}, v.err(r.Key, now)
+		return Lease{}, v.Err(r.Key, now)
 	}
-	ks.waiters.push(&w)
+	ks.waiters.Push(&w)
 	m.dispatch(r.Key, ks, now)
 	m.mu.Unlock()
-	stalled(ctx, r.Key, v, v.at)
+	Stalled(ctx, r.Key, v, v.At)
 	select {
-	case <-w.turn:
+	case <-w.Turn:
 	case <-ctx.Done():
 		m.giveUp(ks, &w)
 		return Lease{}, ctx.Err()
 	}
-	if e, ok := w.err.(*LimitError); ok && e.Key != r.Key {
-		return acquireApart(ctx, m, r, true) // a With slot is busy: it holds nothing here
+	if e, ok := w.Err.(*LimitError); ok && e.Key != r.Key {
+		return AcquireApart(ctx, m, r, true) // a With slot is busy: it holds nothing here
 	}
-	return w.lease, w.err
+	return w.lease, w.Err
 }
 
 // tryMembers is one attempt at r, a request with Members (see
 // memberLines): taken whole if every member has room and ctx has not
 // ended.
-func (m *Memory) tryMembers(ctx context.Context, r Request) (l Lease, v verdict, now time.Time, err error) {
+func (m *Memory) tryMembers(ctx context.Context, r Request) (l Lease, v Verdict, now time.Time, err error) {
 	now, ks := m.lock(r.Key)
 	defer m.mu.Unlock()
 	defer m.forget(r.Key, ks, now)
 	v = m.check(ks, r, now, false)
-	if err = ctx.Err(); v.ok && err == nil {
+	if err = ctx.Err(); v.OK && err == nil {
 		l, _ = m.take(ks, r, now) // no With slots
 	}
 	return l, v, now, err
@@ -179,18 +181,18 @@ func (m *Memory) tryMembers(ctx context.Context, r Request) (l Lease, v verdict,
 
 // giveUp takes w, whose caller gave up, out of ks's line; a lease it was
 // granted meanwhile goes back whole, as its call never starts.
-func (m *Memory) giveUp(ks *keyState, w *waiter) {
+func (m *Memory) giveUp(ks *keyState, w *Waiter) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
 	select {
-	case <-w.turn:
-		if w.err != nil {
+	case <-w.Turn:
+		if w.Err != nil {
 			return
 		}
-		for _, win := range w.req.Windows {
+		for _, win := range w.Req.Windows {
 			if h := ks.windows[win.Period]; h != nil {
-				h.remove(int64(w.lease.Granted.Sub(m.epoch)), w.req.units())
+				h.Remove(int64(w.lease.Granted.Sub(m.epoch)), w.Req.Units())
 			}
 		}
 		for _, s := range w.lease.With {
@@ -198,8 +200,8 @@ func (m *Memory) giveUp(ks *keyState, w *waiter) {
 		}
 		_ = m.release(w.lease, now) // on a key forgotten since, it held nothing of its own
 	default:
-		if ks.waiters.leave(w) {
-			m.dispatch(w.req.Key, ks, now)
+		if ks.waiters.Leave(w) {
+			m.dispatch(w.Req.Key, ks, now)
 		}
 	}
 }
@@ -211,30 +213,30 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 	if m.keys[key] != ks {
 		return
 	}
-	for w, ok := ks.waiters.head(); ok; w, ok = ks.waiters.head() {
-		v := m.check(ks, w.req, now, false)
-		if v.ok {
+	for w, ok := ks.waiters.Head(); ok; w, ok = ks.waiters.Head() {
+		v := m.check(ks, w.Req, now, false)
+		if v.OK {
 			var err error
-			w.lease, err = m.take(ks, w.req, now)
+			w.lease, err = m.take(ks, w.Req, now)
 			ks.waiters.done(w, err)
 			continue
 		}
-		if v.fails(w.req, w.deadline, v.at) {
-			ks.waiters.done(w, v.err(key, now))
+		if v.Fails(w.Req, w.Deadline, v.At) {
+			ks.waiters.done(w, v.Err(key, now))
 			continue
 		}
-		ks.waiters.failBehind(v, v.at, v.err(key, now))
-		if v.at.IsZero() { // no known time: a release dispatches
+		ks.waiters.FailBehind(v, v.At, v.Err(key, now))
+		if v.At.IsZero() { // no known time: a release dispatches
 			break
 		}
 		if ks.timer == nil {
-			ks.timer = time.AfterFunc(v.at.Sub(now), func() {
+			ks.timer = time.AfterFunc(v.At.Sub(now), func() {
 				m.mu.Lock()
 				defer m.mu.Unlock()
 				m.dispatch(key, ks, time.Now())
 			})
 		} else {
-			ks.timer.Reset(v.at.Sub(now))
+			ks.timer.Reset(v.At.Sub(now))
 		}
 		return
 	}
@@ -248,12 +250,12 @@ func (m *Memory) dispatch(key string, ks *keyState, now time.Time) {
 // waiters (so its timer is stopped, see dispatch), a cooldown, holders or
 // counts in its windows.
 func (m *Memory) forget(key string, ks *keyState, now time.Time) {
-	if ks.waiters.len() > 0 || now.Before(ks.cooldown) || !ks.purge(now).IsZero() {
+	if ks.waiters.Len() > 0 || now.Before(ks.cooldown) || !ks.purge(now).IsZero() {
 		return
 	}
 	ns := int64(now.Sub(m.epoch))
 	for _, h := range ks.windows {
-		if h.prune(ns); len(h.buckets) > 0 {
+		if h.Prune(ns); len(h.Buckets) > 0 {
 			return
 		}
 	}
@@ -277,8 +279,8 @@ func (m *Memory) lock(key string) (time.Time, *keyState) {
 
 // Release implements Backend.
 func (m *Memory) Release(ctx context.Context, l Lease) error {
-	first := releaseEach(ctx, m, l.With)
-	if !l.ownSlot() {
+	first := ReleaseEach(ctx, m, l.With)
+	if !l.OwnSlot() {
 		return first
 	}
 	m.mu.Lock()
@@ -309,7 +311,7 @@ func (m *Memory) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
-	return extendAll(ctx, l, ttl, func(_ context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	return ExtendAll(ctx, l, ttl, func(_ context.Context, l Lease, ttl time.Duration) (Lease, error) {
 		ks := m.keys[l.Key]
 		if ks == nil || !now.Before(ks.holders[l.ID]) {
 			return l, ErrLeaseNotHeld
@@ -338,13 +340,13 @@ func (m *Memory) Cooldown(ctx context.Context, key string, d time.Duration) erro
 
 // admit decides r's windows on ks at ns (nanoseconds since epoch): ok, or
 // refused until the last of them opens.
-func (ks *keyState) admit(r Request, ns int64, epoch time.Time) verdict {
-	v := verdict{ok: true}
+func (ks *keyState) admit(r Request, ns int64, epoch time.Time) Verdict {
+	v := Verdict{OK: true}
 	for _, w := range r.Windows {
 		if h := ks.windows[w.Period]; h != nil {
-			h.prune(ns)
-			if ok, at := h.admit(w.Limit, r.units()); !ok {
-				v = verdict{reason: ReasonRate, at: latest(v.at, epoch.Add(time.Duration(at)))}
+			h.Prune(ns)
+			if ok, at := h.Admit(w.Limit, r.Units()); !ok {
+				v = Verdict{Reason: ReasonRate, At: latest(v.At, epoch.Add(time.Duration(at)))}
 			}
 		}
 	}
@@ -354,9 +356,9 @@ func (ks *keyState) admit(r Request, ns int64, epoch time.Time) verdict {
 // count counts units at ns in each of ws.
 func (ks *keyState) count(ws []Window, ns int64, units int) {
 	for _, w := range ws {
-		getOrMake(ks.windows, w.Period, func() *history {
-			return &history{period: int64(w.Period), width: int64(w.Period) / BucketsPerWindow}
-		}).add(ns, units)
+		getOrMake(ks.windows, w.Period, func() *window.History {
+			return &window.History{Period: int64(w.Period), Width: int64(w.Period) / BucketsPerWindow}
+		}).Add(ns, units)
 	}
 }
 

@@ -2,7 +2,6 @@ package throttle
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -40,28 +39,35 @@ func WithStallFunc(ctx context.Context, f StallFunc) context.Context {
 	return context.WithValue(ctx, stallKey{}, f)
 }
 
-// told is the last stall a waiter reported, so that a head asking again
+// StallFuncOf returns the StallFunc that WithStallFunc put under ctx, or
+// nil: for backends, which tell it of their stalls.
+func StallFuncOf(ctx context.Context) StallFunc {
+	f, _ := ctx.Value(stallKey{}).(StallFunc)
+	return f
+}
+
+// Told is the last stall a waiter reported, so that a head asking again
 // every second reports a wait once, not every second.
-type told struct {
+type Told struct {
 	reason Reason
 	at     time.Time
 }
 
-// news reports whether a refusal for v until at differs from the one last
+// News reports whether a refusal for v until at differs from the one last
 // told (another reason, or an end moved by more than StallAfter), and
 // records it.
-func (t *told) news(v verdict, at time.Time) bool {
-	if v.reason == t.reason && at.Sub(t.at).Abs() <= StallAfter {
+func (t *Told) News(v Verdict, at time.Time) bool {
+	if v.Reason == t.reason && at.Sub(t.at).Abs() <= StallAfter {
 		return false
 	}
-	t.reason, t.at = v.reason, at
+	t.reason, t.at = v.Reason, at
 	return true
 }
 
-// stallAfter tells ctx's StallFunc, once StallAfter has passed, that the
+// WatchStall tells ctx's StallFunc, once StallAfter has passed, that the
 // acquisition of key waits on a Redis that does not answer; the function it
 // returns ends the wait (and the telling, if it has not come).
-func stallAfter(ctx context.Context, key string) (stop func() bool) {
+func WatchStall(ctx context.Context, key string) (stop func() bool) {
 	f, _ := ctx.Value(stallKey{}).(StallFunc)
 	if f == nil {
 		return func() bool { return false }
@@ -69,50 +75,10 @@ func stallAfter(ctx context.Context, key string) (stop func() bool) {
 	return time.AfterFunc(StallAfter, func() { f(Stall{Key: key, Reason: ReasonUnavailable}) }).Stop
 }
 
-// silence tells whether Redis keeps this process waiting: a round trip is
-// in progress and none has ended for StallAfter. Waiters that a round trip
-// of another call would serve (a hand-over) learn so from it.
-type silence struct {
-	mu       sync.Mutex
-	inflight int
-	last     time.Time // when a round trip last ended, or one began with none in progress
-}
-
-// begin notes a round trip; the function it returns notes its end.
-func (s *silence) begin() (end func()) {
-	s.mu.Lock()
-	if s.inflight == 0 {
-		s.last = time.Now()
-	}
-	s.inflight++
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		s.inflight--
-		s.last = time.Now()
-		s.mu.Unlock()
-	}
-}
-
-// silent reports whether Redis keeps this process waiting (see silence).
-func (s *silence) silent() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inflight > 0 && time.Since(s.last) > StallAfter
-}
-
-// tellSilence tells ctx's StallFunc, once per waiter w of key, that Redis
-// keeps the process waiting.
-func (b *Redis) tellSilence(ctx context.Context, key string, w *rwaiter) {
-	if f, _ := ctx.Value(stallKey{}).(StallFunc); f != nil && b.quiet.silent() && w.told.news(verdict{reason: ReasonUnavailable}, time.Time{}) {
-		f(Stall{Key: key, Reason: ReasonUnavailable})
-	}
-}
-
-// stalled tells ctx's StallFunc, if any, of a wait for v until at (the
+// Stalled tells ctx's StallFunc, if any, of a wait for v until at (the
 // local clock), when v is a timed refusal that lasts more than StallAfter.
-func stalled(ctx context.Context, key string, v verdict, at time.Time) {
-	if f, _ := ctx.Value(stallKey{}).(StallFunc); f != nil && !v.ok && v.reason.timed() && time.Until(at) > StallAfter {
-		f(Stall{Key: key, Reason: v.reason, Until: at})
+func Stalled(ctx context.Context, key string, v Verdict, at time.Time) {
+	if f, _ := ctx.Value(stallKey{}).(StallFunc); f != nil && !v.OK && v.Reason.Timed() && time.Until(at) > StallAfter {
+		f(Stall{Key: key, Reason: v.Reason, Until: at})
 	}
 }

@@ -20,9 +20,20 @@
 // kept in [BucketsPerWindow] buckets, which bounds its precision.
 //
 // [Memory] is the in-process backend and the default of the wecom client;
-// [Redis] shares the limits among every process using one Redis, made on a
-// go-redis client by package throttle/redis, which alone links go-redis. Both
-// pass the conformance suite in package throttletest.
+// package throttle/redis shares the limits among every process using one
+// Redis; this package links no Redis code. Both pass the conformance suite
+// in package throttletest.
+//
+// # Writing a backend
+//
+// A backend of its own keeps the package's promises with the parts both
+// backends here are made of: a [Line] of [Waiter]s per key, in arrival
+// order, failing those behind a refusal they would not wait out
+// ([Verdict.Fails]); [MemberLines] for requests with Members;
+// [AcquireApart], [ReleaseEach] and [ExtendAll] for With slots; [Stalled],
+// [WatchStall] and [Told] to tell a caller's [StallFunc] of its waits; and
+// [Request.Merged] and [Request.Units] to read a request as the backends
+// do. The conformance suite in throttletest checks the result.
 package throttle
 
 import (
@@ -101,8 +112,8 @@ type Request struct {
 // Windows count: key, a bar, the member.
 func MemberKey(key, member string) string { return key + "|" + member }
 
-// units returns what the acquisition counts in its windows.
-func (r Request) units() int { return max(r.Weight, 1) }
+// Units returns what the acquisition counts in its windows.
+func (r Request) Units() int { return max(r.Weight, 1) }
 
 // Validate reports whether r is well formed. Its errors match ErrInvalidRequest.
 func (r Request) Validate() error {
@@ -145,16 +156,16 @@ func (r Request) Validate() error {
 		if w.Limit <= 0 || w.Period < BucketsPerWindow {
 			return invalidf("key %q: window %s: limit must be positive and period at least %dns", r.Key, w, BucketsPerWindow)
 		}
-		if r.units() > w.Limit {
+		if r.Units() > w.Limit {
 			return invalidf("key %q: weight %d over window %s: it could never be granted", r.Key, r.Weight, w)
 		}
 	}
 	return nil
 }
 
-// merged returns r with its windows of one period made one, with the
+// Merged returns r with its windows of one period made one, with the
 // smallest limit (see Request.Windows).
-func (r Request) merged() Request {
+func (r Request) Merged() Request {
 	dup := false
 	for i, w := range r.Windows {
 		dup = dup || slices.ContainsFunc(r.Windows[:i], func(v Window) bool { return v.Period == w.Period })
@@ -187,7 +198,7 @@ type Lease struct {
 	// Granted is when the backend granted the lease, by the backend's clock. It is
 	// the instant the rate windows counted: for a lease the Redis backend
 	// handed on from window units taken ahead, the end of their block, up
-	// to a second after the grant (see REDIS.md).
+	// to a second after the grant (see throttle/redis/REDIS.md).
 	Granted time.Time
 	// Expires is when the concurrency slot frees itself if not released or
 	// extended, by the backend's clock; zero if the lease holds no slot.
@@ -205,9 +216,9 @@ type Lease struct {
 // a With lease's, that must be released.
 func (l Lease) HoldsSlot() bool { return !l.Expires.IsZero() || len(l.With) > 0 }
 
-// ownSlot reports whether the lease itself, its With leases aside, holds a
+// OwnSlot reports whether the lease itself, its With leases aside, holds a
 // slot.
-func (l Lease) ownSlot() bool { return !l.Expires.IsZero() }
+func (l Lease) OwnSlot() bool { return !l.Expires.IsZero() }
 
 // Backend is a limiter store. Implementations are safe for concurrent use.
 type Backend interface {
@@ -259,9 +270,9 @@ const ReasonReserve Reason = 7
 // waits.
 const ReasonUnavailable Reason = 9
 
-// timed reports whether a refusal for r ends at a known time: a window
+// Timed reports whether a refusal for r ends at a known time: a window
 // opening, a reserve ending, or a cooldown ending.
-func (r Reason) timed() bool { return r == ReasonRate || r == ReasonReserve || r == ReasonCooldown }
+func (r Reason) Timed() bool { return r == ReasonRate || r == ReasonReserve || r == ReasonCooldown }
 
 // String names the reason.
 func (r Reason) String() string {
@@ -288,6 +299,10 @@ var (
 	// ErrLeaseNotHeld is returned by Release and Extend for a lease that has
 	// expired or was already released.
 	ErrLeaseNotHeld = errors.New("throttle: lease not held")
+	// ErrUnavailable matches the errors of a backend that cannot reach its
+	// store (Redis) and has no fallback: nothing was acquired, and no call
+	// should start.
+	ErrUnavailable = errors.New("throttle: backend unavailable")
 )
 
 // LimitError is a refusal. It matches ErrLimited.

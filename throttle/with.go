@@ -14,13 +14,13 @@ import (
 	"time"
 )
 
-// acquireApart takes r's With slots one at a time, each as an Acquire of
+// AcquireApart takes r's With slots one at a time, each as an Acquire of
 // it alone (!wait: a TryAcquire), then r without them, and returns r's
 // lease with the With leases attached. A With lease's TTL runs while r
 // waits: after a long wait they are renewed, and one that expired
 // meanwhile (another call may hold its slot now) makes it start over. On a
 // failure it releases what it took.
-func acquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, error) {
+func AcquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, error) {
 	acquire := b.TryAcquire
 	if wait {
 		acquire = b.Acquire
@@ -42,14 +42,14 @@ func acquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, 
 		for _, i := range order {
 			l, err := acquire(ctx, r.With[i])
 			if err != nil {
-				_ = releaseEach(ctx, b, with)
+				_ = ReleaseEach(ctx, b, with)
 				return Lease{}, err
 			}
 			with[i] = l
 		}
 		l, err := acquire(ctx, own)
 		if err != nil {
-			_ = releaseEach(ctx, b, with)
+			_ = ReleaseEach(ctx, b, with)
 			return Lease{}, err
 		}
 		l.With = with
@@ -72,9 +72,9 @@ func acquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, 
 	}
 }
 
-// releaseEach releases leases one at a time, even when ctx has ended, and
+// ReleaseEach releases leases one at a time, even when ctx has ended, and
 // returns the first error.
-func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
+func ReleaseEach(ctx context.Context, b Backend, leases []Lease) error {
 	var first error
 	if len(leases) > 0 {
 		ctx = context.WithoutCancel(ctx)
@@ -85,16 +85,16 @@ func releaseEach(ctx context.Context, b Backend, leases []Lease) error {
 	return first
 }
 
-// extendAll extends l's own slot (a lease without With leases is
+// ExtendAll extends l's own slot (a lease without With leases is
 // extended even without one, to be told it is not held) and each of its
 // With leases with one, which returns the lease it was given when it
 // fails, going on past a failure so that one lost lease does not cost the
 // others theirs. It returns l updated and the first error.
-func extendAll(ctx context.Context, l Lease, ttl time.Duration, one func(context.Context, Lease, time.Duration) (Lease, error)) (Lease, error) {
+func ExtendAll(ctx context.Context, l Lease, ttl time.Duration, one func(context.Context, Lease, time.Duration) (Lease, error)) (Lease, error) {
 	var first, err error
 	with := append([]Lease(nil), l.With...) // the caller's stays as it was
 	l.With = nil
-	if l.ownSlot() || len(with) == 0 {
+	if l.OwnSlot() || len(with) == 0 {
 		l, first = one(ctx, l, ttl)
 	}
 	for i, s := range with {

@@ -15,7 +15,6 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/redisstore"
-	"github.com/wecomkit/wecom/throttle"
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
@@ -125,7 +124,7 @@ func sharedRedis(ctx context.Context, cfg config, stderr io.Writer) (fl *fleetCo
 		rdb.Close()
 		return nil, nil, closeRedis, fmt.Errorf("-redis %s: %w", cfg.redis, err)
 	}
-	limiter, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: cfg.redisPrefix + "throttle:"})
+	limiter, err := throttleredis.New(rdb, throttleredis.Options{Prefix: cfg.redisPrefix + "throttle:"})
 	if err != nil {
 		rdb.Close()
 		return nil, nil, closeRedis, err

@@ -16,10 +16,10 @@ import (
 // run: it needs a Redis server).
 func ExampleNew() {
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
-	lim, err := throttleredis.New(rdb, throttle.RedisOptions{
+	lim, err := throttleredis.New(rdb, throttleredis.Options{
 		Prefix:     "myapp:throttle:",
-		Fallback:   throttle.FallBackLocal, // keep going if Redis is down...
-		LocalShare: 1.0 / 3,                // ...each of 3 processes with a third of every limit
+		Fallback:   throttleredis.FallBackLocal, // keep going if Redis is down...
+		LocalShare: 1.0 / 3,                     // ...each of 3 processes with a third of every limit
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -1,6 +1,7 @@
-// Package redis runs throttle's Redis backend (throttle.Redis) on a
-// go-redis client. It is a package of its own so that a program that uses
-// only the in-process limiter (throttle.NewMemory) does not link go-redis.
+// Package redis is throttle's Redis backend: a throttle.Backend on a
+// go-redis client, shared by every process that uses the same Redis. It is
+// a package of its own so that a program that uses only the in-process
+// limiter (throttle.NewMemory) links no Redis code.
 // Programs that also import go-redis name it apart:
 //
 //	import throttleredis "github.com/wecomkit/wecom/throttle/redis"
@@ -17,18 +18,15 @@ package redis
 
 import (
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/wecomkit/wecom/throttle"
-	"github.com/wecomkit/wecom/throttle/internal/redisconn"
 )
 
-// New returns a throttle.Redis backend on rdb (a single node, Sentinel or
-// Cluster client); see throttle.Redis for what it does and
-// throttle.RedisOptions for its options. It does not dial: the backend
+// New returns a Redis backend on rdb (a single node, Sentinel or Cluster
+// client); see Backend for what it does and Options for its options. It does not dial: the backend
 // probes Redis in the background, and Close stops it.
-func New(rdb goredis.UniversalClient, opt throttle.RedisOptions) (*throttle.Redis, error) {
-	var conn throttle.RedisConn
+func New(rdb goredis.UniversalClient, opt Options) (*Backend, error) {
+	var conn redisConn
 	if rdb != nil {
-		conn = redisconn.Conn{Client: rdb}
+		conn = goRedis{client: rdb}
 	}
-	return throttle.NewRedis(conn, opt)
+	return newBackend(conn, opt)
 }

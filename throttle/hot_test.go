@@ -1,5 +1,0 @@
-package throttle
-
-// NoHotPath makes b go to Redis for every hand-over, release and window
-// unit, as when other processes wait: for the tests of that protocol.
-func NoHotPath(b *Redis) { b.cold = true }

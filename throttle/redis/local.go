@@ -1,0 +1,316 @@
+// The Redis backend's hot path without Redis (REDIS.md, The hot path), and
+// the leases this process holds (held), so that a lease handed on locally is
+// never released twice.
+
+package redis
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// hot is what this process knows of a key beyond its line, while it holds a
+// lease on the key or has units of its block left. Guarded by Backend.mu.
+type hot struct {
+	// contended: another process queued for a slot (noticed: when told). A
+	// later answer that none waits clears it; slots go on locally until quiet.
+	contended bool
+	noticed   time.Time
+	quiet     time.Time
+	block     block
+	holding   int // the leases this process holds on the key
+	leaving   int // of them, those being released (unhold, not yet letGo)
+}
+
+// localSpan is how long after a Redis answer that no other process waits
+// this process may hand a key's slots on without asking again: a notice
+// lost by the subscription delays another process by at most that.
+const localSpan = 200 * time.Millisecond
+
+// localTurns is how many times, within localSpan of its grant, a slot Redis
+// granted may go on locally while another process waits for the key, before
+// a hand-over through Redis yields it (REDIS.md, The hot path).
+const localTurns = 7
+
+// idle reports whether h says nothing worth keeping.
+func (h *hot) idle() bool { return h.holding <= 0 && h.block.units == 0 }
+
+// mayHandOn reports whether h lets this process hand a slot on without Redis.
+func (b *Backend) mayHandOn(h *hot) bool {
+	return !b.cold && h != nil && !h.contended && time.Now().Before(h.quiet)
+}
+
+// mayTurn reports whether h lets this process hand on the slot held as
+// from: while no other process waits, or, while one does, for localTurns
+// turns within quietFor (localSpan) of Redis's grant.
+func (b *Backend) mayTurn(h *hot, from held) bool {
+	return b.mayHandOn(h) || !b.cold && h != nil && h.contended &&
+		from.turns < localTurns && time.Since(from.since) < b.quietFor
+}
+
+// block is window units taken ahead in one acquire script, counted in the
+// bucket of at (unix ms, the server's clock), which start calls until until
+// (the local clock).
+type block struct {
+	units   int
+	at      int64
+	until   time.Time
+	windows []throttle.Window
+}
+
+// maxBlock bounds the window units one block takes.
+const maxBlock = 256
+
+// blockSpan returns how long a block for ws may start calls: one bucket of
+// the shortest window, at most a second (0: ws's windows are too small to
+// spare a bucket's worth).
+func blockSpan(ws []throttle.Window) time.Duration {
+	span := time.Second
+	for _, w := range ws {
+		span = min(span, (w.Period / throttle.BucketsPerWindow).Truncate(time.Millisecond))
+	}
+	return span
+}
+
+// blockWant returns how many units the ask of r, with waiting waiters
+// queued, takes ahead: enough for a few rounds of them, at most a hundredth
+// of each window; none for a request without a slot.
+func blockWant(r throttle.Request, waiting int) int {
+	if r.Concurrency == 0 || len(r.Windows) == 0 || blockSpan(r.Windows) <= 0 {
+		return 0
+	}
+	n := min(maxBlock, 8*max(waiting, 1)*r.Units())
+	for _, w := range r.Windows {
+		n = min(n, w.Limit/throttle.BucketsPerWindow)
+	}
+	return n
+}
+
+// hotOf returns the hot state of key, made if missing. The caller holds
+// Backend.mu.
+func (b *Backend) hotOf(key string) *hot { return getOrMake(b.hot, key, func() *hot { return &hot{} }) }
+
+// noteContended records, for a key with hot state, whether another process
+// waits for its slots, as told by a notice or by the answer to a request
+// sent at sent (one sent before the last notice does not undo it).
+func (b *Backend) noteContended(key string, yes bool, sent time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.hot[key]
+	switch {
+	case h == nil:
+	case yes:
+		h.contended, h.noticed = true, time.Now()
+	case sent.After(h.noticed):
+		h.contended, h.quiet = false, time.Now().Add(b.quietFor)
+	}
+}
+
+// addBlock keeps units taken ahead for r's windows, counted at at (unix
+// ms), usable until until; what is left of a block goes back (refund).
+func (b *Backend) addBlock(r throttle.Request, units int, at int64, until time.Time) {
+	b.ledger.add(r.Key, nil, r.Windows, at, units, nil)
+	b.mu.Lock()
+	h := b.hotOf(r.Key)
+	old := h.block
+	h.block = block{units: units, at: at, until: until, windows: r.Windows}
+	b.mu.Unlock()
+	if old.units > 0 {
+		go b.refund(r.Key, old) // off the caller's path
+	}
+	time.AfterFunc(time.Until(until), func() {
+		b.mu.Lock()
+		h := b.hot[r.Key]
+		var left block
+		if h != nil && h.block.at == at && h.block.until.Equal(until) {
+			left, h.block = h.block, block{}
+			if h.idle() {
+				delete(b.hot, r.Key)
+			}
+		}
+		b.mu.Unlock()
+		b.refund(r.Key, left)
+	})
+}
+
+// refund gives back the units of blk that started no call: a lease without
+// a slot whose window counts go back.
+func (b *Backend) refund(key string, blk block) {
+	if blk.units > 0 {
+		b.giveBack(throttle.Lease{Key: key, Granted: time.UnixMilli(blk.at)}, throttle.Request{Key: key, Windows: blk.windows, Weight: blk.units})
+	}
+}
+
+// handLocal hands the slot of l, held as from and just released, to next,
+// the waiter claimed for it, without Redis if it may: still in its era, no
+// other process waits or its turns are not over (mayTurn), half the TTL
+// left, the learned limit not under it, and the key's block covers next's
+// window units. It reports whether it did.
+func (b *Backend) handLocal(l throttle.Lease, from held, next *rwaiter) bool {
+	r, granted := b.capped(next.Req), b.ref.now()
+	if r.Concurrency < l.Concurrency || granted.Add(r.LeaseTTL()/2).After(l.Expires) {
+		return false
+	}
+	b.mu.Lock()
+	h := b.hot[l.Key]
+	if from.era != b.era.Load() || !b.mayTurn(h, from) {
+		b.mu.Unlock()
+		return false
+	}
+	if len(r.Windows) > 0 {
+		blk := &h.block
+		if blk.units < r.Units() || !time.Now().Before(blk.until) || !slices.Equal(blk.windows, r.Windows) {
+			b.mu.Unlock()
+			return false
+		}
+		blk.units -= r.Units()
+		granted = time.UnixMilli(blk.at)
+	}
+	n := l
+	n.ID = redisID(l.ID) + "~" + strconv.FormatUint(b.gen.Add(1), 36)
+	n.Granted, n.With = granted, nil
+	b.holdLocked(n, held{era: from.era, turns: from.turns + 1, since: from.since})
+	b.mu.Unlock()
+	b.settle(l.Key, next, n, false, false)
+	return true
+}
+
+// redisID returns the id under which Redis holds the slot of lease id: a
+// lease handed on locally ("id~n") is named after the lease Redis granted.
+func redisID(id string) string {
+	base, _, _ := strings.Cut(id, "~")
+	return base
+}
+
+// held is a lease of this process's: its id, when its slot expires by the
+// server's clock, Backend.era at the grant, and since Redis granted the slot
+// (at since, the local clock) how many times it went on locally (mayTurn).
+type held struct {
+	key, id string
+	until   time.Time
+	era     uint64
+	turns   int
+	since   time.Time
+}
+
+// holdLocked records l as held by this process, its slot granted and handed
+// on as from says. The caller holds Backend.mu.
+func (b *Backend) holdLocked(l throttle.Lease, from held) {
+	if !l.OwnSlot() {
+		return
+	}
+	if len(b.held) >= b.heldSweep {
+		b.sweepHeld("")
+		b.heldSweep = max(1024, 2*len(b.held))
+	}
+	from.key, from.id, from.until = l.Key, l.ID, l.Expires
+	b.held[redisID(l.ID)] = &from
+	b.hotOf(l.Key).holding++
+}
+
+// sweepHeld forgets the held leases that expired unreleased, and returns
+// when the first of key's others expires (zero: none). The caller holds
+// Backend.mu.
+func (b *Backend) sweepHeld(key string) (first time.Time) {
+	now := b.ref.now()
+	for id, h := range b.held {
+		switch {
+		case now.After(h.until):
+			delete(b.held, id)
+			b.dropHolding(h.key, 0)
+		case h.key == key && (first.IsZero() || h.until.Before(first)):
+			first = h.until
+		}
+	}
+	return first
+}
+
+// hold records leases granted to this process by a request sent in era (a
+// loss noticed while it ran makes them older than the new era).
+func (b *Backend) hold(era uint64, ls ...throttle.Lease) {
+	b.mu.Lock()
+	for _, l := range ls {
+		b.holdLocked(l, held{era: era, since: time.Now()})
+	}
+	b.mu.Unlock()
+}
+
+// ownsLocked reports whether l may be released or extended: it was neither
+// handed on nor released here; h is its entry in held (nil: unknown). The
+// caller holds Backend.mu.
+func (b *Backend) ownsLocked(l throttle.Lease) (h *held, ok bool) {
+	if b.releasedLater(l.ID) {
+		return nil, false // released already, the script not yet sent
+	}
+	if h = b.held[redisID(l.ID)]; h != nil {
+		return h, h.id == l.ID
+	}
+	return nil, redisID(l.ID) == l.ID
+}
+
+// unhold forgets l as held, as it is released (ErrLeaseNotHeld, see
+// ownsLocked): known reports that this process held it, as h; the caller
+// then counts it off its key with letGo.
+func (b *Backend) unhold(l throttle.Lease) (known bool, h held, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.ownsLocked(l)
+	switch {
+	case !ok:
+		return false, h, throttle.ErrLeaseNotHeld
+	case e == nil:
+		return false, h, nil
+	}
+	delete(b.held, redisID(l.ID))
+	b.hotOf(e.key).leaving++
+	return true, *e, nil
+}
+
+// letGo counts a lease unhold forgot off key.
+func (b *Backend) letGo(key string) {
+	b.mu.Lock()
+	b.dropHolding(key, 1)
+	b.mu.Unlock()
+}
+
+// blockFor returns the window units an ask for r takes ahead, waiting
+// waiters queued: none while the key's block has enough left for a round
+// of them. The caller holds Backend.mu.
+func (b *Backend) blockFor(r throttle.Request, waiting int) int {
+	want := blockWant(r, waiting)
+	if h := b.hot[r.Key]; b.cold || h != nil && h.block.units >= want/4 && time.Now().Before(h.block.until) {
+		return 0
+	}
+	return want
+}
+
+// dropHolding counts one lease fewer held on key, and leaving (1 or 0)
+// fewer being released. The caller holds Backend.mu.
+func (b *Backend) dropHolding(key string, leaving int) {
+	if h := b.hot[key]; h != nil {
+		h.holding, h.leaving = h.holding-1, h.leaving-leaving
+		if h.idle() {
+			delete(b.hot, key)
+		}
+	}
+}
+
+// holdsAll reports whether this process, while no other waits, holds every
+// slot of r's key and releases none of them yet (a release under way found
+// no waiter), so that a new head waits for its own release rather than ask
+// Redis; until is when the first of them expires (the server's clock), when
+// the head asks at the latest. The caller holds Backend.mu.
+func (b *Backend) holdsAll(r throttle.Request) (yes bool, until time.Duration) {
+	h := b.hot[r.Key]
+	c := b.capped(r).Concurrency
+	if c <= 0 || !b.mayHandOn(h) || h.holding-h.leaving < c {
+		return false, 0
+	}
+	first := b.sweepHeld(r.Key) // count only live leases
+	h = b.hot[r.Key]
+	return h != nil && h.holding-h.leaving >= c, first.Sub(b.ref.now())
+}

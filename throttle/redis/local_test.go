@@ -1,0 +1,423 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// hotBackend is withBackend with the hot path on, and a span long enough
+// that a loaded machine does not outrun it.
+func hotBackend(t *testing.T) (*Backend, *scriptCounter) {
+	t.Helper()
+	b, c := withBackend(t, redistest.Single(t))
+	b.cold, b.quietFor = false, time.Minute
+	return b, c
+}
+
+// headIdle waits until key's n waiters are queued and the head is not in a
+// round trip.
+func headIdle(t *testing.T, b *Backend, key string, n int) {
+	t.Helper()
+	queued(t, b, key, n)
+	for range 5000 {
+		b.mu.Lock()
+		head, ok := b.keys[key].waiters.Head()
+		idle := ok && !head.busy
+		b.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("the waiter of %q stayed in a round trip", key)
+}
+
+// While no other process waits, a Release hands the slot to this
+// process's next waiter without a script, drawing a window unit from the
+// block taken ahead; the lease handed on has an id of its own, so the
+// first holder's second Release or Extend is refused here and cannot
+// touch the new holder's slot.
+func TestRedisHandsOnLocally(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		windows []throttle.Window
+	}{
+		{"no window", nil},
+		{"windows", []throttle.Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, c := hotBackend(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r := throttle.Request{Key: "{c}/api", Concurrency: 1, TTL: time.Minute, Windows: tc.windows}
+			first, w := heldAndAwaited(ctx, t, b, r)
+			c.runs()
+			if err := b.Release(ctx, first); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			got := <-w
+			if got.err != nil {
+				t.Fatalf("waiter: %v", got.err)
+			}
+			if n := c.runs(); n != 0 {
+				t.Errorf("the hand-over ran %d scripts, want 0", n)
+			}
+			if got.l.ID == first.ID || redisID(got.l.ID) != first.ID {
+				t.Errorf("lease handed on as %q, want an id of its own on Redis's %q", got.l.ID, first.ID)
+			}
+			if err := b.Release(ctx, first); !errors.Is(err, throttle.ErrLeaseNotHeld) {
+				t.Errorf("second Release of the first lease = %v, want ErrLeaseNotHeld", err)
+			}
+			if _, err := b.Extend(ctx, first, time.Minute); !errors.Is(err, throttle.ErrLeaseNotHeld) {
+				t.Errorf("Extend of the first lease = %v, want ErrLeaseNotHeld", err)
+			}
+			if n := holders(t, b, r.Key); n != 1 {
+				t.Fatalf("%d holders after the first holder's second release, want the new holder's 1", n)
+			}
+			l, err := b.Extend(ctx, got.l, time.Minute)
+			if err != nil {
+				t.Fatalf("Extend of the lease handed on: %v", err)
+			}
+			if err := b.Release(ctx, l); err != nil {
+				t.Fatalf("Release of the lease handed on: %v", err)
+			}
+			b.sendLater() // the release no waiter wanted, deferred
+			if n := holders(t, b, r.Key); n != 0 {
+				t.Errorf("%d holders left, want 0", n)
+			}
+		})
+	}
+}
+
+// A lease granted before Redis may have lost its state (the subscription
+// broke, as when Redis restarts) is not handed on locally: Redis may no
+// longer count its slot, and the next waiter asks Redis for one.
+func TestRedisNoLocalHandOnAcrossEras(t *testing.T) {
+	t.Parallel()
+	b, c := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/era", Concurrency: 1, TTL: time.Minute, Windows: []throttle.Window{{Limit: 10000, Period: time.Minute}}}
+	first, w := heldAndAwaited(ctx, t, b, r)
+	b.suspect()
+	c.runs()
+	if err := b.Release(ctx, first); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	got := <-w
+	if got.err != nil {
+		t.Fatalf("waiter: %v", got.err)
+	}
+	if redisID(got.l.ID) != got.l.ID || c.runs() == 0 {
+		t.Errorf("the waiter got %q without Redis, handed on from a lease of the era before", got.l.ID)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Errorf("Release of the waiter's lease: %v", err)
+	}
+}
+
+// A lease whose release began before Redis may have lost its state (the
+// era changed between unhold and the hand-on) is not handed on locally:
+// the hand-on checks the era under the lock it takes.
+func TestRedisHandOnChecksTheEraItself(t *testing.T) {
+	t.Parallel()
+	b, _ := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/era-race", Concurrency: 1, TTL: time.Minute, Windows: []throttle.Window{{Limit: 10000, Period: time.Minute}}}
+	first, w := heldAndAwaited(ctx, t, b, r)
+	known, from, err := b.unhold(first)
+	if !known || err != nil {
+		t.Fatalf("unhold: %v, %v", known, err)
+	}
+	b.suspect() // the subscription broke between unhold and the hand-on
+	if _, err := b.ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, more := b.claimNext(r.Key)
+	if next == nil {
+		t.Fatal("no waiter to claim")
+	}
+	if b.handLocal(first, from, next) {
+		t.Fatal("a lease of the era before was handed on locally")
+	}
+	err = b.handOver(ctx, first, next, more) // as Release goes on
+	b.letGo(r.Key)
+	if err != nil {
+		t.Fatalf("handOver: %v", err)
+	}
+	got := <-w
+	if got.err != nil {
+		t.Fatalf("waiter: %v", got.err)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+}
+
+// heldAndAwaited takes r's slot and starts a waiter for it, idle at the
+// head of its key's line.
+func heldAndAwaited(ctx context.Context, t *testing.T, b *Backend, r throttle.Request) (throttle.Lease, <-chan acquired) {
+	t.Helper()
+	first := mustTake(t, b, r)
+	w := acquireAsync(ctx, b, r)
+	headIdle(t, b, r.Key, 1)
+	return first, w
+}
+
+// handOnLocally takes r's slot and releases it to a waiter of the same
+// process, which gets it without Redis: it returns both leases.
+func handOnLocally(ctx context.Context, t *testing.T, b *Backend, r throttle.Request) (first, next throttle.Lease) {
+	t.Helper()
+	first, w := heldAndAwaited(ctx, t, b, r)
+	if err := b.Release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	got := <-w
+	if got.err != nil || redisID(got.l.ID) == got.l.ID {
+		t.Fatalf("waiter: %+v, %v; want a lease handed on locally", got.l, got.err)
+	}
+	return first, got.l
+}
+
+// A lease handed on locally whose release fails for want of Redis is kept
+// under its Redis id, so that the release made when Redis answers frees
+// the slot rather than being refused as a lease this process no longer
+// holds.
+func TestRedisOrphanHandedOnReleased(t *testing.T) {
+	t.Parallel()
+	b, _ := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/orphan", Concurrency: 1, TTL: time.Minute}
+	_, next := handOnLocally(ctx, t, b, r)
+	// As Release does when Redis is down: forgotten here, kept to retry.
+	if known, _, err := b.unhold(next); !known || err != nil {
+		t.Fatalf("unhold: %v, %v", known, err)
+	}
+	b.orphan(next)
+	b.mu.Lock()
+	kept := b.orphans[len(b.orphans)-1]
+	b.orphans = nil
+	b.mu.Unlock()
+	if err := b.Release(ctx, kept); err != nil { // as the probe does
+		t.Fatalf("the orphan's release: %v", err)
+	}
+	if n := holders(t, b, r.Key); n != 0 {
+		t.Errorf("%d holders left after the orphan's release, want 0", n)
+	}
+}
+
+// blockWant: units ahead only for what a hand-over can serve, at most a
+// hundredth of each window.
+func TestBlockWant(t *testing.T) {
+	t.Parallel()
+	minute := []throttle.Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}}
+	for _, tc := range []struct {
+		name    string
+		r       throttle.Request
+		waiting int
+		want    int
+	}{
+		{"a slot, one waiter", throttle.Request{Concurrency: 5, Windows: minute}, 1, 8},
+		{"a slot, many waiters: a hundredth of the minute", throttle.Request{Concurrency: 5, Windows: minute}, 27, 100},
+		{"weighted", throttle.Request{Concurrency: 5, Windows: minute, Weight: 3}, 2, 48},
+		{"no slot: nothing to hand on", throttle.Request{Windows: minute}, 27, 0},
+		{"no window", throttle.Request{Concurrency: 5}, 27, 0},
+		{"a window under a hundred", throttle.Request{Concurrency: 5, Windows: []throttle.Window{{Limit: 30, Period: 3 * time.Second}}}, 27, 0},
+	} {
+		if got := blockWant(tc.r, tc.waiting); got != tc.want {
+			t.Errorf("%s: blockWant = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A slot whose release is under way (it found no waiter of this process
+// to hand it to) is not counted as held when a new head decides whether to
+// wait for this process's own release rather than ask Redis: it would
+// wait for a hand-over that never comes, until its poll a second later.
+func TestRedisReleasingSlotNotAwaited(t *testing.T) {
+	t.Parallel()
+	b, _ := hotBackend(t)
+	r := throttle.Request{Key: "{c}/leaving", Concurrency: 1, TTL: time.Minute}
+	l := mustTake(t, b, r)
+	holdsAll := func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		all, _ := b.holdsAll(r)
+		return all
+	}
+	if !holdsAll() {
+		t.Fatal("holdsAll = false while this process holds the only slot")
+	}
+	if known, _, err := b.unhold(l); !known || err != nil { // as Release does, before its script
+		t.Fatalf("unhold: %v, %v", known, err)
+	}
+	if holdsAll() {
+		t.Error("holdsAll = true while the only slot's release is under way: a new head would wait for it in vain")
+	}
+	b.letGo(r.Key)
+	if err := b.Release(context.Background(), throttle.Lease{Key: r.Key, ID: l.ID, Concurrency: 1, Expires: l.Expires}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A lease its waiter could not use is handed on to another waiter only
+// within the era it was granted in; from an earlier one it goes back to
+// Redis, and the waiter asks for a slot Redis counts.
+func TestRedisHandOnOfAnEarlierEraGoesBack(t *testing.T) {
+	t.Parallel()
+	b, _ := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/era-handon", Concurrency: 1, TTL: time.Minute}
+	first, w := heldAndAwaited(ctx, t, b, r)
+	b.suspect() // Redis may have lost its state since first was granted
+	if _, err := b.ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.handOn(r.Key, first, r) // as when the waiter it was granted for left
+	got := <-w
+	if got.err != nil {
+		t.Fatalf("waiter: %v", got.err)
+	}
+	if got.l.ID == first.ID {
+		t.Errorf("the waiter got %q, a lease of the era before, handed on", got.l.ID)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Errorf("Release of the waiter's lease: %v", err)
+	}
+}
+
+// While another process waits for the key, a slot Redis granted still goes
+// on locally localTurns times, then a hand-over through Redis yields it to
+// that process: each pass between processes serves localTurns + 1 calls.
+func TestRedisTurnsWhileAnotherWaits(t *testing.T) {
+	t.Parallel()
+	bs, gs := gatedBackends(t, 2)
+	a, b := bs[0], bs[1]
+	for _, p := range bs {
+		p.cold, p.quietFor = false, time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/turns", Concurrency: 1, TTL: time.Minute}
+	held, bw := heldWhileBWaits(ctx, t, a, b, r)
+	var aw []<-chan acquired
+	for i := range localTurns + 1 {
+		aw = append(aw, acquireAsync(ctx, a, r))
+		queued(t, a, r.Key, i+1) // in this order
+	}
+	headIdle(t, a, r.Key, localTurns+1)
+	for turn := range localTurns {
+		asks, _ := gs[0].counts()
+		if err := a.Release(ctx, held); err != nil {
+			t.Fatalf("Release %d: %v", turn+1, err)
+		}
+		got := <-aw[turn]
+		if got.err != nil || redisID(got.l.ID) == got.l.ID {
+			t.Fatalf("turn %d: a's waiter got %q, %v; want the slot handed on locally", turn+1, got.l.ID, got.err)
+		}
+		held = got.l
+		// a's next head asks for itself, and is refused, before the next
+		// release: asking as the slot frees, it could take it past b.
+		eventually(t, "a's next head asks", func() bool { n, _ := gs[0].counts(); return n > asks })
+		headIdle(t, a, r.Key, localTurns-turn)
+	}
+	if err := a.Release(ctx, held); err != nil { // the turns are over: b's
+		t.Fatalf("Release: %v", err)
+	}
+	got := <-bw
+	if got.err != nil {
+		t.Fatalf("b: %v", got.err)
+	}
+	select {
+	case res := <-aw[localTurns]:
+		t.Fatalf("a's last waiter got %+v while b holds the only slot", res)
+	default:
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Fatal(err)
+	}
+	res := <-aw[localTurns]
+	if res.err != nil {
+		t.Fatalf("a's last waiter: %v", res.err)
+	}
+	if err := a.Release(ctx, res.l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// While another process waits, a slot goes on locally only within quietFor
+// (localSpan) of Redis's grant, whatever turns are left: a process whose
+// calls are slow yields after one.
+func TestRedisTurnsEndWithTheSpan(t *testing.T) {
+	t.Parallel()
+	bs, _ := gatedBackends(t, 2)
+	a, b := bs[0], bs[1]
+	for _, p := range bs {
+		p.cold, p.quietFor = false, 100*time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/span", Concurrency: 1, TTL: time.Minute}
+	held, bw := heldWhileBWaits(ctx, t, a, b, r)
+	granted := time.Now() // after the grant
+	aw := acquireAsync(ctx, a, r)
+	headIdle(t, a, r.Key, 1)
+	time.Sleep(time.Until(granted.Add(a.quietFor)))
+	if err := a.Release(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	var got acquired
+	select {
+	case got = <-bw:
+	case res := <-aw:
+		t.Fatalf("a's waiter got %q past the span, b still waiting", res.l.ID)
+	}
+	if got.err != nil {
+		t.Fatalf("b: %v", got.err)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-aw; res.err != nil {
+		t.Fatalf("a's waiter: %v", res.err)
+	} else if err := a.Release(ctx, res.l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// heldWhileBWaits takes r's only slot on a, then has b wait for it, and
+// waits until a learns from the notice that b waits.
+func heldWhileBWaits(ctx context.Context, t *testing.T, a, b *Backend, r throttle.Request) (throttle.Lease, <-chan acquired) {
+	t.Helper()
+	held := mustTake(t, a, r)
+	bw := acquireAsync(ctx, b, r)
+	headRefused(t, b, r.Key)
+	eventually(t, "a learns from the notice that b waits", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		h := a.hot[r.Key]
+		return h != nil && h.contended
+	})
+	return held, bw
+}
+
+// eventually fails the test unless cond holds within 5 seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 5000 {
+		if cond() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%s: not within 5 s", what)
+}

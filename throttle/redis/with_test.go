@@ -1,0 +1,152 @@
+package redis
+
+// With slots on the Redis backend, and the helpers of the tests that count
+// scripts.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/throttle"
+)
+
+// scriptCounter is a go-redis hook that counts the scripts run (EVALSHA,
+// and EVAL when a script was not loaded yet) and the plain SETs that take
+// locks (takeLock): the round trips of the protocol.
+type scriptCounter struct{ n atomic.Int64 }
+
+func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); (name == "evalsha" || name == "eval" || name == "set") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			c.n.Add(1)
+		}
+		return err
+	}
+}
+
+// runs returns the scripts counted since the last call.
+func (c *scriptCounter) runs() int { return int(c.n.Swap(0)) }
+
+// withBackend returns a Redis backend under a fresh prefix on rdb, whose
+// scripts are counted.
+func withBackend(t *testing.T, rdb redis.UniversalClient) (*Backend, *scriptCounter) {
+	t.Helper()
+	c := &scriptCounter{}
+	rdb.AddHook(c)
+	b, err := newRedis(rdb, Options{Prefix: redistest.Prefix(t, rdb)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	b.cold = true // counts the scripts of the protocol, as when processes contend
+	return b, c
+}
+
+func mustTake(t *testing.T, b throttle.Backend, r throttle.Request) throttle.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := b.Acquire(ctx, r)
+	if err != nil {
+		t.Fatalf("acquire %q: %v", r.Key, err)
+	}
+	return l
+}
+
+// TestRedisWithKeyLineBreak: a With key is a wake-up's message on Redis,
+// where a line break would make it read as a grant: it is refused.
+func TestRedisWithKeyLineBreak(t *testing.T) {
+	t.Parallel()
+	b, _ := withBackend(t, redistest.Single(t))
+	r := throttle.Request{Key: "{c}/api", Concurrency: 1, With: []throttle.Request{{Key: "{c}@lock\nx", Concurrency: 1}}}
+	if _, err := b.TryAcquire(context.Background(), r); !errors.Is(err, throttle.ErrInvalidRequest) {
+		t.Errorf("TryAcquire: %v, want ErrInvalidRequest", err)
+	}
+	if _, err := b.Acquire(context.Background(), r); !errors.Is(err, throttle.ErrInvalidRequest) {
+		t.Errorf("Acquire: %v, want ErrInvalidRequest", err)
+	}
+}
+
+// scriptHold is a go-redis hook that, once armed, holds every run of one
+// script until opened.
+type scriptHold struct {
+	s          *script
+	armed      atomic.Bool
+	held, open chan struct{}
+	once       sync.Once
+}
+
+func (h *scriptHold) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptHold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *scriptHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); h.armed.Load() && len(args) > 1 && (args[1] == h.s.hash || args[1] == h.s.src) {
+			h.once.Do(func() { close(h.held) })
+			select {
+			case <-h.open:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// Release gives a lease's own slot back before its With leases, so that the
+// key's next waiter does not wait for a lock's round trip: with the release
+// script held, the waiter gets the slot all the same.
+func TestRedisReleaseHandsOnBeforeItsLocks(t *testing.T) {
+	t.Parallel()
+	b, _ := gatedBackend(t) // cold: every release runs a script
+	hold := &scriptHold{s: b.release, held: make(chan struct{}), open: make(chan struct{})}
+	client(b).AddHook(hold)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call := func(customer string) throttle.Request {
+		return throttle.Request{Key: "{rel}/api", Concurrency: 1, TTL: time.Minute,
+			With: []throttle.Request{{Key: "{rel}/customer/" + customer, Concurrency: 1, TTL: time.Minute}}}
+	}
+	first := mustTake(t, b, call("a"))
+	next := acquireAsync(ctx, b, call("b"))
+	headRefused(t, b, "{rel}/api")
+	hold.armed.Store(true)
+	released := make(chan error, 1)
+	go func() { released <- b.Release(ctx, first) }()
+	<-hold.held // the lock's release is held: the slot must go on all the same
+	var got acquired
+	select {
+	case got = <-next:
+		close(hold.open)
+	case <-time.After(5 * time.Second):
+		t.Error("the next call waits for the release of the first call's lock")
+		close(hold.open)
+		got = <-next
+	}
+	if got.err != nil {
+		t.Fatalf("the next call: %v", got.err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Fatal(err)
+	}
+}
