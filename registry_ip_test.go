@@ -108,7 +108,7 @@ func TestIPLimitsAcrossProcesses(t *testing.T) {
 	f := newCorpFleet(t, 4, mock.Config{})
 	var rs []*Registry
 	for range 2 {
-		b, err := throttleredis.New(rdb, throttle.RedisOptions{Prefix: prefix})
+		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
