@@ -115,6 +115,7 @@ type Redis struct {
 	cooldown   *script
 	pass       *script
 	restoreSc  *script
+	members    *script // requests with Members (redis_members_script.go)
 	// memberLines: the waiters of requests with Members (members.go)
 	memberLines memberLines
 	swapLimit   *script
@@ -182,6 +183,7 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 		cooldown:   newScript(clockSource(lua("cooldown"))),
 		pass:       newScript(lua("pass")),
 		restoreSc:  newScript(clockSource(lua("restore"))),
+		members:    newScript(lua("members")),
 		swapLimit:  newScript(clockSource(lua("swap_limit"))),
 		loadLimit:  newScript(clockSource(lua("load_limit"))),
 		learned:    make(map[string]int),
@@ -224,6 +226,7 @@ func (b *Redis) Close() error {
 type redisKeys struct {
 	holders, lock, cooldown, waiting, epoch, learned string
 	windows                                          []string
+	members                                          string // its members' generation HASHes: this, then the generation
 }
 
 // slots returns the key that holds the slot of lease id: its lock's
@@ -245,7 +248,7 @@ func (b *Redis) names(key string, ws []Window) redisKeys {
 func (b *Redis) namesIn(tag, key string, ws []Window) redisKeys {
 	base := b.opt.Prefix + "{" + tag + "}" + key
 	k := redisKeys{holders: base + ":h", lock: base + ":s", cooldown: base + ":c", waiting: base + ":q",
-		epoch: base + ":e", learned: base + ":l"}
+		epoch: base + ":e", learned: base + ":l", members: base + ":m:"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))
 	}

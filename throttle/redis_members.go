@@ -50,23 +50,21 @@ func (b *Redis) tryMembers(ctx context.Context, r Request) (Lease, verdict, time
 }
 
 // refundMembers gives back the count of a lease of r that no call used (its
-// caller gave up as it was granted): the release script's refund, on every
-// member's windows, with no slot to release.
+// caller gave up as it was granted), on every member's windows.
 func (b *Redis) refundMembers(l Lease, r Request) {
-	k, granted := b.names(r.Key, nil), l.Granted.UnixMilli()
-	keys, args := []string{k.holders, k.waiting, k.cooldown}, []any{"", b.wakePrefix, r.Key, granted, r.units(), 0}
-	members := make([]string, len(r.Members))
-	for i, m := range r.Members {
-		members[i] = MemberKey(r.Key, m)
-		keys = append(keys, b.namesIn(hashTag(r.Key), members[i], r.Windows).windows...)
-		for _, w := range r.Windows {
-			args = append(args, w.Period.Milliseconds())
-		}
+	granted := l.Granted.UnixMilli()
+	args := make([]any, 0, 3+len(r.Windows)+len(r.Members))
+	args = append(args, granted, r.units(), len(r.Windows))
+	for _, w := range r.Windows {
+		args = append(args, w.Period.Milliseconds())
 	}
-	octx, cancel := b.opCtx(context.Background())
-	defer cancel()
-	defer b.quiet.begin()()
-	if _, err := b.release.run(octx, b.rdb, keys, args...); err == nil { // on failure counted until the windows slide past it: never over a limit
-		b.ledger.remove(r.Windows, granted, r.units(), members...)
+	keys := make([]string, len(r.Members))
+	for i, m := range r.Members {
+		args = append(args, m)
+		keys[i] = MemberKey(r.Key, m)
+	}
+	_, err := b.membersRun(context.Background(), r.Key, membersTTL(r.Windows), "refund", args...)
+	if err == nil { // on failure counted until the windows slide past it: never over a limit
+		b.ledger.remove(r.Windows, granted, r.units(), keys...)
 	}
 }

@@ -82,12 +82,16 @@ func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, erro
 			return res, err
 		}
 	}
-	res, epoch, err := b.attemptOnce(ctx, a)
+	once := b.attemptOnce
+	if len(a.r.Members) > 0 {
+		once = b.attemptMembers
+	}
+	res, epoch, err := once(ctx, a)
 	if err == nil && res.v.reason == reasonLost { // Redis lost the key's state: a new era (REDIS.md, Eras)
 		b.era.Add(1)
 		if err = b.restoreLost(ctx, a.r, epoch); err == nil { // written back before it takes more: ask again
 			held := res.held // a hand-over's release, made by the first run
-			res, _, err = b.attemptOnce(ctx, a)
+			res, _, err = once(ctx, a)
 			res.held = res.held || held
 		}
 	}
