@@ -31,13 +31,18 @@ func membersTTL(ws []Window) int64 {
 
 // membersRun runs the members script op for the request key key, whose
 // members' states must live ttl, with the ARGV that follow op's first four
-// (see lua/members.lua). KEYS name the generations from the oldest such a
-// state may be in to the current one by this process's estimate of the
-// server's clock, and one more on each side.
+// (see lua/members.lua), in generations of memberGen.
 func (b *Redis) membersRun(ctx context.Context, key string, ttl int64, op string, args ...any) ([]any, error) {
+	return b.membersRunIn(ctx, memberGen, key, ttl, op, args...)
+}
+
+// membersRunIn is membersRun in generations of gen ms. KEYS name the
+// generations from the oldest a state may be in to the current one by this
+// process's estimate of the server's clock, and one more on each side.
+func (b *Redis) membersRunIn(ctx context.Context, gen int64, key string, ttl int64, op string, args ...any) ([]any, error) {
 	k := b.names(key, nil)
-	cur := b.ref.now().UnixMilli() / memberGen
-	first := cur - (ttl+memberGen-1)/memberGen - 1
+	cur := b.ref.now().UnixMilli() / gen
+	first := cur - (ttl+gen-1)/gen - 1
 	keys := []string{k.epoch, k.cooldown}
 	for g := first; g <= cur+1; g++ {
 		keys = append(keys, k.members+strconv.FormatInt(g, 10))
@@ -45,7 +50,7 @@ func (b *Redis) membersRun(ctx context.Context, key string, ttl int64, op string
 	octx, cancel := b.opCtx(ctx)
 	defer cancel()
 	defer b.quiet.begin()()
-	return replySlice(b.members.run(octx, b.rdb, keys, append([]any{op, BucketsPerWindow, memberGen, first}, args...)...))
+	return replySlice(b.members.run(octx, b.rdb, keys, append([]any{op, BucketsPerWindow, gen, first}, args...)...))
 }
 
 // attemptMembers is attemptOnce for a request with Members: one take of the

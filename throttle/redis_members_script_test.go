@@ -1,0 +1,195 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wecomkit/wecom/internal/redistest"
+)
+
+// memberGrant is a grant of weight units to a member at a server time.
+type memberGrant struct {
+	at     time.Time
+	weight int
+}
+
+// overLimit returns a description of the first sliding interval of w's
+// period in which gs (sorted by time) count more than w's limit, or "".
+func overLimit(gs []memberGrant, w Window) string {
+	for i, g := range gs {
+		n := 0
+		for _, h := range gs[:i+1] {
+			if h.at.After(g.at.Add(-w.Period)) {
+				n += h.weight
+			}
+		}
+		if n > w.Limit {
+			return fmt.Sprintf("%d units in the %s ending %s", n, w.Period, g.at.Format("15:04:05.000"))
+		}
+	}
+	return ""
+}
+
+// Three processes send to random sets of six members at once, some
+// waiting, some trying, some giving up as they are served, with weights of
+// 1 and 2: no member is ever counted over either of its windows in any
+// sliding interval, on a single node and on a cluster, and every member is
+// served.
+func TestRedisMembersNeverOverUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	for name, rdb := range map[string]redis.UniversalClient{"Single": redistest.Single(t), "Cluster": redistest.Cluster(t)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			membersUnderConcurrency(t, rdb)
+		})
+	}
+}
+
+func membersUnderConcurrency(t *testing.T, rdb redis.UniversalClient) {
+	prefix := redistest.Prefix(t, rdb)
+	procs := make([]*Redis, 3)
+	for i := range procs {
+		b, err := newRedis(rdb, RedisOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		procs[i] = b
+	}
+	ws := []Window{{Limit: 4, Period: 300 * time.Millisecond}, {Limit: 10, Period: 1200 * time.Millisecond}}
+	pool := []string{"m0", "m1", "m2", "m3", "m4", "m5"}
+	var (
+		mu     sync.Mutex
+		grants = map[string][]memberGrant{}
+		wg     sync.WaitGroup
+	)
+	end := time.Now().Add(1500 * time.Millisecond)
+	for g := range 12 {
+		b := procs[g%len(procs)]
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 33))
+			for time.Now().Before(end) {
+				members := slices.Clone(pool)
+				rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
+				r := Request{Key: "{corp}/send", Windows: ws, Members: members[:1+rng.IntN(4)], Weight: 1 + rng.IntN(2)}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(300))*time.Millisecond)
+				var l Lease
+				var err error
+				if rng.IntN(2) == 0 {
+					l, err = b.TryAcquire(ctx, r)
+				} else {
+					l, err = b.Acquire(ctx, r)
+				}
+				cancel()
+				var le *LimitError
+				switch {
+				case err == nil:
+					mu.Lock()
+					for _, m := range r.Members {
+						grants[m] = append(grants[m], memberGrant{l.Granted, r.units()})
+					}
+					mu.Unlock()
+				case !errors.As(err, &le) && !errors.Is(err, context.DeadlineExceeded):
+					t.Errorf("Acquire(%q): %v", r.Members, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, m := range pool {
+		gs := grants[m]
+		slices.SortFunc(gs, func(a, b memberGrant) int { return a.at.Compare(b.at) })
+		for _, w := range ws {
+			if over := overLimit(gs, w); over != "" {
+				t.Errorf("member %s: %s, over %s", m, over, w)
+			}
+		}
+		if len(gs) < ws[0].Limit/2 {
+			t.Errorf("member %s: %d grants in 1.5 s, want at least %d", m, len(gs), ws[0].Limit/2)
+		}
+	}
+}
+
+// membersTake runs the members script's take of ws on members under key,
+// in generations of gen ms, and returns its answer.
+func membersTake(t *testing.T, b *Redis, gen int64, key string, ws []Window, members ...string) membersAnswer {
+	t.Helper()
+	args := []any{newLeaseID(), b.ledger.epoch(key, true), 1, 0, 0, len(ws)}
+	for _, w := range ws {
+		args = append(args, w.Limit, w.Period.Milliseconds())
+	}
+	for _, m := range members {
+		args = append(args, m)
+	}
+	raw, err := b.membersRunIn(context.Background(), gen, key, membersTTL(ws), "take", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := parseMembersAnswer(raw, len(members), len(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ref.saw(ans.now)
+	if ans.epoch != "" {
+		b.ledger.learn(key, ans.epoch)
+	}
+	return ans
+}
+
+// A member's state is read from the generation it was written in for as
+// long as its window counts it, whatever generation a take then writes in,
+// and the generation HASHes expire once they hold nothing counted.
+func TestRedisMembersAcrossGenerations(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Single(t)
+	b, err := newRedis(rdb, RedisOptions{Prefix: redistest.Prefix(t, rdb)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	const gen = 50 // ms
+	ws := []Window{{Limit: 3, Period: 600 * time.Millisecond}}
+	first := membersTake(t, b, gen, "{g}/send", ws, "a", "b")
+	for range 2 {
+		if ans := membersTake(t, b, gen, "{g}/send", ws, "a", "b"); ans.reason != 0 {
+			t.Fatalf("grants 2 and 3: %+v", ans)
+		}
+	}
+	time.Sleep(3 * gen * time.Millisecond) // generations later, within the window
+	ans := membersTake(t, b, gen, "{g}/send", ws, "c", "a")
+	if ans.reason != ReasonRate || !slices.Equal(ans.refused, []int{2}) || ans.at < first.now+600 {
+		t.Fatalf("a fourth send to a within its window, generations later: %+v, want a refusal of a until %d", ans, first.now+600)
+	}
+	for time.Now().Before(time.UnixMilli(ans.at).Add(10 * time.Millisecond)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ans := membersTake(t, b, gen, "{g}/send", ws, "c", "a"); ans.reason != 0 {
+		t.Fatalf("a send to a once its window slid past the first three: %+v", ans)
+	}
+	// Every state expires with its generation: nothing is left once the
+	// last take's window and a generation have passed.
+	k := b.names("{g}/send", nil)
+	deadline := time.Now().Add(gen*time.Millisecond + time.Duration(membersTTL(ws))*time.Millisecond + 5*time.Second)
+	for {
+		keys, err := rdb.Keys(context.Background(), k.members+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("generation HASHes still there long after their windows: %q", keys)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
