@@ -178,10 +178,10 @@ func parseMembersAnswer(raw []any, n, nw int) (membersAnswer, error) {
 	return a, nil
 }
 
-// int64s reads a list of integers of a script's answer.
+// int64s reads a list of integers of a script's answer (nil: empty).
 func int64s(v any) ([]int64, bool) {
 	l, ok := v.([]any)
-	out := make([]int64, 0, len(l))
+	var out []int64
 	for _, x := range l {
 		n, isInt := x.(int64)
 		if !isInt || n < 0 {

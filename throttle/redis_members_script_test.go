@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -191,5 +192,56 @@ func TestRedisMembersAcrossGenerations(t *testing.T) {
 			t.Fatalf("generation HASHes still there long after their windows: %q", keys)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// The members script's answers to a take of two members on one window, as
+// go-redis hands them over: what each becomes, and every shape the script
+// never gives refused.
+func TestParseMembersAnswer(t *testing.T) {
+	t.Parallel()
+	kv := func(reason any, now any, refused, fills []any, extra ...any) []any {
+		return append([]any{"reason", reason, "now", now, "at", int64(5000), "epoch", "", "refused", refused, "fills", fills}, extra...)
+	}
+	l := func(v ...any) []any { return v }
+	for _, tc := range []struct {
+		name string
+		raw  []any
+		want membersAnswer // ignored when bad
+		bad  bool
+	}{
+		{"grant", kv("", int64(1000), l(), l(int64(1), int64(2))),
+			membersAnswer{now: 1000, at: 5000, fills: []int64{1, 2}}, false},
+		{"refusal", kv("rate", int64(1000), l(int64(2)), l(int64(0), int64(3))),
+			membersAnswer{reason: ReasonRate, now: 1000, at: 5000, refused: []int{2}, fills: []int64{0, 3}}, false},
+		{"reserve", kv("reserve", int64(1000), l(int64(1)), l(int64(3), int64(3))),
+			membersAnswer{reason: ReasonReserve, now: 1000, at: 5000, refused: []int{1}, fills: []int64{3, 3}}, false},
+		{"lost, no fills", kv("lost", int64(1000), l(), l()), membersAnswer{reason: reasonLost, now: 1000, at: 5000}, false},
+		{"keys in another order", append(kv("", int64(1000), l(), l())[2:], "reason", "stale"),
+			membersAnswer{reason: reasonStale, now: 1000, at: 5000}, false},
+		{"an unknown reason", kv("slow", int64(1000), l(), l()), membersAnswer{}, true},
+		{"a number for the reason", kv(int64(2), int64(1000), l(), l()), membersAnswer{}, true},
+		{"no time", kv("", int64(0), l(), l()), membersAnswer{}, true},
+		{"a string for the time", kv("", "1000", l(), l()), membersAnswer{}, true},
+		{"a member past the request's", kv("rate", int64(1000), l(int64(3)), l()), membersAnswer{}, true},
+		{"member 0", kv("rate", int64(1000), l(int64(0)), l()), membersAnswer{}, true},
+		{"fills of one member", kv("", int64(1000), l(), l(int64(1))), membersAnswer{}, true},
+		{"a negative fill", kv("", int64(1000), l(), l(int64(1), int64(-2))), membersAnswer{}, true},
+		{"a key missing", kv("", int64(1000), l(), l())[2:], membersAnswer{}, true},
+		{"a key without its value", kv("", int64(1000), l(), l(), "at"), membersAnswer{}, true},
+		{"a key twice", kv("", int64(1000), l(), l(), "at", int64(1)), membersAnswer{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseMembersAnswer(tc.raw, 2, 1)
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("parseMembersAnswer(%v) = %+v, want an error", tc.raw, got)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("parseMembersAnswer(%v) = %+v, %v, want %+v", tc.raw, got, err, tc.want)
+			}
+		})
 	}
 }
