@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,11 +15,15 @@ import (
 
 // TestMembersSend: one send to 1,000 members, counted on each member's
 // windows (30 a minute and 1,000 an hour, app messages' per-member limits)
-// all or nothing: round trips to Redis per send (by a go-redis hook) and
-// Redis CPU per recipient (the usec of EVAL and EVALSHA in INFO
-// commandstats). The target (issue 21): one round trip, at most 3 us a
-// recipient. Twenty sends to the same members, then twenty to fresh ones
-// each, so that both full and empty windows are measured.
+// all or nothing: round trips to Redis per send (by a go-redis hook, less
+// the measurement's INFO calls) and Redis CPU per recipient, as the
+// usec of EVAL and EVALSHA in INFO commandstats (the time in the command,
+// which grows when the machine preempts Redis) and as the CPU time of the
+// Redis process in INFO cpu (which does not, but counts whatever else that
+// Redis serves meanwhile: use a Redis of the test's own). The target
+// (issue 33): one round trip, at most 5 us a recipient. Twenty sends to
+// the same members, then twenty to fresh ones each, so that both full and
+// empty windows are measured.
 //
 //	REDIS_ADDR=127.0.0.1:6379 go test -run TestMembersSend -v -count=1 .
 func TestMembersSend(t *testing.T) {
@@ -47,6 +53,7 @@ func TestMembersSend(t *testing.T) {
 	} {
 		const sends = 20
 		hook.take()
+		proc0 := processCPU(t, rdb)
 		cpu0 := singleCPU(t, rdb)
 		start := time.Now()
 		for i := range sends {
@@ -57,9 +64,10 @@ func TestMembersSend(t *testing.T) {
 		}
 		elapsed := time.Since(start)
 		cpu := singleCPU(t, rdb) - cpu0
+		proc := processCPU(t, rdb) - proc0
 		c := hook.take()
-		t.Logf("%s: %.2f round trips a send, %.2f us of Redis CPU a recipient, %.1f ms a send",
-			run.name, float64(c.roundTrips)/sends, float64(cpu)/(sends*1000), float64(elapsed.Microseconds())/sends/1000)
+		t.Logf("%s: %.2f round trips a send, %.2f us of Redis CPU a recipient (%.2f us of the process's), %.1f ms a send",
+			run.name, float64(c.roundTrips-c.byName["INFO"])/sends, float64(cpu)/(sends*1000), float64(proc)/(sends*1000), float64(elapsed.Microseconds())/sends/1000)
 	}
 }
 
@@ -67,6 +75,27 @@ func TestMembersSend(t *testing.T) {
 func singleCPU(t *testing.T, rdb *redis.Client) (usec int64) {
 	t.Helper()
 	_, usec = evalStats(t, rdb)
+	return usec
+}
+
+// processCPU returns the CPU time of the Redis process so far (us, user
+// and system, INFO cpu).
+func processCPU(t *testing.T, rdb *redis.Client) (usec int64) {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		name, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "used_cpu_user" || name == "used_cpu_sys" {
+			s, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("INFO cpu: %q: %v", line, err)
+			}
+			usec += int64(s * 1e6)
+		}
+	}
 	return usec
 }
 
