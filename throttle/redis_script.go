@@ -108,13 +108,7 @@ func (b *Redis) script(a acquireArgs, id string) (keys []string, args []any, con
 	k := b.names(r.Key, r.Windows)
 	keys = append([]string{k.slots(id), k.cooldown, k.waiting, k.epoch}, k.windows...)
 	epoch, proc := "", ""
-	switch {
-	case len(r.Members) > 0: // every member's windows, under the request's epoch
-		keys, epoch = keys[:4], b.ledger.epoch(r.Key, true)
-		for _, m := range r.Members {
-			keys = append(keys, b.namesIn(hashTag(r.Key), MemberKey(r.Key, m), r.Windows).windows...)
-		}
-	case len(r.Windows) > 0:
+	if len(r.Windows) > 0 {
 		epoch = b.ledger.epoch(r.Key, false)
 	}
 	if a.queue {
@@ -158,8 +152,7 @@ func (b *Redis) runScript(ctx context.Context, key string, keys []string, args [
 }
 
 // attemptOnce runs the acquire script once (see attempt), and returns the
-// epoch it answered besides. A request with Members takes no slot: its
-// lease only says when it was granted.
+// epoch it answered besides.
 func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, string, error) {
 	r := a.r
 	id := newLeaseID()
@@ -173,7 +166,7 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 		return acquireResult{}, "", err
 	}
 	out := acquireResult{held: ans.held, v: verdict{ok: ans.reason == 0, reason: ans.reason}, now: time.UnixMilli(ans.now)}
-	b.ledger.add(r.Key, r.Members, r.Windows, ans.now, r.units()*ans.n, ans.fills) // n: 0 for a refusal or a check
+	b.ledger.add(r.Key, nil, r.Windows, ans.now, r.units()*ans.n, ans.fills) // n: 0 for a refusal or a check
 	switch {
 	case out.v.ok:
 		l := Lease{Key: r.Key, ID: id, Granted: out.now}
@@ -201,15 +194,6 @@ func (b *Redis) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, 
 			b.ledger.cooldown(r.Key, ans.at)
 		}
 	}
-	for _, i := range ans.refused {
-		if len(r.Members) == 0 {
-			break // r's own windows refused
-		}
-		if i < 1 || i > int64(len(r.Members)) {
-			return acquireResult{}, "", fmt.Errorf("throttle: acquire script refused member %d of %d", i, len(r.Members))
-		}
-		out.v.members = append(out.v.members, r.Members[i-1])
-	}
 	return out, ans.epoch, nil
 }
 
@@ -225,8 +209,7 @@ type answer struct {
 	epoch   string // the key's epoch, when the process did not know it
 	// fills: per window, what it counted (buckets and reserve) and took,
 	// once the script read the windows (see restore.lua)
-	fills   []int64
-	refused []int64 // refused, the members without room, by place in the request (from 1)
+	fills []int64
 }
 
 // parseAnswer reads the acquire script's answer (see answer).
@@ -234,17 +217,16 @@ func parseAnswer(raw []any) (answer, error) {
 	bad := func() (answer, error) {
 		return answer{}, fmt.Errorf("throttle: acquire script answered %v", raw)
 	}
-	if len(raw) != 12 {
+	if len(raw) != 11 {
 		return bad()
 	}
 	epoch, ok := raw[9].(string)
 	fs, ok2 := raw[10].([]any)
-	refused, ok3 := raw[11].([]any)
-	if !ok || !ok2 || !ok3 {
+	if !ok || !ok2 {
 		return bad()
 	}
-	v := make([]int64, 0, 9+len(fs)+len(refused)) // the nine numbers, the fills, then those refused
-	for _, part := range [][]any{raw[:9], fs, refused} {
+	v := make([]int64, 0, 9+len(fs)) // the nine numbers, then the fills
+	for _, part := range [][]any{raw[:9], fs} {
 		for _, x := range part {
 			n, ok := x.(int64)
 			if !ok || n < 0 {
@@ -259,10 +241,7 @@ func parseAnswer(raw []any) (answer, error) {
 	a := answer{reason: Reason(v[0]), now: v[1], at: v[2], held: v[3] == 1, expires: v[4], n: int(v[5]),
 		blk: int(v[6]), blockAt: v[7], others: v[8] == 1, epoch: epoch}
 	if len(fs) > 0 {
-		a.fills = v[9 : 9+len(fs) : 9+len(fs)]
-	}
-	if len(refused) > 0 {
-		a.refused = v[9+len(fs):]
+		a.fills = v[9:]
 	}
 	return a, nil
 }

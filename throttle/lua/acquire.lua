@@ -1,8 +1,7 @@
 -- acquire: check and take a concurrency slot, every rate window and the
 -- cooldown of one throttle key, on the server's clock; for a batch, as many
--- leases as fit. For a request with Members, its windows on each member's
--- windows, all of them or none, with no slot. now (unix ms) and buckets
--- come from prelude.lua, slide and opening from window.lua, R (the
+-- leases as fit. (A request with Members runs members.lua.) now (unix ms)
+-- and buckets come from prelude.lua, slide and opening from window.lua, R (the
 -- reasons) from reasonSource.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms); for a lock (lease ids
@@ -12,8 +11,7 @@
 -- KEYS[4]   epoch: STRING "<birth unix ms>:<id>", made by the first script to
 --           find it missing, expiring with the windows; with no rate window,
 --           neither read nor made
--- KEYS[5..] one HASH per rate window: bucket index -> acquisitions; with
---           Members, each member's in turn, in the request's order
+-- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
 --
 -- ARGV, in this order (as script, redis_script.go, sends them), then per
 -- window, in KEYS order, its limit and period (ms):
@@ -50,10 +48,10 @@ local channel = ARGV[14]
 -- request. One run later (REDIS.md, Redis that hangs) takes nothing but its
 -- hand-over's release, and answers R.stale.
 local ref, max_age = tonumber(ARGV[15]), tonumber(ARGV[16])
-local nw, nk = (#ARGV - 16) / 2, #KEYS - 4 -- windows, and their HASHes (KEYS[4 + j])
+local nw = (#ARGV - 16) / 2 -- windows, whose HASHes are KEYS[4 + j]
 -- the limit and period of the window of KEYS[4 + j]
-local function limit_of(j) return tonumber(ARGV[15 + 2 * ((j - 1) % nw + 1)]) end
-local function period_of(j) return tonumber(ARGV[16 + 2 * ((j - 1) % nw + 1)]) end
+local function limit_of(j) return tonumber(ARGV[15 + 2 * j]) end
+local function period_of(j) return tonumber(ARGV[16 + 2 * j]) end
 
 -- wake the process that has waited longest for a slot
 local function wake()
@@ -74,13 +72,12 @@ end
 local held = 0
 local tell = '' -- the epoch, when the process did not know it
 local fills = {} -- per window, what it counted and took (see answer.fills)
-local refused = {} -- the members without room, by their place in the request (1..)
 -- answer returns the reply, the fields of the Go type answer
 -- (redis_script.go) in its order, from a's; reason 0 is a grant, else one
 -- of R, the Go constants, described there.
 local function answer(a)
   return {a.reason or 0, now, a.at or 0, held, a.expires or 0, a.n or 0, a.blk or 0, a.block_at or 0,
-    a.others or 0, tell, fills, refused}
+    a.others or 0, tell, fills}
 end
 
 -- a hand-over releases its lease first, whatever the answer
@@ -147,13 +144,12 @@ local worst = 0
 local by_reserve = true -- every window refused would admit but for its reserve
 local wins = {}
 local room = want -- the leases every limit admits, up to want
-for j = 1, nk do
-  local limit, period, m = limit_of(j), period_of(j), math.ceil(j / nw)
+for j = 1, nw do
+  local limit, period = limit_of(j), period_of(j)
   local width, lo, total, fresh, curn, rend, reserve = slide(KEYS[4 + j], period, limit, KEYS[4], etl)
   wins[j] = {width, lo, fresh, total, curn, limit - total - reserve} -- and the units it admits
   fills[j] = total + reserve
   if total + reserve + weight > limit then
-    if refused[#refused] ~= m then refused[#refused + 1] = m end
     by_reserve = by_reserve and total + weight <= limit
     worst = math.max(worst, opening(KEYS[4 + j], period, width, lo, total, limit, reserve, rend, weight))
   end
@@ -200,7 +196,7 @@ end
 local n = want > 1 and math.max(1, room) or 1
 local expires = conc > 0 and now + ttl or 0
 local blk = nw > 0 and block or 0
-for j = 1, nk do
+for j = 1, nw do
   local key = KEYS[4 + j]
   local width, lo, fresh, total, curn, admits = unpack(wins[j])
   local idx, units = math.floor(now / width), n * weight
@@ -229,7 +225,7 @@ if conc > 0 and not lock then
 end
 blk = math.max(0, blk)
 if blk > 0 then
-  for j = 1, nk do
+  for j = 1, nw do
     local width = wins[j][1]
     redis.call('HINCRBY', KEYS[4 + j], math.floor((now + block_in) / width), blk)
     redis.call('HINCRBY', KEYS[4 + j], 't', blk)
