@@ -245,3 +245,35 @@ func TestParseMembersAnswer(t *testing.T) {
 		})
 	}
 }
+
+// Requests on one key whose windows differ, or come in another order,
+// count on the same member state: a take of some windows keeps the others'
+// counts, and each window refuses as its own count says.
+func TestRedisMembersWindowsInAnyOrder(t *testing.T) {
+	t.Parallel()
+	b := twoProcesses(t)[0]
+	ctx := context.Background()
+	a, long := Window{Limit: 2, Period: time.Minute}, Window{Limit: 5, Period: time.Hour}
+	for i, tc := range []struct {
+		ws   []Window
+		want Reason // 0: granted
+	}{
+		{[]Window{a}, 0},
+		{[]Window{a}, 0},    // a full
+		{[]Window{long}, 0}, // long before a in the state, a kept
+		{[]Window{a}, ReasonRate},
+		{[]Window{long, a}, ReasonRate},
+		{[]Window{{Limit: 9, Period: 2 * time.Minute}}, 0}, // a third window beside them
+		{[]Window{a, long}, ReasonRate},
+		{[]Window{long}, 0},
+	} {
+		_, err := b.TryAcquire(ctx, Request{Key: "{o}/send", Windows: tc.ws, Members: []string{"x"}})
+		var le *LimitError
+		switch {
+		case tc.want == 0 && err != nil:
+			t.Fatalf("take %d of %v: %v, want a grant", i+1, tc.ws, err)
+		case tc.want != 0 && (!errors.As(err, &le) || le.Reason != tc.want || !slices.Equal(le.Members, []string{"x"})):
+			t.Fatalf("take %d of %v: %v, want a refusal naming x", i+1, tc.ws, err)
+		}
+	}
+}

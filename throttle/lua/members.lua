@@ -288,7 +288,7 @@ local function take()
   -- Read every member, and make its new state as if all were granted. The
   -- sections are read in place while they come in ws's order, as a take
   -- writes them; section and others find them in any other.
-  local vals, nf, worst, by_reserve, expire_at = read(gens, from, #ARGV - from + 1), 0, 0, true, 0
+  local vals, nf, worst, by_reserve, other_ttl = read(gens, from, #ARGV - from + 1), 0, 0, true, 0
   local parts = {} -- the new state's pieces
   for m = 1, #vals do
     local v = vals[m] or ''
@@ -344,7 +344,7 @@ local function take()
     if #refused == 0 then
       if not inorder or pos <= len then -- sections of other windows besides
         local rest, ttl = others(v, periods)
-        parts[np + 1], np, expire_at = rest, np + 1, max(expire_at, ttl)
+        parts[np + 1], np, other_ttl = rest, np + 1, max(other_ttl, ttl)
       end
       vals[m] = table.concat(parts, '', 1, np)
     end
@@ -352,7 +352,7 @@ local function take()
   if #refused > 0 then
     return answer(by_reserve and 'reserve' or 'rate', worst)
   end
-  write(gens[1], from, #vals, vals, (floor(now / gen) + 1) * gen + max(etl, expire_at))
+  write(gens[1], from, #vals, vals, (floor(now / gen) + 1) * gen + max(etl, other_ttl))
   for f = 1, nf do
     fills[f] = fills[f] + weight
   end
