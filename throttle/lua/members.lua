@@ -225,7 +225,8 @@ local function write(key, from, n, vals, expire_at)
   for first = 1, #args, 4000 do
     redis.call('HSET', key, unpack(args, first, min(#args, first + 3999)))
   end
-  if redis.call('PEXPIRETIME', key) < expire_at then
+  local left = redis.call('PTTL', key) -- -1: no expiry yet (a new HASH)
+  if left < 0 or now + left < expire_at then
     redis.call('PEXPIREAT', key, expire_at)
   end
 end
