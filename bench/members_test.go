@@ -31,6 +31,28 @@ func TestMembersSend(t *testing.T) {
 	hook := &countHook{byName: map[string]int{}}
 	rdb.AddHook(hook)
 	lim := newLimiter(t, rdb, uniquePrefix(t, rdb))
+	var proc0, cpu0 int64
+	var start time.Time
+	sendRuns(t, lim, func() {
+		hook.take()
+		proc0, cpu0, start = processCPU(t, rdb), singleCPU(t, rdb), time.Now()
+	}, func(name string, sends int) {
+		elapsed := time.Since(start)
+		cpu := singleCPU(t, rdb) - cpu0
+		proc := processCPU(t, rdb) - proc0
+		c := hook.take()
+		t.Logf("%s: %.2f round trips a send, %.2f us of Redis CPU a recipient (%.2f us of the process's), %.1f ms a send",
+			name, float64(c.roundTrips-c.byName["INFO"])/float64(sends), float64(cpu)/float64(sends*1000),
+			float64(proc)/float64(sends*1000), float64(elapsed.Microseconds())/float64(sends)/1000)
+	})
+}
+
+// sendRuns makes a first call on lim, which waits for the backend's first
+// probe, then TestMembersSend's two runs of sends to 1,000 members, each
+// between begin() and end(its name, its sends): to the same members, then
+// to new ones each.
+func sendRuns(t *testing.T, lim *throttle.Redis, begin func(), end func(name string, sends int)) {
+	t.Helper()
 	ctx := context.Background()
 	ws := []throttle.Window{{Limit: 30, Period: time.Minute}, {Limit: 1000, Period: time.Hour}}
 	members := func(set int) []string {
@@ -40,7 +62,6 @@ func TestMembersSend(t *testing.T) {
 		}
 		return ms
 	}
-	// The first call waits for the backend's first probe; leave it out.
 	if _, err := lim.Acquire(ctx, throttle.Request{Key: "{wwcorp}#1000002@warm", Windows: ws, Members: []string{"w"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -52,22 +73,14 @@ func TestMembersSend(t *testing.T) {
 		{"1,000 new members each", func(i int) int { return 1 + i }},
 	} {
 		const sends = 20
-		hook.take()
-		proc0 := processCPU(t, rdb)
-		cpu0 := singleCPU(t, rdb)
-		start := time.Now()
+		begin()
 		for i := range sends {
 			r := throttle.Request{Key: "{wwcorp}#1000002@message", Windows: ws, Members: members(run.set(i))}
 			if _, err := lim.Acquire(ctx, r); err != nil {
 				t.Fatal(err)
 			}
 		}
-		elapsed := time.Since(start)
-		cpu := singleCPU(t, rdb) - cpu0
-		proc := processCPU(t, rdb) - proc0
-		c := hook.take()
-		t.Logf("%s: %.2f round trips a send, %.2f us of Redis CPU a recipient (%.2f us of the process's), %.1f ms a send",
-			run.name, float64(c.roundTrips-c.byName["INFO"])/sends, float64(cpu)/(sends*1000), float64(proc)/(sends*1000), float64(elapsed.Microseconds())/sends/1000)
+		end(run.name, sends)
 	}
 }
 
