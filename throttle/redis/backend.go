@@ -96,6 +96,7 @@ type Backend struct {
 	cooldown   *script
 	pass       *script
 	restoreSc  *script
+	members    *script // requests with Members (members_script.go)
 	// memberLines: the waiters of requests with Members (members.go)
 	memberLines throttle.MemberLines
 	swapLimit   *script
@@ -163,6 +164,7 @@ func newBackend(rdb redisConn, opt Options) (*Backend, error) {
 		cooldown:   newScript(lua("cooldown")),
 		pass:       newScript(lua("pass")),
 		restoreSc:  newScript(lua("restore")),
+		members:    newScript(lua("members")),
 		swapLimit:  newScript(lua("swap_limit")),
 		loadLimit:  newScript(lua("load_limit")),
 		learned:    make(map[string]int),
@@ -205,6 +207,7 @@ func (b *Backend) Close() error {
 type redisKeys struct {
 	holders, lock, cooldown, waiting, epoch, learned string
 	windows                                          []string
+	members                                          string // its members' generation HASHes: this, then the generation
 }
 
 // slots returns the key that holds the slot of lease id: its lock's
@@ -226,7 +229,7 @@ func (b *Backend) names(key string, ws []throttle.Window) redisKeys {
 func (b *Backend) namesIn(tag, key string, ws []throttle.Window) redisKeys {
 	base := b.opt.Prefix + "{" + tag + "}" + key
 	k := redisKeys{holders: base + ":h", lock: base + ":s", cooldown: base + ":c", waiting: base + ":q",
-		epoch: base + ":e", learned: base + ":l"}
+		epoch: base + ":e", learned: base + ":l", members: base + ":m:"}
 	for _, w := range ws {
 		k.windows = append(k.windows, base+":w:"+strconv.FormatInt(w.Period.Milliseconds(), 10))
 	}

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -211,12 +210,17 @@ func (b *Backend) restore(ctx context.Context, key string) error {
 	if epoch == "" {
 		return nil
 	}
-	owner := cmp.Or(group, key) // a member's windows go under its request's epoch and tag
-	o := b.names(owner, nil)
-	keys := append([]string{o.epoch, o.cooldown}, b.namesIn(hashTag(owner), key, ws).windows...)
-	octx, cancel := b.opCtx(ctx)
-	defer cancel()
-	now, err := replyAs[string](b.restoreSc.run(octx, b.rdb, keys, append([]any{epoch, newLeaseID()}, argv...)...))
+	var now string
+	var err error
+	if group != "" { // a member's windows, under its request's epoch and tag
+		now, err = b.restoreMember(ctx, key, group, epoch, ws, argv)
+	} else {
+		o := b.names(key, ws)
+		keys := append([]string{o.epoch, o.cooldown}, o.windows...)
+		octx, cancel := b.opCtx(ctx)
+		defer cancel()
+		now, err = replyAs[string](b.restoreSc.run(octx, b.rdb, keys, append([]any{epoch, newLeaseID()}, argv...)...))
+	}
 	if err == nil && now != epoch {
 		b.ledger.learn(key, now)
 	}

@@ -43,10 +43,11 @@ func hashTaggedKey(key string) string {
 // lock's holder, or a cooldown's empty mark), c
 // (cooldown), q (processes waiting for a slot), r (the With slots each
 // waits with; none in these tests' workload), w:<period ms> (a rate
-// window), e (the epoch of the key's state). Group 1 is the throttle key as hashTaggedKey spells it, group 2 the
+// window), e (the epoch of the key's state), m:<generation> (the members'
+// states of a request with Members). Group 1 is the throttle key as hashTaggedKey spells it, group 2 the
 // kind.
 func redisKeyShape(prefix string) *regexp.Regexp {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(.+):(h|s|c|q|r|e|w:[0-9]+)$`)
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(.+):(h|s|c|q|r|e|w:[0-9]+|m:[0-9]+)$`)
 }
 
 // workloadKinds are the kinds of Redis key keysWorkload(d) must leave for

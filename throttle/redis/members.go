@@ -1,6 +1,6 @@
-// Requests with Members on the Redis backend: one run of the acquire script
-// counts a request's windows on every member's windows, all or nothing, and
-// the release script gives such a count back.
+// Requests with Members on the Redis backend: one run of the members script
+// (members_script.go) counts a request's windows on every member's windows,
+// all or nothing, and another gives such a count back.
 
 package redis
 
@@ -52,23 +52,22 @@ func (b *Backend) tryMembers(ctx context.Context, r throttle.Request) (throttle.
 }
 
 // refundMembers gives back the count of a lease of r that no call used (its
-// caller gave up as it was granted): the release script's refund, on every
-// member's windows, with no slot to release.
+// caller gave up as it was granted), on every member's windows: the
+// members script's refund.
 func (b *Backend) refundMembers(l throttle.Lease, r throttle.Request) {
-	k, granted := b.names(r.Key, nil), l.Granted.UnixMilli()
-	keys, args := []string{k.holders, k.waiting, k.cooldown}, []any{"", b.wakePrefix, r.Key, granted, r.Units(), 0}
-	members := make([]string, len(r.Members))
-	for i, m := range r.Members {
-		members[i] = throttle.MemberKey(r.Key, m)
-		keys = append(keys, b.namesIn(hashTag(r.Key), members[i], r.Windows).windows...)
-		for _, w := range r.Windows {
-			args = append(args, w.Period.Milliseconds())
-		}
+	granted := l.Granted.UnixMilli()
+	args := make([]any, 0, 3+len(r.Windows)+len(r.Members))
+	args = append(args, granted, r.Units(), len(r.Windows))
+	for _, w := range r.Windows {
+		args = append(args, w.Period.Milliseconds())
 	}
-	octx, cancel := b.opCtx(context.Background())
-	defer cancel()
-	defer b.quiet.begin()()
-	if _, err := b.release.run(octx, b.rdb, keys, args...); err == nil { // on failure counted until the windows slide past it: never over a limit
-		b.ledger.remove(r.Windows, granted, r.Units(), members...)
+	keys := make([]string, len(r.Members))
+	for i, m := range r.Members {
+		args = append(args, m)
+		keys[i] = throttle.MemberKey(r.Key, m)
+	}
+	_, err := b.membersRun(context.Background(), r.Key, membersTTL(r.Windows), "refund", args...)
+	if err == nil { // on failure counted until the windows slide past it: never over a limit
+		b.ledger.remove(r.Windows, granted, r.Units(), keys...)
 	}
 }

@@ -84,12 +84,16 @@ func (b *Backend) attempt(ctx context.Context, a acquireArgs) (acquireResult, er
 			return res, err
 		}
 	}
-	res, epoch, err := b.attemptOnce(ctx, a)
+	once := b.attemptOnce
+	if len(a.r.Members) > 0 {
+		once = b.attemptMembers
+	}
+	res, epoch, err := once(ctx, a)
 	if err == nil && res.v.Reason == reasonLost { // Redis lost the key's state: a new era (REDIS.md, Eras)
 		b.era.Add(1)
 		if err = b.restoreLost(ctx, a.r, epoch); err == nil { // written back before it takes more: ask again
 			held := res.held // a hand-over's release, made by the first run
-			res, _, err = b.attemptOnce(ctx, a)
+			res, _, err = once(ctx, a)
 			res.held = res.held || held
 		}
 	}
@@ -106,13 +110,7 @@ func (b *Backend) script(a acquireArgs, id string) (keys []string, args []any, c
 	k := b.names(r.Key, r.Windows)
 	keys = append([]string{k.slots(id), k.cooldown, k.waiting, k.epoch}, k.windows...)
 	epoch, proc := "", ""
-	switch {
-	case len(r.Members) > 0: // every member's windows, under the request's epoch
-		keys, epoch = keys[:4], b.ledger.epoch(r.Key, true)
-		for _, m := range r.Members {
-			keys = append(keys, b.namesIn(hashTag(r.Key), throttle.MemberKey(r.Key, m), r.Windows).windows...)
-		}
-	case len(r.Windows) > 0:
+	if len(r.Windows) > 0 {
 		epoch = b.ledger.epoch(r.Key, false)
 	}
 	if a.queue {
@@ -156,8 +154,7 @@ func (b *Backend) runScript(ctx context.Context, key string, keys []string, args
 }
 
 // attemptOnce runs the acquire script once (see attempt), and returns the
-// epoch it answered besides. A request with Members takes no slot: its
-// lease only says when it was granted.
+// epoch it answered besides.
 func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult, string, error) {
 	r := a.r
 	id := newLeaseID()
@@ -171,7 +168,7 @@ func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult
 		return acquireResult{}, "", err
 	}
 	out := acquireResult{held: ans.held, v: throttle.Verdict{OK: ans.reason == 0, Reason: ans.reason}, now: time.UnixMilli(ans.now)}
-	b.ledger.add(r.Key, r.Members, r.Windows, ans.now, r.Units()*ans.n, ans.fills) // n: 0 for a refusal or a check
+	b.ledger.add(r.Key, nil, r.Windows, ans.now, r.Units()*ans.n, ans.fills) // n: 0 for a refusal or a check
 	switch {
 	case out.v.OK:
 		l := throttle.Lease{Key: r.Key, ID: id, Granted: out.now}
@@ -199,15 +196,6 @@ func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult
 			b.ledger.cooldown(r.Key, ans.at)
 		}
 	}
-	for _, i := range ans.refused {
-		if len(r.Members) == 0 {
-			break // r's own windows refused
-		}
-		if i < 1 || i > int64(len(r.Members)) {
-			return acquireResult{}, "", fmt.Errorf("throttle: acquire script refused member %d of %d", i, len(r.Members))
-		}
-		out.v.Members = append(out.v.Members, r.Members[i-1])
-	}
 	return out, ans.epoch, nil
 }
 
@@ -224,14 +212,13 @@ type answer struct {
 	epoch   string          // the key's epoch, when the process did not know it
 	// fills: per window, what it counted (buckets and reserve) and took,
 	// once the script read the windows (see restore.lua)
-	fills   []int64
-	refused []int64 // refused, the members without room, by place in the request (from 1)
+	fills []int64
 }
 
 // parseAnswer reads the acquire script's answer: a flat list of field
 // names and values, "now" first; a field left out is zero. Every number is
 // a non-negative integer, held and others are 0 or 1, epoch is a string,
-// fills and refused lists of numbers.
+// fills a list of numbers.
 func parseAnswer(raw []any) (answer, error) {
 	bad := func() (answer, error) {
 		return answer{}, fmt.Errorf("throttle: acquire script answered %v", raw)
@@ -249,7 +236,7 @@ func parseAnswer(raw []any) (answer, error) {
 				return bad()
 			}
 			a.epoch = s
-		case "fills", "refused":
+		case "fills":
 			list, ok := v.([]any)
 			ns := make([]int64, len(list))
 			for j, x := range list {
@@ -260,11 +247,7 @@ func parseAnswer(raw []any) (answer, error) {
 			if !ok {
 				return bad()
 			}
-			if name == "fills" {
-				a.fills = ns
-			} else {
-				a.refused = ns
-			}
+			a.fills = ns
 		default:
 			n, ok := v.(int64)
 			if !ok || n < 0 || !a.set(name, n) {

@@ -1,9 +1,8 @@
 -- acquire: check and take a concurrency slot, every rate window and the
 -- cooldown of one throttle key, on the server's clock; for a batch, as many
--- leases as fit. For a request with Members, its windows on each member's
--- windows, all of them or none, with no slot. This file is the script as
--- Redis runs it; a Go test checks that its constants (buckets, lock_mark,
--- R) are the Go ones.
+-- leases as fit. (A request with Members runs members.lua.) This file is
+-- the script as Redis runs it; a Go test checks that its constants
+-- (buckets, lock_mark, R) are the Go ones.
 --
 -- KEYS[1]   holders: ZSET lease id -> expiry (unix ms); for a lock (lease ids
 --           start with lock_mark), its STRING
@@ -12,8 +11,7 @@
 -- KEYS[4]   epoch: STRING "<birth unix ms>:<id>", made by the first script to
 --           find it missing, expiring with the windows; with no rate window,
 --           neither read nor made
--- KEYS[5..] one HASH per rate window: bucket index -> acquisitions; with
---           Members, each member's in turn, in the request's order
+-- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
 local holders_key, cooldown_key, waiting_key, epoch_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local window_keys -- KEYS[5..], made only when there are some: a lock's run makes no table
 if #KEYS > 4 then window_keys = {unpack(KEYS, 5)} end
@@ -53,18 +51,16 @@ local channel = ARGV[14]
 -- request. One run later (REDIS.md, Redis that hangs) takes nothing but its
 -- hand-over's release, and answers R.stale.
 local ref, max_age = tonumber(ARGV[15]), tonumber(ARGV[16])
-local nw, nk = (#ARGV - 16) / 2, #KEYS - 4 -- windows, and their HASHes
-local limits, periods -- per window of the request: ARGV[17], ARGV[18], ...
+local nw = (#ARGV - 16) / 2 -- windows, whose HASHes are window_keys
+-- limits[j], periods[j]: the window of window_keys[j] (ARGV[15 + 2j],
+-- ARGV[16 + 2j])
+local limits, periods
 if nw > 0 then
   limits, periods = {}, {}
   for i = 1, nw do
     limits[i], periods[i] = tonumber(ARGV[15 + 2 * i]), tonumber(ARGV[16 + 2 * i])
   end
 end
--- the limit and period of the window of window_keys[j] (each member's
--- windows in turn)
-local function limit_of(j) return limits[(j - 1) % nw + 1] end
-local function period_of(j) return periods[(j - 1) % nw + 1] end
 
 -- now: the Redis server's time in unix ms, from TIME, so that every client
 -- agrees on it whatever its own clock says.
@@ -205,7 +201,6 @@ end
 local held = 0
 local tell = '' -- the epoch, when the process did not know it
 local fills = {} -- per window, what it counted and took (see answer.fills)
-local refused = {} -- the members without room, by their place in the request (1..)
 -- answer returns the reply, keyed: a flat list of field names and values,
 -- 'now' first, then those of the fields of the Go type answer (script.go)
 -- that a and the script's state set; a field left out is 0, '' or empty.
@@ -223,8 +218,7 @@ local function answer(a)
   if block_at and block_at ~= 0 then out[n + 1], out[n + 2], n = 'block_at', block_at, n + 2 end
   if others and others ~= 0 then out[n + 1], out[n + 2], n = 'others', others, n + 2 end
   if tell ~= '' then out[n + 1], out[n + 2], n = 'epoch', tell, n + 2 end
-  if #fills > 0 then out[n + 1], out[n + 2], n = 'fills', fills, n + 2 end
-  if #refused > 0 then out[n + 1], out[n + 2] = 'refused', refused end
+  if #fills > 0 then out[n + 1], out[n + 2] = 'fills', fills end
   return out
 end
 
@@ -254,7 +248,7 @@ end
 -- knew none learns it. It lives as long as the longest window's HASH.
 local etl = 0
 for i = 1, nw do
-  local period = period_of(i)
+  local period = periods[i]
   etl = math.max(etl, period + 2 * math.floor(period / buckets) + 1000)
 end
 if nw > 0 then
@@ -292,13 +286,12 @@ local worst = 0
 local by_reserve = true -- every window refused would admit but for its reserve
 local wins = {}
 local room = want -- the leases every limit admits, up to want
-for j = 1, nk do
-  local limit, period, m = limit_of(j), period_of(j), math.ceil(j / nw)
+for j = 1, nw do
+  local limit, period = limits[j], periods[j]
   local width, lo, total, fresh, curn, rend, reserve = slide(window_keys[j], period, limit, epoch_key, etl)
   wins[j] = {width, lo, fresh, total, curn, limit - total - reserve} -- and the units it admits
   fills[j] = total + reserve
   if total + reserve + weight > limit then
-    if refused[#refused] ~= m then refused[#refused + 1] = m end
     by_reserve = by_reserve and total + weight <= limit
     worst = math.max(worst, opening(window_keys[j], period, width, lo, total, limit, reserve, rend, weight))
   end
@@ -345,7 +338,7 @@ end
 local n = want > 1 and math.max(1, room) or 1
 local expires = conc > 0 and now + ttl or 0
 local blk = nw > 0 and block or 0
-for j = 1, nk do
+for j = 1, nw do
   local key = window_keys[j]
   local width, lo, fresh, total, curn, admits = unpack(wins[j])
   local idx, units = math.floor(now / width), n * weight
@@ -353,7 +346,7 @@ for j = 1, nk do
     redis.call('HSET', key, idx, curn + units, 't', total + units)
   else
     redis.call('HSET', key, idx, curn + units, 't', total + units, 'lo', lo)
-    redis.call('PEXPIRE', key, period_of(j) + 2 * width + 1000)
+    redis.call('PEXPIRE', key, periods[j] + 2 * width + 1000)
     redis.call('PEXPIRE', epoch_key, etl)
   end
   fills[j] = fills[j] + units
@@ -374,7 +367,7 @@ if conc > 0 and not lock then
 end
 blk = math.max(0, blk)
 if blk > 0 then
-  for j = 1, nk do
+  for j = 1, nw do
     local width = wins[j][1]
     redis.call('HINCRBY', window_keys[j], math.floor((now + block_in) / width), blk)
     redis.call('HINCRBY', window_keys[j], 't', blk)

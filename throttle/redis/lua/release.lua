@@ -7,8 +7,8 @@
 --           for a lease id that starts with lock_mark (lock.go)
 -- KEYS[2]   waiting processes: ZSET process id -> arrival (unix ms)
 -- KEYS[3]   cooldown: STRING, the end of the cooldown (unix ms)
--- KEYS[4..] the rate window HASHes of the request, or of its members (only
---           when refunding)
+-- KEYS[4..] the rate window HASHes of the request (only when refunding;
+--           members.lua refunds a request with Members)
 -- then      per With lease: its holders (or lock), its waiting processes,
 --           its cooldown
 --
