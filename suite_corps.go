@@ -58,7 +58,7 @@ func (s *MemoryPermanentCodes) Get(_ context.Context, corpID string) (Installati
 
 // Set implements PermanentCodeStore.
 func (s *MemoryPermanentCodes) Set(_ context.Context, corpID string, in Installation) error {
-	if err := in.validate(corpID); err != nil {
+	if err := in.Validate(corpID); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -85,11 +85,14 @@ func (s *MemoryPermanentCodes) Len() int {
 	return len(s.m)
 }
 
-// validate checks an installation of corpID before it is stored.
-func (in Installation) validate(corpID string) error {
+// Validate checks an installation of corpID before a PermanentCodeStore
+// keeps it: a corp id fit for keys, a permanent code, an agent id. Its
+// error (a *ValidationError) never holds the code.
+func (in Installation) Validate(corpID string) error {
+	if err := validID("corp id", corpID); err != nil {
+		return err
+	}
 	switch {
-	case validID("corp id", corpID) != nil:
-		return validID("corp id", corpID)
 	case in.PermanentCode == "":
 		return invalid("permanent code", "empty")
 	case in.AgentID <= 0:

@@ -15,6 +15,7 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/redisstore"
 )
 
 // commandURL serves h, a handler of the test suite's command URL, and
@@ -140,17 +141,22 @@ func TestInstallationsReceiveRefuses(t *testing.T) {
 	}
 }
 
-// Three processes (Installations and registries) sharing a Redis limiter
-// and token store: many first calls at once to every corp, spread over
+// Three processes (Installations and registries) sharing a Redis limiter,
+// token store and permanent code store: many first calls at once to every corp, spread over
 // the three, fetch each corp's token once (get_corp_token) for the fleet;
 // cancel_auth received by one drops the corp there, and its token from the
 // shared store.
 func TestInstallationsCorpTokenAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	srv, base := suiteMock(t, mock.Config{}, "ticket-1")
-	codes := &wecom.MemoryPermanentCodes{} // shared by the fleet, as a Redis one would be
+	rdb := redistest.Single(t)
+	prefix := redistest.Prefix(t, rdb)
 	var ins []*wecom.Installations
 	for _, o := range fleetOptions(t, base, 3, io.Discard) {
+		codes, err := redisstore.NewPermanentCodes(rdb, prefix, testSuiteID)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ins = append(ins, newInstallations(t, codes, o...))
 	}
 	ctx := context.Background()
@@ -192,7 +198,6 @@ func TestInstallationsCorpTokenAcrossProcesses(t *testing.T) {
 	if n := corpTokenFetches(srv); n != corps {
 		t.Errorf("%d get_corp_token calls for %d corps, want one each", n, corps)
 	}
-	rdb := redistest.Single(t)
 	keys := func() int {
 		t.Helper()
 		n := 0
