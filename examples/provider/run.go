@@ -41,6 +41,7 @@ type corpStats struct {
 	firstErr       atomic.Pointer[error]
 	customers      int
 	start, end     time.Time
+	marking        time.Time // when the first mark started
 }
 
 func (cs *corpStats) fail(n int, err error) {
@@ -106,35 +107,53 @@ func inProcess(h http.Handler) http.RoundTripper {
 	return mt
 }
 
+// provider is the set-up of a run: the mock, and the suite's
+// installations, every corp authorized.
+type provider struct {
+	srv   *mock.Server
+	in    *wecom.Installations
+	codes *wecom.MemoryPermanentCodes
+}
+
 // run sets up the mock, the suite and its command URL, receives the
 // authorizations, and tags every customer of every corp.
 func run(ctx context.Context, cfg config) (*summary, error) {
+	p, err := start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer p.srv.Close()
+	sum := tagAll(ctx, p.in, cfg, cfg.corps)
+	sum.mock = p.srv.Stats()
+	return sum, nil
+}
+
+// start makes the mock and the suite's installations, and has every corp
+// authorize the suite by callback.
+func start(ctx context.Context, cfg config) (*provider, error) {
 	srv, mt, err := embedded(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Close()
 	opts := []wecom.Option{wecom.WithBaseURL(embeddedBase), wecom.WithTransport(mt),
 		wecom.WithLimiter(throttle.NewMemory()), wecom.WithTokenStore(wecom.NewMemoryTokenStore()),
 		wecom.WithEgress(egress), wecom.WithIPLimits(cfg.ipPerMinute, 0), wecom.WithObserver(observe)}
+	p := &provider{srv: srv, codes: &wecom.MemoryPermanentCodes{}}
 	suite, err := wecom.NewSuite(suiteID, suiteCode, opts...)
+	if err == nil {
+		p.in, err = wecom.NewInstallations(suite, p.codes, wecom.WithClientOptions(opts...))
+	}
+	if err == nil {
+		err = authorize(ctx, srv, p.in, cfg)
+	}
+	if n := p.codes.Len(); err == nil && n != cfg.corps {
+		err = fmt.Errorf("%d of %d authorizations received", n, cfg.corps)
+	}
 	if err != nil {
+		srv.Close()
 		return nil, err
 	}
-	codes := &wecom.MemoryPermanentCodes{}
-	in, err := wecom.NewInstallations(suite, codes, wecom.WithClientOptions(opts...))
-	if err != nil {
-		return nil, err
-	}
-	if err := authorize(ctx, srv, in, cfg); err != nil {
-		return nil, err
-	}
-	if n := codes.Len(); n != cfg.corps {
-		return nil, fmt.Errorf("%d of %d authorizations received", n, cfg.corps)
-	}
-	sum := tagAll(ctx, in, cfg)
-	sum.mock = srv.Stats()
-	return sum, nil
+	return p, nil
 }
 
 // authorize serves the suite's command URL, on which the mock pushes the
@@ -170,11 +189,12 @@ func authorize(ctx context.Context, srv *mock.Server, in *wecom.Installations, c
 	return nil
 }
 
-// tagAll tags every customer of every corp, all corps at once.
-func tagAll(ctx context.Context, in *wecom.Installations, cfg config) *summary {
+// tagAll tags every customer of the first n corps, all at once.
+func tagAll(ctx context.Context, in *wecom.Installations, cfg config, n int) *summary {
+	cfg.corps = n
 	sum := &summary{cfg: cfg, start: time.Now()}
 	var wg sync.WaitGroup
-	for i := range cfg.corps {
+	for i := range n {
 		cs := &corpStats{id: corpID(i), customers: cfg.customers}
 		sum.corps = append(sum.corps, cs)
 		wg.Go(func() { tagCorp(context.WithValue(ctx, corpKey{}, cs), in, i, cs) })
@@ -198,6 +218,7 @@ func tagCorp(ctx context.Context, in *wecom.Installations, i int, cs *corpStats)
 		cs.fail(cs.customers, err)
 		return
 	}
+	cs.marking = time.Now()
 	next := make(chan string)
 	var wg sync.WaitGroup
 	for range workersPerCorp {
