@@ -163,8 +163,10 @@ func (in *Installations) Credentials(ctx context.Context, app App) (Credentials,
 // the agent id of the suite's app (AuthInfo), keeps both in the store and
 // returns the Authorization; cancel_auth drops the corp from the registry,
 // its tokens from the token store (Registry.Drop), then its permanent code
-// from the store; change_auth changes nothing kept. A callback of another
-// suite or InfoType is a *ValidationError.
+// from the store; change_auth changes nothing kept. Another process's
+// registry forgets a cancelled corp once idle; its calls meanwhile fail,
+// as WeCom refuses the corp's token. A callback of another suite or
+// InfoType is a *ValidationError.
 func (in *Installations) Receive(ctx context.Context, ev *callback.AuthEvent) (*Authorization, error) {
 	switch {
 	case ev == nil:
