@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -142,12 +143,30 @@ func TestInstallationsReceiveRefuses(t *testing.T) {
 }
 
 // Three processes (Installations and registries) sharing a Redis limiter,
-// token store and permanent code store: many first calls at once to every corp, spread over
-// the three, fetch each corp's token once (get_corp_token) for the fleet;
-// cancel_auth received by one drops the corp there, and its token from the
-// shared store.
+// token store and permanent code store: many first calls at once to every
+// corp, spread over the three, fetch each corp's token once
+// (get_corp_token) for the fleet; cancel_auth received by one drops the
+// corp there, and its token from the shared store.
 func TestInstallationsCorpTokenAcrossProcesses(t *testing.T) {
 	t.Parallel()
+	corpTokenAcrossProcesses(t, 6, 8)
+}
+
+// scaleEnv runs TestInstallationsScaleAcrossProcesses when set.
+const scaleEnv = "WECOM_PROVIDER_SCALE"
+
+// TestInstallationsScaleAcrossProcesses (WECOM_PROVIDER_SCALE=1): the
+// same with 1,000 corps, each first called by the three processes at once.
+func TestInstallationsScaleAcrossProcesses(t *testing.T) {
+	if os.Getenv(scaleEnv) == "" {
+		t.Skip("1,000 corps: set " + scaleEnv + "=1 to run")
+	}
+	corpTokenAcrossProcesses(t, 1000, 3)
+}
+
+// corpTokenAcrossProcesses authorizes corps, calls each callers times at
+// once across three processes, and cancels the first.
+func corpTokenAcrossProcesses(t *testing.T, corps, callers int) {
 	srv, base := suiteMock(t, mock.Config{}, "ticket-1")
 	rdb := redistest.Single(t)
 	prefix := redistest.Prefix(t, rdb)
@@ -160,7 +179,6 @@ func TestInstallationsCorpTokenAcrossProcesses(t *testing.T) {
 		ins = append(ins, newInstallations(t, codes, o...))
 	}
 	ctx := context.Background()
-	const corps, callers = 6, 8
 	for i := range corps {
 		corp := fmt.Sprintf("wwfleetcorp%d", i)
 		code, err := srv.Authorize(testSuiteID, corp)
@@ -195,6 +213,16 @@ func TestInstallationsCorpTokenAcrossProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var bytes int64
+	nkeys := 0
+	for _, match := range []string{"*{wwfleetcorp1}*", "*}:wwfleetcorp1"} { // its token and limiter keys, its code
+		iter := rdb.Scan(ctx, 0, match, 0).Iterator()
+		for iter.Next(ctx) {
+			nkeys++
+			bytes += rdb.MemoryUsage(ctx, iter.Val()).Val()
+		}
+	}
+	t.Logf("%d corps, %d first calls at once across 3 processes: %d get_corp_token calls; a corp's keys in Redis: %d, %d bytes", corps, corps*callers, corpTokenFetches(srv), nkeys, bytes)
 	if n := corpTokenFetches(srv); n != corps {
 		t.Errorf("%d get_corp_token calls for %d corps, want one each", n, corps)
 	}
