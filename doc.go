@@ -85,6 +85,16 @@
 // per-IP windows (WithIPLimits for a third-party app's) then hold across
 // the corps of the process, and of every process sharing the limiter.
 //
+// A service provider's suite serves its authorizing corps through
+// Installations (NewInstallations): Installations.Handle takes the suite's
+// command URL (a callback.Handler), keeping each suite_ticket, spending
+// create_auth's auth code for the corp's permanent code, kept in a
+// PermanentCodeStore (MemoryPermanentCodes, redisstore.PermanentCodes),
+// and on cancel_auth dropping the corp's client, tokens and code; every
+// authorization callback then reaches the caller's function. Its Registry
+// builds each corp's client on first use, running on the corp's token
+// from get_corp_token, fetched once per corp for the fleet.
+//
 // A group robot (群机器人) needs only its webhook key: NewRobot returns a
 // Robot whose Send waits for room in the robot's 20 messages a minute.
 //

@@ -200,6 +200,42 @@ func (s *Server) Authorize(suiteID, corpID string) (string, error) {
 	return code, nil
 }
 
+// Deauthorize makes corp corpID cancel its installation of suite
+// suiteID, as its admin would: its permanent code and its token for the
+// suite are no longer valid (get_corp_token answers 40013, as for a corp
+// that never installed it), and cancel_auth is pushed to the suite's
+// command URL, if it has one. It fails for a suite not added.
+func (s *Server) Deauthorize(suiteID, corpID string) error {
+	return s.authCommand(suiteID, corpID, "cancel_auth")
+}
+
+// ChangeAuthorization pushes change_auth about corp corpID to suite
+// suiteID's command URL, as when its admin changes what the app may see.
+// It fails for a suite not added.
+func (s *Server) ChangeAuthorization(suiteID, corpID string) error {
+	return s.authCommand(suiteID, corpID, "change_auth")
+}
+
+// authCommand pushes the authorization callback info about corpID,
+// cancelling the installation first for cancel_auth.
+func (s *Server) authCommand(suiteID, corpID, info string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.suites.issuers[suiteID] == nil {
+		return errors.New("mock: no suite " + suiteID)
+	}
+	if info == "cancel_auth" {
+		delete(s.suiteBookLocked(suiteID).permanent, corpID)
+		cc := s.corpLocked(corpID)
+		if tok := cc.apps[suiteTarget(suiteID)]; tok != nil {
+			delete(s.tokens, tok.value)
+			delete(cc.apps, suiteTarget(suiteID))
+		}
+	}
+	s.pushCommandLocked(suiteID, s.now(), info, "AuthCorpId", corpID)
+	return nil
+}
+
 // opaque derives the id a third party sees for id: the same every time,
 // with prefix, distinct per scope (a suite, a provider) and corp.
 func opaque(prefix, scope, id string) string {

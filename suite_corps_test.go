@@ -1,0 +1,260 @@
+package wecom_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/callback"
+	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/redisstore"
+)
+
+// commandURL serves h, a handler of the test suite's command URL, and
+// makes srv push the suite's command callbacks to it.
+func commandURL(t *testing.T, srv *mock.Server, register func(h *callback.Handler)) {
+	t.Helper()
+	const cbToken, cbKey = "callbackToken", "jWmYm7qr5nMoAUwZRjGtBxmz3KA1tkAj3ykkR6q2B2C"
+	crypto, err := callback.NewCrypto(cbToken, cbKey, testSuiteID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := callback.NewHandler(crypto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(h)
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	t.Cleanup(srv.Close)
+	if err := srv.SetSuiteCallback(testSuiteID, mock.CallbackConfig{URL: hs.URL, Token: cbToken, EncodingAESKey: cbKey}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newInstallations returns the test suite's installations in codes, the
+// suite and the registry made with opts.
+func newInstallations(t *testing.T, codes wecom.PermanentCodeStore, opts ...wecom.Option) *wecom.Installations {
+	t.Helper()
+	in, err := wecom.NewInstallations(newSuite(t, opts...), codes, wecom.WithClientOptions(opts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func corpTokenFetches(srv *mock.Server) int { return srv.Stats().Calls[catalog.GetCorpToken.Path()] }
+
+// The authorization callbacks reach the user through Installations.Handle:
+// create_auth keeps the corp's permanent code and agent id, and its client
+// runs on its corp token; change_auth is handed on; cancel_auth drops the
+// corp's client and permanent code, and its client is no longer built.
+func TestInstallationsCallbacks(t *testing.T) {
+	t.Parallel()
+	srv, base := suiteMock(t, mock.Config{}, "")
+	codes := &wecom.MemoryPermanentCodes{}
+	in := newInstallations(t, codes, wecom.WithBaseURL(base))
+	var mu sync.Mutex
+	seen := map[string]string{} // corp id → the InfoTypes seen
+	commandURL(t, srv, func(h *callback.Handler) {
+		in.Handle(h, func(_ context.Context, ev *callback.AuthEvent, a *wecom.Authorization) error {
+			mu.Lock()
+			defer mu.Unlock()
+			corp := ev.AuthCorpID
+			if a != nil {
+				corp = a.Corp.CorpID
+			}
+			seen[corp] += ev.InfoType + ";"
+			return nil
+		})
+	})
+	const corp = "wwinstalled1"
+	ctx := context.Background()
+	wait := func() {
+		t.Helper()
+		if err := srv.WaitCallbacks(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := srv.Authorize(testSuiteID, corp); err != nil {
+		t.Fatal(err)
+	}
+	wait()
+	got, err := codes.Get(ctx, corp)
+	if err != nil || got.PermanentCode == "" || got.AgentID == 0 {
+		t.Fatalf("after create_auth the store holds %+v, %v", got, err)
+	}
+	c, err := in.Client(ctx, corp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Tags.List(ctx); err != nil {
+		t.Fatalf("a call on the corp token: %v", err)
+	}
+	if err := srv.ChangeAuthorization(testSuiteID, corp); err != nil {
+		t.Fatal(err)
+	}
+	wait()
+	if err := srv.Deauthorize(testSuiteID, corp); err != nil {
+		t.Fatal(err)
+	}
+	wait()
+	if codes.Len() != 0 || in.Registry().Len() != 0 {
+		t.Errorf("after cancel_auth: %d permanent codes, %d clients; want none", codes.Len(), in.Registry().Len())
+	}
+	if _, err := in.Client(ctx, corp); !errors.Is(err, wecom.ErrUnknownApp) {
+		t.Errorf("the client of a corp that cancelled: %v, want ErrUnknownApp", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "create_auth;change_auth;cancel_auth;"; seen[corp] != want {
+		t.Errorf("the user saw %q, want %q", seen[corp], want)
+	}
+}
+
+// Receive refuses what is not an authorization of its suite.
+func TestInstallationsReceiveRefuses(t *testing.T) {
+	t.Parallel()
+	in := newInstallations(t, &wecom.MemoryPermanentCodes{}, wecom.WithBaseURL("http://127.0.0.1:1"))
+	for _, ev := range []*callback.AuthEvent{
+		nil,
+		{Header: callback.Header{SuiteID: "wwother", InfoType: wecom.InfoCreateAuth}, AuthCode: "x"},
+		{Header: callback.Header{SuiteID: testSuiteID, InfoType: "suite_ticket"}},
+		{Header: callback.Header{SuiteID: testSuiteID, InfoType: wecom.InfoCancelAuth}},
+		{Header: callback.Header{SuiteID: testSuiteID, InfoType: wecom.InfoCreateAuth}},
+	} {
+		if _, err := in.Receive(context.Background(), ev); !errors.Is(err, wecom.ErrInvalidRequest) {
+			t.Errorf("%+v: %v, want ErrInvalidRequest", ev, err)
+		}
+	}
+	if err := (&wecom.MemoryPermanentCodes{}).Set(context.Background(), "wwc", wecom.Installation{PermanentCode: "p"}); !errors.Is(err, wecom.ErrInvalidRequest) {
+		t.Errorf("an installation without an agent id: %v", err)
+	}
+}
+
+// Three processes (Installations and registries) sharing a Redis limiter,
+// token store and permanent code store: many first calls at once to every
+// corp, spread over the three, fetch each corp's token once
+// (get_corp_token) for the fleet; cancel_auth received by one drops the
+// corp there, and its token from the shared store.
+func TestInstallationsCorpTokenAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	corpTokenAcrossProcesses(t, 6, 8)
+}
+
+// scaleEnv runs TestInstallationsScaleAcrossProcesses when set.
+const scaleEnv = "WECOM_PROVIDER_SCALE"
+
+// TestInstallationsScaleAcrossProcesses (WECOM_PROVIDER_SCALE=1): the
+// same with 1,000 corps, each first called by the three processes at once.
+func TestInstallationsScaleAcrossProcesses(t *testing.T) {
+	if os.Getenv(scaleEnv) == "" {
+		t.Skip("1,000 corps: set " + scaleEnv + "=1 to run")
+	}
+	corpTokenAcrossProcesses(t, 1000, 3)
+}
+
+// corpTokenAcrossProcesses authorizes corps, calls each callers times at
+// once across three processes, and cancels the first.
+func corpTokenAcrossProcesses(t *testing.T, corps, callers int) {
+	srv, base := suiteMock(t, mock.Config{}, "ticket-1")
+	rdb := redistest.Single(t)
+	prefix := redistest.Prefix(t, rdb)
+	var ins []*wecom.Installations
+	for _, o := range fleetOptions(t, base, 3, io.Discard) {
+		codes, err := redisstore.NewPermanentCodes(rdb, prefix, testSuiteID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, newInstallations(t, codes, o...))
+	}
+	ctx := context.Background()
+	for i := range corps {
+		corp := fmt.Sprintf("wwfleetcorp%d", i)
+		code, err := srv.Authorize(testSuiteID, corp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := &callback.AuthEvent{Header: callback.Header{SuiteID: testSuiteID, InfoType: wecom.InfoCreateAuth, AuthCorpID: corp}, AuthCode: code}
+		if i == 0 {
+			if err := ins[0].Suite().SetTicket(ctx, "ticket-1", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := ins[i%3].Receive(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, corps*callers)
+	for i := range corps * callers {
+		wg.Go(func() {
+			c, err := ins[i/corps%3].Client(ctx, fmt.Sprintf("wwfleetcorp%d", i%corps))
+			if err == nil {
+				_, err = c.Tags.List(ctx)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bytes int64
+	nkeys := 0
+	for _, match := range []string{"*{wwfleetcorp1}*", "*}:wwfleetcorp1"} { // its token and limiter keys, its code
+		iter := rdb.Scan(ctx, 0, match, 0).Iterator()
+		for iter.Next(ctx) {
+			nkeys++
+			bytes += rdb.MemoryUsage(ctx, iter.Val()).Val()
+		}
+	}
+	t.Logf("%d corps, %d first calls at once across 3 processes: %d get_corp_token calls; a corp's keys in Redis: %d, %d bytes", corps, corps*callers, corpTokenFetches(srv), nkeys, bytes)
+	if n := corpTokenFetches(srv); n != corps {
+		t.Errorf("%d get_corp_token calls for %d corps, want one each", n, corps)
+	}
+	keys := func() int {
+		t.Helper()
+		n := 0
+		iter := rdb.Scan(ctx, 0, "*token:wecom:*{wwfleetcorp0}*", 0).Iterator()
+		for iter.Next(ctx) {
+			n++
+		}
+		if err := iter.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if keys() == 0 {
+		t.Fatal("no key of the corp's token in the shared store")
+	}
+	if err := srv.Deauthorize(testSuiteID, "wwfleetcorp0"); err != nil {
+		t.Fatal(err)
+	}
+	cancel := &callback.AuthEvent{Header: callback.Header{SuiteID: testSuiteID, InfoType: wecom.InfoCancelAuth, AuthCorpID: "wwfleetcorp0"}}
+	if _, err := ins[1].Receive(ctx, cancel); err != nil {
+		t.Fatal(err)
+	}
+	if n := keys(); n != 0 {
+		t.Errorf("%d keys of the cancelled corp's token left in the shared store", n)
+	}
+	if _, err := ins[1].Client(ctx, "wwfleetcorp0"); !errors.Is(err, wecom.ErrUnknownApp) {
+		t.Errorf("the cancelled corp's client: %v, want ErrUnknownApp", err)
+	}
+	if n := ins[1].Registry().Len(); n != corps-1 {
+		t.Errorf("the registry that received cancel_auth holds %d clients, want %d", n, corps-1)
+	}
+}
