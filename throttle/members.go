@@ -122,7 +122,7 @@ func (ml *memberLines) acquire(ctx context.Context, r Request, wait bool, try fu
 			return Lease{}, v.err(r.Key, now)
 		}
 		if t.news(v, at) {
-			stalled(ctx, r.Key, v, at)
+			stalled(r, v, at)
 		}
 		select {
 		case <-time.After(time.Until(at)):

@@ -150,7 +150,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	ks.waiters.push(&w)
 	m.dispatch(r.Key, ks, now)
 	m.mu.Unlock()
-	stalled(ctx, r.Key, v, v.at)
+	stalled(r, v, v.at)
 	select {
 	case <-w.turn:
 	case <-ctx.Done():

@@ -55,8 +55,11 @@ var ErrUnavailable = errors.New("throttle: backend unavailable")
 type Fallback int
 
 const (
-	// FailClosed refuses at once with an error matching ErrUnavailable. The
-	// default: no call leaves without the fleet-wide limits.
+	// FailClosed sends nothing without its lease from Redis. The default:
+	// no call leaves without the fleet-wide limits. An Acquire waits for
+	// Redis to answer again as it waits for a slot, bounded by its context
+	// and RedisOptions.WaitForRedis, and only then fails with an error
+	// matching ErrUnavailable; TryAcquire refuses at once.
 	FailClosed Fallback = iota
 	// FallBackLocal limits with an in-process backend instead, each limit
 	// cut to the process's share (RedisOptions.LocalShare), until Redis answers.
@@ -76,9 +79,15 @@ type RedisOptions struct {
 	LocalShare float64
 	// RetryRedisAfter is how often Redis is probed, one PING at a time, once
 	// a round trip failed for want of it (default 1s). Until a probe sees it
-	// answer, no call waits on Redis: acquisitions fail at once or use the
-	// fallback, Extend and Cooldown fail, and releases wait to be made.
+	// answer, no call sends to Redis: acquisitions and Extend wait for the
+	// probe (see WaitForRedis), or use the fallback, TryAcquire and
+	// Cooldown fail, and releases wait to be made.
 	RetryRedisAfter time.Duration
+	// WaitForRedis bounds how long an Acquire or Extend under FailClosed
+	// waits for Redis to answer again once it is known unreachable, after
+	// which it fails with an error matching ErrUnavailable (default 1m: a
+	// failover of tens of seconds). The call's context bounds it too.
+	WaitForRedis time.Duration
 	// OpTimeout bounds each Redis round trip (default 2s).
 	OpTimeout time.Duration
 }
@@ -89,8 +98,10 @@ type RedisOptions struct {
 // dies frees its slots when their TTL ends. One corp's keys share a Cluster
 // slot (the throttle key's hash tag, "{corp}").
 //
-// No call waits on a Redis known to be down (see Fallback), and a wait of
-// more than StallAfter on one that does not answer is told (WithStallFunc).
+// Nothing is sent without its lease: while Redis cannot be reached, an
+// Acquire waits for it to answer again (see Fallback and WaitForRedis), and
+// a wait of more than StallAfter on one that does not answer, or one known
+// down, is told (Request.OnStall).
 // After Redis restarted empty, each window holds a reserve until it has slid
 // past the loss (ReasonReserve), and concurrency slots held across the
 // restart are forgotten. REDIS.md beside this file says how and why, and
@@ -160,12 +171,13 @@ func NewRedis(rdb RedisConn, opt RedisOptions) (*Redis, error) {
 	opt.LocalShare = cmp.Or(opt.LocalShare, 1)
 	opt.RetryRedisAfter = cmp.Or(opt.RetryRedisAfter, time.Second)
 	opt.OpTimeout = cmp.Or(opt.OpTimeout, 2*time.Second)
+	opt.WaitForRedis = cmp.Or(opt.WaitForRedis, time.Minute)
 	switch {
 	case strings.ContainsAny(opt.Prefix, "{}"):
 		return nil, invalidf("prefix %q holds a brace: the keys' hash tags come after it", opt.Prefix)
 	case opt.LocalShare < 0 || opt.LocalShare > 1:
 		return nil, invalidf("local share %v not in (0, 1]", opt.LocalShare)
-	case opt.RetryRedisAfter < 0 || opt.OpTimeout < 0:
+	case opt.RetryRedisAfter < 0 || opt.OpTimeout < 0 || opt.WaitForRedis < 0:
 		return nil, invalidf("negative duration in %+v", opt)
 	case opt.Fallback != FailClosed && opt.Fallback != FallBackLocal:
 		return nil, invalidf("unknown fallback %d", opt.Fallback)

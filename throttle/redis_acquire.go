@@ -50,14 +50,21 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 	if err := b.sendFor(ctx, r.Key); err != nil {
 		return Lease{}, err
 	}
-	stop := stallAfter(ctx, r.Key)
-	down, err := b.ready(ctx)
-	stop()
+	for {
+		stop := stallAfter(r)
+		down, err := b.ready(ctx)
+		stop()
+		if err != nil {
+			return Lease{}, err
+		}
+		if !down {
+			break
+		}
+		if l, again, err := b.outage(ctx, r, try, nil); !again {
+			return l, err
+		}
+	}
 	switch {
-	case err != nil:
-		return Lease{}, err
-	case down:
-		return b.instead(ctx, r, try, nil)
 	case len(r.With) > 0:
 		return acquireApart(ctx, b, r, !try)
 	case len(r.Members) > 0 && !try:
@@ -65,7 +72,10 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 	case !try:
 		return b.wait(ctx, r)
 	}
-	var res acquireResult
+	var (
+		res acquireResult
+		err error
+	)
 	if len(r.Members) > 0 {
 		if busy := b.memberLines.busy(r); len(busy) > 0 {
 			return Lease{}, &LimitError{Key: r.Key, Reason: ReasonConcurrency, Members: busy}
@@ -83,7 +93,8 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 	}
 	switch {
 	case err != nil:
-		return b.acquireFailed(ctx, r, true, err)
+		l, _, err := b.acquireFailed(ctx, r, true, err)
+		return l, err
 	case !res.v.ok:
 		return Lease{}, res.v.err(r.Key, res.now)
 	}
@@ -91,13 +102,14 @@ func (b *Redis) obtain(ctx context.Context, r Request, try bool) (Lease, error) 
 }
 
 // acquireFailed answers an acquisition of r whose round trip failed with
-// err: from the fallback if Redis is out (try: without waiting), else err.
-func (b *Redis) acquireFailed(ctx context.Context, r Request, try bool, err error) (Lease, error) {
-	outage, err := b.failed("acquire", err)
-	if outage {
-		return b.instead(ctx, r, try, err)
+// err: as outage does if Redis is out (try: without waiting; again: ask
+// Redis again, it answers), else err.
+func (b *Redis) acquireFailed(ctx context.Context, r Request, try bool, err error) (l Lease, again bool, _ error) {
+	out, err := b.failed("acquire", err)
+	if out {
+		return b.outage(ctx, r, try, err)
 	}
-	return Lease{}, err
+	return Lease{}, false, err
 }
 
 // wait is Acquire once the request is known to go to Redis: it queues in
@@ -119,7 +131,7 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 		close(w.turn)
 	}
 	b.mu.Unlock()
-	stalled(ctx, r.Key, behind.v, behind.at)
+	stalled(r, behind.v, behind.at)
 	defer func() {
 		b.leave(r.Key, k, w, err == nil && !strings.HasPrefix(l.ID, localLease)) // served by Redis
 	}()
@@ -134,7 +146,7 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 			}
 			return b.lead(ctx, k, w)
 		default:
-			b.tellSilence(ctx, r.Key, w)
+			b.tellSilence(w)
 		}
 	}
 }
@@ -145,11 +157,14 @@ func (b *Redis) wait(ctx context.Context, r Request) (l Lease, err error) {
 func (b *Redis) lead(ctx context.Context, k *rkey, w *rwaiter) (Lease, error) {
 	woken := false // the last wake-up was this process's turn
 	for first := true; ; first = false {
-		b.tellSilence(ctx, w.req.Key, w)
-		if down, err := b.ready(ctx); err != nil { // Redis failed while this waiter queued
+		b.tellSilence(w)
+		if down, err := b.ready(ctx); err != nil {
 			return Lease{}, err
-		} else if down {
-			return b.instead(ctx, w.req, false, nil)
+		} else if down { // Redis failed while this waiter queued: wait for it at the head
+			if l, again, err := b.outage(ctx, w.req, false, nil); !again {
+				return l, err
+			}
+			continue
 		}
 		// A Release handing a slot over (claimed, or already sent): take it
 		// rather than ask. Right after a hand-over that found every slot held
@@ -206,7 +221,10 @@ func (b *Redis) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool) 
 	b.mu.Unlock()
 	switch {
 	case err != nil:
-		l, err := b.acquireFailed(ctx, r, false, err)
+		l, again, err := b.acquireFailed(ctx, r, false, err)
+		if again { // Redis answers again: ask it at once
+			return Lease{}, 0, nil
+		}
 		return l, 0, err
 	case v.ok && ctx.Err() != nil:
 		b.giveBack(res.lease, r) // granted as the caller gave up: the call never starts
@@ -221,7 +239,7 @@ func (b *Redis) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool) 
 		return Lease{}, 0, v.err(r.Key, now)
 	}
 	if w.told.news(v, at) {
-		stalled(ctx, r.Key, v, at)
+		stalled(r, v, at)
 	}
 	d := time.Second
 	if !v.at.IsZero() {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // failed classifies a Redis error. An outage (no connection, a timeout of the
@@ -37,6 +38,55 @@ func refused(err error) bool {
 // errDown is the error of a call refused at once while Redis is deemed down.
 func (b *Redis) errDown() error {
 	return fmt.Errorf("%w: Redis did not answer, and has not answered a probe since", ErrUnavailable)
+}
+
+// outage answers an acquisition of r that found Redis down (cause: the
+// round trip that failed, or nil): from the fallback, under FallBackLocal
+// or for a TryAcquire (try), else by waiting for Redis to answer again
+// (redisBack), after which again says to ask it again.
+func (b *Redis) outage(ctx context.Context, r Request, try bool, cause error) (l Lease, again bool, err error) {
+	if try || b.opt.Fallback == FallBackLocal {
+		l, err = b.instead(ctx, r, try, cause)
+		return l, false, err
+	}
+	if err := b.redisBack(ctx, r.Key, r.OnStall, cause); err != nil {
+		return Lease{}, false, err
+	}
+	return Lease{}, true, nil
+}
+
+// redisBack waits for Redis, known down, to answer a probe again, and tells
+// f every StallAfter meanwhile that the call on key waits on it. It returns
+// nil then, ctx's error if ctx ends first, or after Close errClosed, and
+// once it has waited WaitForRedis an error matching ErrUnavailable (that
+// of cause, the failed round trip, if any).
+func (b *Redis) redisBack(ctx context.Context, key string, f StallFunc, cause error) error {
+	give := time.NewTimer(b.opt.WaitForRedis)
+	defer give.Stop()
+	tick := time.NewTicker(StallAfter)
+	defer tick.Stop()
+	for {
+		b.mu.Lock()
+		back, changed := b.health.Load() != healthDown, b.changed
+		b.mu.Unlock()
+		if back {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+			f.tell(Stall{Key: key, Reason: ReasonUnavailable})
+		case <-give.C:
+			if cause == nil {
+				cause = b.errDown()
+			}
+			return fmt.Errorf("%w; waited %s for Redis to answer", cause, b.opt.WaitForRedis)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.done:
+			return errClosed()
+		}
+	}
 }
 
 // instead answers an acquisition while Redis is down: from the local

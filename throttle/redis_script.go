@@ -76,7 +76,7 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 // attempt runs the acquire script for a, and after Redis lost the key's
 // state writes back what this process knows and runs it again.
 func (b *Redis) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
-	defer stallAfter(ctx, a.r.Key)()
+	defer stallAfter(a.r)()
 	if a.plain && isLock(a.r) {
 		if res, got, err := b.takeLock(ctx, a.r); got || err != nil {
 			return res, err

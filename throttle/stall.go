@@ -1,7 +1,6 @@
 package throttle
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -24,20 +23,17 @@ type Stall struct {
 	Until time.Time
 }
 
-// StallFunc hears of the stalls of the acquisitions made under a context
-// (see WithStallFunc). It is called with no lock held, in the acquiring
-// goroutine, or in a timer's for a Redis that does not answer; it must be
-// safe for concurrent use and return quickly.
+// StallFunc hears of the stalls of an acquisition (Request.OnStall). It
+// is called with no lock held, in the acquiring goroutine, or in a timer's
+// for a Redis that does not answer; it must be safe for concurrent use and
+// return quickly.
 type StallFunc func(Stall)
 
-type stallKey struct{}
-
-// WithStallFunc returns a copy of ctx under which Acquire calls f for each
-// Stall ahead of it: when it arrives behind a timed refusal, when the head
-// of its key's line is refused so (on Redis, a process's waiters of a key
-// queue behind one head), and when Redis has not answered for StallAfter.
-func WithStallFunc(ctx context.Context, f StallFunc) context.Context {
-	return context.WithValue(ctx, stallKey{}, f)
+// tell calls f with s, if f is set.
+func (f StallFunc) tell(s Stall) {
+	if f != nil {
+		f(s)
+	}
 }
 
 // told is the last stall a waiter reported, so that a head asking again
@@ -58,15 +54,15 @@ func (t *told) news(v verdict, at time.Time) bool {
 	return true
 }
 
-// stallAfter tells ctx's StallFunc, once StallAfter has passed, that the
-// acquisition of key waits on a Redis that does not answer; the function it
+// stallAfter tells r's StallFunc, once StallAfter has passed, that the
+// acquisition of r waits on a Redis that does not answer; the function it
 // returns ends the wait (and the telling, if it has not come).
-func stallAfter(ctx context.Context, key string) (stop func() bool) {
-	f, _ := ctx.Value(stallKey{}).(StallFunc)
+func stallAfter(r Request) (stop func() bool) {
+	f := r.OnStall
 	if f == nil {
 		return func() bool { return false }
 	}
-	return time.AfterFunc(StallAfter, func() { f(Stall{Key: key, Reason: ReasonUnavailable}) }).Stop
+	return time.AfterFunc(StallAfter, func() { f(Stall{Key: r.Key, Reason: ReasonUnavailable}) }).Stop
 }
 
 // silence tells whether Redis keeps this process waiting: a round trip is
@@ -101,18 +97,19 @@ func (s *silence) silent() bool {
 	return s.inflight > 0 && time.Since(s.last) > StallAfter
 }
 
-// tellSilence tells ctx's StallFunc, once per waiter w of key, that Redis
-// keeps the process waiting.
-func (b *Redis) tellSilence(ctx context.Context, key string, w *rwaiter) {
-	if f, _ := ctx.Value(stallKey{}).(StallFunc); f != nil && b.quiet.silent() && w.told.news(verdict{reason: ReasonUnavailable}, time.Time{}) {
-		f(Stall{Key: key, Reason: ReasonUnavailable})
+// tellSilence tells the StallFunc of w, a waiter of its key's line, once,
+// that Redis keeps the process waiting: it does not answer, or is known
+// down.
+func (b *Redis) tellSilence(w *rwaiter) {
+	if w.req.OnStall != nil && (b.quiet.silent() || b.isDown()) && w.told.news(verdict{reason: ReasonUnavailable}, time.Time{}) {
+		w.req.OnStall(Stall{Key: w.req.Key, Reason: ReasonUnavailable})
 	}
 }
 
-// stalled tells ctx's StallFunc, if any, of a wait for v until at (the
+// stalled tells r's StallFunc, if any, of a wait for v until at (the
 // local clock), when v is a timed refusal that lasts more than StallAfter.
-func stalled(ctx context.Context, key string, v verdict, at time.Time) {
-	if f, _ := ctx.Value(stallKey{}).(StallFunc); f != nil && !v.ok && v.reason.timed() && time.Until(at) > StallAfter {
-		f(Stall{Key: key, Reason: v.reason, Until: at})
+func stalled(r Request, v verdict, at time.Time) {
+	if r.OnStall != nil && !v.ok && v.reason.timed() && time.Until(at) > StallAfter {
+		r.OnStall(Stall{Key: r.Key, Reason: v.reason, Until: at})
 	}
 }

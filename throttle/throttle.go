@@ -95,6 +95,13 @@ type Request struct {
 	// room (LimitError.Members). Requests with Members hold no slot (no
 	// Concurrency, no With); a Cooldown on Key applies to them.
 	Members []string
+	// OnStall, when set, hears of each Stall ahead of Acquire: when it
+	// arrives behind a timed refusal, when the head of its key's line is
+	// refused so (on Redis, a process's waiters of a key queue behind one
+	// head), and when its backend's store has not answered for StallAfter
+	// or is known down. Its With slots' waits are told to it too. A
+	// backend that cannot tell of a stall ignores it; it limits nothing.
+	OnStall StallFunc
 }
 
 // MemberKey is the key of a member of a request's Members, on which its
