@@ -48,7 +48,9 @@ func reasonSource(body string) string {
 }
 
 // ErrUnavailable matches the errors of a Redis backend that cannot reach
-// Redis and has no fallback: nothing was acquired, and no call should start.
+// Redis and has no fallback (for Acquire and Extend, once they have waited
+// RedisOptions.WaitForRedis): nothing was acquired, and no call should
+// start.
 var ErrUnavailable = errors.New("throttle: backend unavailable")
 
 // Fallback says what a Redis backend does when Redis cannot be reached.
@@ -83,10 +85,11 @@ type RedisOptions struct {
 	// probe (see WaitForRedis), or use the fallback, TryAcquire and
 	// Cooldown fail, and releases wait to be made.
 	RetryRedisAfter time.Duration
-	// WaitForRedis bounds how long an Acquire or Extend under FailClosed
-	// waits for Redis to answer again once it is known unreachable, after
-	// which it fails with an error matching ErrUnavailable (default 1m: a
-	// failover of tens of seconds). The call's context bounds it too.
+	// WaitForRedis bounds how long an Acquire under FailClosed, or an
+	// Extend of a lease of Redis, waits for Redis to answer again once it
+	// is known unreachable, after which it fails with an error matching
+	// ErrUnavailable (default 1m: a failover of tens of seconds). The
+	// call's context bounds it too.
 	WaitForRedis time.Duration
 	// OpTimeout bounds each Redis round trip (default 2s).
 	OpTimeout time.Duration

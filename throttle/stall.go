@@ -13,7 +13,8 @@ const StallAfter = time.Second
 // slots: a full rate window (ReasonRate), a reserve after Redis lost the
 // window's state (ReasonReserve) or a cooldown (ReasonCooldown), known to
 // last more than StallAfter; or a Redis that has not answered for
-// StallAfter (ReasonUnavailable: hung, or gone and not yet known to be).
+// StallAfter (ReasonUnavailable: hung, or gone), told again every
+// StallAfter while the acquisition waits for it to answer.
 type Stall struct {
 	Key    string
 	Reason Reason
