@@ -86,10 +86,10 @@ type RedisOptions struct {
 	// Cooldown fail, and releases wait to be made.
 	RetryRedisAfter time.Duration
 	// WaitForRedis bounds how long an Acquire under FailClosed, or an
-	// Extend of a lease of Redis, waits for Redis to answer again once it
-	// is known unreachable, after which it fails with an error matching
-	// ErrUnavailable (default 1m: a failover of tens of seconds). The
-	// call's context bounds it too.
+	// Extend of a lease of Redis, waits for Redis to answer again each
+	// time it finds it unreachable, after which it fails with an error
+	// matching ErrUnavailable (default 1m: a failover of tens of seconds).
+	// The call's context bounds it too.
 	WaitForRedis time.Duration
 	// OpTimeout bounds each Redis round trip (default 2s).
 	OpTimeout time.Duration
