@@ -69,7 +69,8 @@ func (m *Memory) SwapLimit(_ context.Context, key string, prev Learned, next int
 }
 
 // LoadLimit implements LimitStore, on the Redis server's clock. While Redis
-// is down it fails at once with ErrUnavailable.
+// is down it fails at once with ErrUnavailable: a Learner then keeps the
+// limit this process last knew, and the call goes on without waiting.
 func (b *Redis) LoadLimit(ctx context.Context, key string) (Learned, time.Time, bool, error) {
 	v, err := b.runLearned(ctx, "load limit", b.loadLimit, key, 3)
 	if err != nil {
