@@ -80,16 +80,15 @@ func (f *fleetCount) begin(start time.Time) {
 	f.add(0)
 }
 
-// add records that this copy has done ok marks in all.
+// add records that this copy has done ok marks in all. It runs at every
+// tick, new marks or not, so that a copy rebuilds counters Redis lost even
+// while it waits.
 func (f *fleetCount) add(ok int64) {
 	if f == nil {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if ok == f.sent && f.epoch != "" {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	ep, err := fleetAdd.Run(ctx, f.rdb, f.keys, f.epoch, rand.Text(), f.start.UnixMicro(), ok-f.sent, ok, fleetIdle.Milliseconds()).Text()
