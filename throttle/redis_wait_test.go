@@ -40,7 +40,8 @@ func waitBackend(t *testing.T, addr, prefix string, bound time.Duration) *thrott
 // fails), the waits are told as ReasonUnavailable, no more leases are held
 // at once than the key's slots (across a restart, of those the new server
 // granted), and a lease extended while Redis was stopped is extended once it
-// answers.
+// answers. A request with Members and one with a With slot made in the
+// fault wait too.
 func TestRedisCallsWaitOutAFault(t *testing.T) {
 	t.Parallel() // servers of its own
 	for _, pause := range []bool{false, true} {
@@ -110,6 +111,23 @@ func TestRedisCallsWaitOutAFault(t *testing.T) {
 			extended := make(chan error, 1)
 			if pause {
 				go func() { _, err := bs[0].Extend(ctx, ext, time.Minute); extended <- err }()
+			}
+			// A request with Members, and one with a With slot, made in the fault.
+			others := []throttle.Request{
+				{Key: "{corp}/wait-members", Windows: []throttle.Window{{Limit: 100, Period: time.Minute}}, Members: []string{"a", "b"}},
+				{Key: "{corp}/wait-with", Concurrency: 2, With: []throttle.Request{{Key: "{corp}/wait-lock", Concurrency: 1}}},
+			}
+			for i, o := range others {
+				wg.Go(func() {
+					l, err := bs[i].Acquire(ctx, o)
+					if err != nil {
+						t.Errorf("Acquire of %s in the fault: %v, want a lease", o.Key, err)
+						return
+					}
+					if err := bs[i].Release(context.Background(), l); err != nil {
+						t.Errorf("Release of %s: %v", o.Key, err)
+					}
+				})
 			}
 			// The calls queue until they are told that Redis does not answer.
 			for stall.Load() == 0 && ctx.Err() == nil {
