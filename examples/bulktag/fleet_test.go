@@ -13,10 +13,9 @@ import (
 )
 
 // Redis restarted empty under two copies: the fleet's start is never read
-// as the epoch. Until a copy adds again it is said to be unknown; then the
-// copies' next ticks rebuild the marks (each adds all of its own) and the
-// start (the earliest of theirs), and a copy that already added under the
-// new counters adds only its new marks.
+// as the epoch. Until a copy writes again it is said to be unknown; then the
+// copies' next ticks rebuild the marks (each writes all of its own) and the
+// start (the earliest of theirs).
 func TestFleetCountRebuiltAfterRedisRestart(t *testing.T) {
 	t.Parallel() // a Redis of its own
 	addr, restart, _ := redistest.StartServer(t)
@@ -69,7 +68,7 @@ func fleetTotal(t *testing.T, f *fleetCount) (marks int64, since time.Time, know
 func addUntil(t *testing.T, f *fleetCount, ok int64) {
 	t.Helper()
 	for range 50 {
-		if f.add(ok); f.sent == ok {
+		if f.add(ok) == nil {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
