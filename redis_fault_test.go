@@ -2,6 +2,7 @@ package wecom_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -88,5 +89,40 @@ func TestCallsRideOutARedisFault(t *testing.T) {
 				t.Errorf("WeCom answered 45033 %d times and saw %d calls in flight at most; want none, and 5", n, most)
 			}
 		})
+	}
+}
+
+// stuckExtend is a limiter whose Extend waits, as the Redis backend's does
+// for a Redis that does not answer, until its context ends, and records how
+// it ended.
+type stuckExtend struct {
+	*throttle.Memory
+	ended chan error
+}
+
+func (s stuckExtend) Extend(ctx context.Context, _ throttle.Lease, _ time.Duration) (throttle.Lease, error) {
+	<-ctx.Done()
+	s.ended <- ctx.Err()
+	return throttle.Lease{}, ctx.Err()
+}
+
+// A call whose lease renewal waits for the limiter when WeCom answers ends
+// the renewal (its context is cancelled, not left to time out) rather than
+// wait for the limiter's store to answer.
+func TestAnswerCutsAStuckRenewalShort(t *testing.T) {
+	t.Parallel() // waits on the mock's latency
+	srv := newMock(t, mock.Config{Latency: 2 * time.Second})
+	lim := stuckExtend{Memory: throttle.NewMemory(), ended: make(chan error, 8)}
+	c := setup(t, on(srv), wecom.WithLimiter(lim), wecom.WithLeaseTTL(3*time.Second)) // renewed at 1.5 s, for up to 1.5 s
+	if _, err := c.Tags.List(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-lim.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the renewal under way when WeCom answered ended with %v, want it cancelled by the call's end", err)
+		}
+	default:
+		t.Error("no renewal was under way when WeCom answered")
 	}
 }
