@@ -1,8 +1,6 @@
 package throttle
 
-import (
-	"time"
-)
+import "time"
 
 // StallAfter is the shortest wait a StallFunc hears of: waits for a slot,
 // and shorter waits, are the limiter doing its job.
