@@ -91,6 +91,7 @@ func (p *pipeline) fetchLock(ctx context.Context) (func(), error) {
 // lockKey takes the lease r, renewed until the returned release gives it
 // back.
 func (p *pipeline) lockKey(ctx context.Context, path string, r throttle.Request) (func(), error) {
+	r.OnStall = func(s throttle.Stall) { p.stalls.tell(ctx, path, s) }
 	l, err := p.cfg.limiter.Acquire(ctx, r)
 	if err != nil {
 		return nil, p.limitError(path, 0, err)

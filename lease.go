@@ -78,7 +78,9 @@ func (p *pipeline) renewEarlier(ctx context.Context, leases []throttle.Lease) (l
 
 // keepAlive renews the leases' slots every half TTL until the returned stop
 // is called, so that a call slower than the TTL keeps them. It starts no
-// goroutine until the first renewal is due, and none outlives stop.
+// goroutine until the first renewal is due, and none outlives stop; stop
+// cuts a renewal short that waits for the limiter (its Redis down), so that
+// the call's end does not wait for it.
 func (p *pipeline) keepAlive(ctx context.Context, leases []throttle.Lease) (stop func()) {
 	var (
 		mu      sync.Mutex
@@ -86,6 +88,7 @@ func (p *pipeline) keepAlive(ctx context.Context, leases []throttle.Lease) (stop
 		running sync.WaitGroup
 		t       *time.Timer
 	)
+	halt, halted := context.WithCancel(context.WithoutCancel(ctx))
 	ttl := p.cfg.leaseTTL
 	renew := func() {
 		mu.Lock()
@@ -96,13 +99,13 @@ func (p *pipeline) keepAlive(ctx context.Context, leases []throttle.Lease) (stop
 		running.Add(1)
 		mu.Unlock()
 		defer running.Done()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/2)
+		rctx, cancel := context.WithTimeout(halt, ttl/2)
 		defer cancel()
 		for _, l := range leases {
 			if !l.HoldsSlot() {
 				continue
 			}
-			if _, err := p.cfg.limiter.Extend(rctx, l, ttl); err != nil {
+			if _, err := p.cfg.limiter.Extend(rctx, l, ttl); err != nil && halt.Err() == nil {
 				p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: lease renewal failed", slog.String("key", l.Key), slog.String("error", err.Error()))
 			}
 		}
@@ -120,6 +123,7 @@ func (p *pipeline) keepAlive(ctx context.Context, leases []throttle.Lease) (stop
 		stopped = true
 		t.Stop()
 		mu.Unlock()
+		halted()
 		running.Wait()
 	}
 }

@@ -74,7 +74,7 @@ func stallReason(r throttle.Reason) string {
 	case throttle.ReasonRate:
 		return "rate window full"
 	case throttle.ReasonUnavailable:
-		return "the limiter's Redis does not answer"
+		return "waiting on the limiter's Redis, which does not answer"
 	}
 	return r.String()
 }

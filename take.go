@@ -21,7 +21,11 @@ import (
 func (p *pipeline) take(ctx context.Context, cl *call, el *endpointLimits, n int, pending []LimitChange) tried {
 	start := time.Now()
 	tell := func(s throttle.Stall) { p.stalls.tell(ctx, cl.path, s) }
-	h, changes, lost, err := p.acquire(throttle.WithStallFunc(ctx, tell), cl, p.requests(cl, el, p.cfg.now()))
+	reqs := p.requests(cl, el, p.cfg.now())
+	for i := range reqs {
+		reqs[i].OnStall = tell
+	}
+	h, changes, lost, err := p.acquire(ctx, cl, reqs)
 	changes = append(pending, changes...)
 	var rl *RateLimitError
 	if deadline, ok := ctx.Deadline(); errors.As(err, &rl) && rl.calendar != 0 && p.cfg.waitOnRateLimit && (!ok || !deadline.Before(time.Now().Add(rl.RetryAfter))) {

@@ -13,7 +13,10 @@
 # before the fault (its last 5 s), the time from Redis answering again to
 # the first new mark, the rate from 2 s after that to the end and over the
 # last 5 s, each as a fraction of the rate before, the mock's 45033 and 45009
-# answers (they must be 0), and the last progress line of each copy.
+# answers (they must be 0), and the exit status and last progress line of
+# each copy (3 when the SIGINT stopped it with marks not started; a copy
+# given fewer customers, BULKTAG_EXTRA="-customers 2000", ends on its own:
+# 0 when every mark was done).
 #
 #	bash bench/faults.sh
 #	MODE=pause bash bench/faults.sh
@@ -80,12 +83,14 @@ marks() { curl -fsS "$base/mock/stats" | python3 -c 'import json,sys; print(json
 t0=$(date +%s.%N)
 now() { echo "$(date +%s.%N) - $t0" | bc; }
 
+copies=()
 for i in $(seq "$COPIES"); do
 	# shellcheck disable=SC2086
 	timeout $((BEFORE + DOWN + AFTER + 60)) "$bin/bulktag" -base-url "$base" -redis "127.0.0.1:$rport" \
 		-redis-prefix "faults:" -customers 200000 -workers 32 -progress 1s ${BULKTAG_EXTRA:-} \
 		>"$tmp/copy$i.out" 2>"$tmp/copy$i.err" &
 	pids+=($!)
+	copies+=($!)
 done
 
 (while :; do echo "$(now) $(marks)"; sleep 0.25; done) >"$tmp/samples" 2>/dev/null &
@@ -109,6 +114,12 @@ back=$(now)
 sleep "$AFTER"
 kill "$sampler" 2>/dev/null || true
 for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+status=()
+for p in "${copies[@]}"; do
+	st=0
+	wait "$p" 2>/dev/null || st=$?
+	status+=("$st")
+done
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
 
@@ -137,6 +148,6 @@ ref = st.get("Refusals") or {}
 print(f"mock: 45033 answered {ref.get('45033', 0)}, 45009 answered {ref.get('45009', 0)}, successful marks {st['MarkCalls']}")
 EOF
 for i in $(seq "$COPIES"); do
-	echo "copy $i: $(tr '\r' '\n' <"$tmp/copy$i.err" | grep marked | tail -1)"
+	echo "copy $i: exit status ${status[$((i - 1))]}: $(tr '\r' '\n' <"$tmp/copy$i.err" | grep marked | tail -1)"
 	grep -E '^(marks|failures):' "$tmp/copy$i.out" | sed 's/^/        /' || true
 done

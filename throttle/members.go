@@ -122,7 +122,7 @@ func (ml *MemberLines) Acquire(ctx context.Context, r Request, wait bool, try fu
 			return Lease{}, v.Err(r.Key, now)
 		}
 		if t.News(v, at) {
-			Stalled(ctx, r.Key, v, at)
+			Stalled(r, v, at)
 		}
 		select {
 		case <-time.After(time.Until(at)):

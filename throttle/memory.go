@@ -152,7 +152,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 	ks.waiters.Push(&w)
 	m.dispatch(r.Key, ks, now)
 	m.mu.Unlock()
-	Stalled(ctx, r.Key, v, v.At)
+	Stalled(r, v, v.At)
 	select {
 	case <-w.Turn:
 	case <-ctx.Done():

@@ -30,8 +30,8 @@
 // backends here are made of: a [Line] of [Waiter]s per key, in arrival
 // order, failing those behind a refusal they would not wait out
 // ([Verdict.Fails]); [MemberLines] for requests with Members;
-// [AcquireApart], [ReleaseEach] and [ExtendAll] for With slots; [Stalled],
-// [WatchStall] and [Told] to tell a caller's [StallFunc] of its waits; and
+// [AcquireApart], [ReleaseEach] and [ExtendAll] for With slots; [Stalled]
+// and [Told] to tell a request's [Request.OnStall] of its waits; and
 // [Request.Merged] and [Request.Units] to read a request as the backends
 // do. The conformance suite in throttletest checks the result.
 package throttle
@@ -106,6 +106,13 @@ type Request struct {
 	// room (LimitError.Members). Requests with Members hold no slot (no
 	// Concurrency, no With); a Cooldown on Key applies to them.
 	Members []string
+	// OnStall, when set, hears of each Stall ahead of Acquire: when it
+	// arrives behind a timed refusal, when the head of its key's line is
+	// refused so (on Redis, a process's waiters of a key queue behind one
+	// head), and when its backend's store has not answered for StallAfter
+	// or is known down. Its With slots' waits are told to it too. A
+	// backend that cannot tell of a stall ignores it; it limits nothing.
+	OnStall StallFunc
 }
 
 // MemberKey is the key of a member of a request's Members, on which its
@@ -300,8 +307,9 @@ var (
 	// expired or was already released.
 	ErrLeaseNotHeld = errors.New("throttle: lease not held")
 	// ErrUnavailable matches the errors of a backend that cannot reach its
-	// store (Redis) and has no fallback: nothing was acquired, and no call
-	// should start.
+	// store (Redis) and has no fallback (on Redis, for Acquire and Extend,
+	// once they have waited for it to answer again): nothing was acquired,
+	// and no call should start.
 	ErrUnavailable = errors.New("throttle: backend unavailable")
 )
 

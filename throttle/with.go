@@ -40,7 +40,11 @@ func AcquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, 
 		start := time.Now() // the first slot's TTL runs from its grant
 		with := make([]Lease, len(r.With))
 		for _, i := range order {
-			l, err := acquire(ctx, r.With[i])
+			s := r.With[i]
+			if s.OnStall == nil { // a With slot's wait is r's
+				s.OnStall = r.OnStall
+			}
+			l, err := acquire(ctx, s)
 			if err != nil {
 				_ = ReleaseEach(ctx, b, with)
 				return Lease{}, err

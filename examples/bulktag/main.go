@@ -103,8 +103,9 @@ type config struct {
 
 func main() {
 	// go-redis logs failed dials to stderr through a package logger of its
-	// own; while Redis is down the limiter already fails (or falls back)
-	// at once with throttle.ErrUnavailable, which the summary counts.
+	// own; while Redis is down the marks wait on it (or fall back), as the
+	// progress line says, and fail with throttle.ErrUnavailable only after
+	// the limiter's bound, which the summary counts.
 	redis.SetLogger(discardRedisLog{})
 	os.Exit(bulktag(os.Args[1:], os.Stdout, os.Stderr))
 }

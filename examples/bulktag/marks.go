@@ -68,7 +68,7 @@ func markAll(stop context.Context, c *wecom.Client, cfg config, tagID string, st
 		})
 	}
 	fed := make(chan struct{})
-	defer startProgress(stderr, cfg.tty, cfg.progress, &n, fed, o.start, st.waitingFor, func() { fleet.add(n.ok.Load()) })()
+	defer startProgress(stderr, cfg.tty, cfg.progress, &n, fed, o.start, st.waitingFor, func() { _ = fleet.add(n.ok.Load()) })()
 	go func() {
 		feed(stop, jobs, &n)
 		close(fed)

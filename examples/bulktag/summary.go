@@ -51,7 +51,7 @@ func (s *stats) stalled(_ context.Context, _ string, st throttle.Stall) {
 	case throttle.ReasonRate:
 		why = "a full rate window"
 	case throttle.ReasonUnavailable: // no end known: why is the whole note
-		why = "waiting for the limiter's Redis, which does not answer"
+		why = "waiting on Redis: the limiter's Redis does not answer"
 	}
 	s.waiting.Store(&waitNote{why: why, until: st.Until, noted: time.Now()})
 }
@@ -107,7 +107,7 @@ func (s *stats) fail(err error) {
 		key = "cancelled"
 	case errors.Is(err, throttle.ErrUnavailable):
 		key = "the limiter's Redis unreachable"
-		s.waiting.Store(&waitNote{why: "the limiter's Redis is unreachable: marks fail", noted: time.Now()})
+		s.waiting.Store(&waitNote{why: "the limiter's Redis has not answered for too long: marks fail", noted: time.Now()})
 	}
 	s.mu.Lock()
 	s.failures[key]++
@@ -171,8 +171,12 @@ func printFleet(w io.Writer, f *fleetCount) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	marks, since, err := f.total(ctx)
-	if err != nil || since.IsZero() {
+	marks, since, known, err := f.total(ctx)
+	switch {
+	case err != nil:
+		return
+	case !known:
+		fmt.Fprintf(w, "fleet:      %d marks by every copy sharing Redis since the first started (when is unknown: Redis lost the fleet's counters)\n", marks)
 		return
 	}
 	d := time.Since(since)

@@ -52,14 +52,21 @@ func (b *Backend) obtain(ctx context.Context, r throttle.Request, try bool) (thr
 	if err := b.sendFor(ctx, r.Key); err != nil {
 		return throttle.Lease{}, err
 	}
-	stop := throttle.WatchStall(ctx, r.Key)
-	down, err := b.ready(ctx)
-	stop()
+	for {
+		stop := watchStall(r)
+		down, err := b.ready(ctx)
+		stop()
+		if err != nil {
+			return throttle.Lease{}, err
+		}
+		if !down {
+			break
+		}
+		if l, again, err := b.outage(ctx, r, try, nil); !again {
+			return l, err
+		}
+	}
 	switch {
-	case err != nil:
-		return throttle.Lease{}, err
-	case down:
-		return b.instead(ctx, r, try, nil)
 	case len(r.With) > 0:
 		return throttle.AcquireApart(ctx, b, r, !try)
 	case len(r.Members) > 0 && !try:
@@ -67,7 +74,10 @@ func (b *Backend) obtain(ctx context.Context, r throttle.Request, try bool) (thr
 	case !try:
 		return b.wait(ctx, r)
 	}
-	var res acquireResult
+	var (
+		res acquireResult
+		err error
+	)
 	if len(r.Members) > 0 {
 		if busy := b.memberLines.Busy(r); len(busy) > 0 {
 			return throttle.Lease{}, &throttle.LimitError{Key: r.Key, Reason: throttle.ReasonConcurrency, Members: busy}
@@ -85,7 +95,8 @@ func (b *Backend) obtain(ctx context.Context, r throttle.Request, try bool) (thr
 	}
 	switch {
 	case err != nil:
-		return b.acquireFailed(ctx, r, true, err)
+		l, _, err := b.acquireFailed(ctx, r, true, err)
+		return l, err
 	case !res.v.OK:
 		return throttle.Lease{}, res.v.Err(r.Key, res.now)
 	}
@@ -93,13 +104,14 @@ func (b *Backend) obtain(ctx context.Context, r throttle.Request, try bool) (thr
 }
 
 // acquireFailed answers an acquisition of r whose round trip failed with
-// err: from the fallback if Redis is out (try: without waiting), else err.
-func (b *Backend) acquireFailed(ctx context.Context, r throttle.Request, try bool, err error) (throttle.Lease, error) {
-	outage, err := b.failed("acquire", err)
-	if outage {
-		return b.instead(ctx, r, try, err)
+// err: as outage does if Redis is out (try: without waiting; again: ask
+// Redis again, it answers), else err.
+func (b *Backend) acquireFailed(ctx context.Context, r throttle.Request, try bool, err error) (l throttle.Lease, again bool, _ error) {
+	out, err := b.failed("acquire", err)
+	if out {
+		return b.outage(ctx, r, try, err)
 	}
-	return throttle.Lease{}, err
+	return throttle.Lease{}, false, err
 }
 
 // wait is Acquire once the request is known to go to Redis: it queues in
@@ -121,7 +133,7 @@ func (b *Backend) wait(ctx context.Context, r throttle.Request) (l throttle.Leas
 		close(w.Turn)
 	}
 	b.mu.Unlock()
-	throttle.Stalled(ctx, r.Key, behind.v, behind.at)
+	throttle.Stalled(r, behind.v, behind.at)
 	defer func() {
 		b.leave(r.Key, k, w, err == nil && !strings.HasPrefix(l.ID, localLease)) // served by Redis
 	}()
@@ -136,7 +148,7 @@ func (b *Backend) wait(ctx context.Context, r throttle.Request) (l throttle.Leas
 			}
 			return b.lead(ctx, k, w)
 		default:
-			b.tellSilence(ctx, r.Key, w)
+			b.tellSilence(w)
 		}
 	}
 }
@@ -147,11 +159,14 @@ func (b *Backend) wait(ctx context.Context, r throttle.Request) (l throttle.Leas
 func (b *Backend) lead(ctx context.Context, k *rkey, w *rwaiter) (throttle.Lease, error) {
 	woken := false // the last wake-up was this process's turn
 	for first := true; ; first = false {
-		b.tellSilence(ctx, w.Req.Key, w)
-		if down, err := b.ready(ctx); err != nil { // Redis failed while this waiter queued
+		b.tellSilence(w)
+		if down, err := b.ready(ctx); err != nil {
 			return throttle.Lease{}, err
-		} else if down {
-			return b.instead(ctx, w.Req, false, nil)
+		} else if down { // Redis failed while this waiter queued: wait for it at the head
+			if l, again, err := b.outage(ctx, w.Req, false, nil); !again {
+				return l, err
+			}
+			continue
 		}
 		// A Release handing a slot over (claimed, or already sent): take it
 		// rather than ask. Right after a hand-over that found every slot held
@@ -208,7 +223,10 @@ func (b *Backend) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool
 	b.mu.Unlock()
 	switch {
 	case err != nil:
-		l, err := b.acquireFailed(ctx, r, false, err)
+		l, again, err := b.acquireFailed(ctx, r, false, err)
+		if again { // Redis answers again: ask it at once
+			return throttle.Lease{}, 0, nil
+		}
 		return l, 0, err
 	case v.OK && ctx.Err() != nil:
 		b.giveBack(res.lease, r) // granted as the caller gave up: the call never starts
@@ -223,7 +241,7 @@ func (b *Backend) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool
 		return throttle.Lease{}, 0, v.Err(r.Key, now)
 	}
 	if w.told.News(v, at) {
-		throttle.Stalled(ctx, r.Key, v, at)
+		throttle.Stalled(r, v, at)
 	}
 	d := time.Second
 	if !v.At.IsZero() {

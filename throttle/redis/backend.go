@@ -37,8 +37,11 @@ func lua(name string) string {
 type Fallback int
 
 const (
-	// FailClosed refuses at once with an error matching ErrUnavailable. The
-	// default: no call leaves without the fleet-wide limits.
+	// FailClosed sends nothing without its lease from Redis. The default:
+	// no call leaves without the fleet-wide limits. An Acquire waits for
+	// Redis to answer again as it waits for a slot, bounded by its context
+	// and Options.WaitForRedis, and only then fails with an error matching
+	// throttle.ErrUnavailable; TryAcquire refuses at once.
 	FailClosed Fallback = iota
 	// FallBackLocal limits with an in-process backend instead, each limit
 	// cut to the process's share (Options.LocalShare), until Redis answers.
@@ -58,22 +61,32 @@ type Options struct {
 	LocalShare float64
 	// RetryRedisAfter is how often Redis is probed, one PING at a time, once
 	// a round trip failed for want of it (default 1s). Until a probe sees it
-	// answer, no call waits on Redis: acquisitions fail at once or use the
-	// fallback, Extend and Cooldown fail, and releases wait to be made.
+	// answer, no call sends to Redis: acquisitions and Extend wait for the
+	// probe (see WaitForRedis), or use the fallback, TryAcquire and
+	// Cooldown fail, and releases wait to be made.
 	RetryRedisAfter time.Duration
+	// WaitForRedis bounds how long an Acquire under FailClosed, or an
+	// Extend of a lease of Redis, waits for Redis to answer again each
+	// time it finds it unreachable, after which it fails with an error
+	// matching throttle.ErrUnavailable (default 1m: a failover of tens of
+	// seconds).
+	// The call's context bounds it too.
+	WaitForRedis time.Duration
 	// OpTimeout bounds each Redis round trip (default 2s).
 	OpTimeout time.Duration
 }
 
-// Backend is a Backend on Backend, shared by every process that uses the same
-// Backend and prefix: a fleet of processes stays under one set of limits, timed
-// by the Backend server's clock. Leases expire on the server, so a process that
+// Backend is a throttle.Backend on Redis, shared by every process that uses
+// the same Redis and prefix: a fleet of processes stays under one set of
+// limits, timed by the Redis server's clock. Leases expire on the server, so a process that
 // dies frees its slots when their TTL ends. One corp's keys share a Cluster
 // slot (the throttle key's hash tag, "{corp}").
 //
-// No call waits on a Backend known to be down (see Fallback), and a wait of
-// more than StallAfter on one that does not answer is told (WithStallFunc).
-// After Backend restarted empty, each window holds a reserve until it has slid
+// Nothing is sent without its lease: while Redis cannot be reached, an
+// Acquire waits for it to answer again (see Fallback and
+// Options.WaitForRedis), and a wait of more than throttle.StallAfter on one
+// that does not answer, or one known down, is told (throttle.Request.OnStall).
+// After Redis restarted empty, each window holds a reserve until it has slid
 // past the loss (ReasonReserve), and concurrency slots held across the
 // restart are forgotten. REDIS.md beside this file says how and why, and
 // what is not covered.
@@ -142,12 +155,13 @@ func newBackend(rdb redisConn, opt Options) (*Backend, error) {
 	opt.LocalShare = cmp.Or(opt.LocalShare, 1)
 	opt.RetryRedisAfter = cmp.Or(opt.RetryRedisAfter, time.Second)
 	opt.OpTimeout = cmp.Or(opt.OpTimeout, 2*time.Second)
+	opt.WaitForRedis = cmp.Or(opt.WaitForRedis, time.Minute)
 	switch {
 	case strings.ContainsAny(opt.Prefix, "{}"):
 		return nil, invalidf("prefix %q holds a brace: the keys' hash tags come after it", opt.Prefix)
 	case opt.LocalShare < 0 || opt.LocalShare > 1:
 		return nil, invalidf("local share %v not in (0, 1]", opt.LocalShare)
-	case opt.RetryRedisAfter < 0 || opt.OpTimeout < 0:
+	case opt.RetryRedisAfter < 0 || opt.OpTimeout < 0 || opt.WaitForRedis < 0:
 		return nil, invalidf("negative duration in %+v", opt)
 	case opt.Fallback != FailClosed && opt.Fallback != FallBackLocal:
 		return nil, invalidf("unknown fallback %d", opt.Fallback)

@@ -1,6 +1,7 @@
 // What the Redis backend makes of a failed round trip (failed, errDown) and
 // how it answers while Redis is down: from the in-process fallback (instead,
-// share) or with ErrUnavailable.
+// share) or with ErrUnavailable, and how a call waits for it to answer again
+// (outage, redisBack).
 
 package redis
 
@@ -12,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wecomkit/wecom/throttle"
 )
@@ -39,6 +41,57 @@ func refused(err error) bool {
 // errDown is the error of a call refused at once while Redis is deemed down.
 func (b *Backend) errDown() error {
 	return fmt.Errorf("%w: Redis did not answer, and has not answered a probe since", throttle.ErrUnavailable)
+}
+
+// outage answers an acquisition of r that found Redis down (cause: the
+// round trip that failed, or nil): from the fallback, under FallBackLocal
+// or for a TryAcquire (try), else by waiting for Redis to answer again
+// (redisBack), after which again says to ask it again.
+func (b *Backend) outage(ctx context.Context, r throttle.Request, try bool, cause error) (l throttle.Lease, again bool, err error) {
+	if try || b.opt.Fallback == FallBackLocal {
+		l, err = b.instead(ctx, r, try, cause)
+		return l, false, err
+	}
+	if err := b.redisBack(ctx, r.Key, r.OnStall, cause); err != nil {
+		return throttle.Lease{}, false, err
+	}
+	return throttle.Lease{}, true, nil
+}
+
+// redisBack waits for Redis, known down, to answer a probe again, and tells
+// f (if set) every StallAfter meanwhile that the call on key waits on it. It returns
+// nil then, ctx's error if ctx ends first, or after Close errClosed, and
+// once it has waited WaitForRedis an error matching ErrUnavailable (that
+// of cause, the failed round trip, if any).
+func (b *Backend) redisBack(ctx context.Context, key string, f throttle.StallFunc, cause error) error {
+	give := time.NewTimer(b.opt.WaitForRedis)
+	defer give.Stop()
+	tick := time.NewTicker(throttle.StallAfter)
+	defer tick.Stop()
+	for {
+		b.mu.Lock()
+		back, changed := b.health.Load() != healthDown, b.changed
+		b.mu.Unlock()
+		if back {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+			if f != nil {
+				f(throttle.Stall{Key: key, Reason: throttle.ReasonUnavailable})
+			}
+		case <-give.C:
+			if cause == nil {
+				cause = b.errDown()
+			}
+			return fmt.Errorf("%w; waited %s for Redis to answer", cause, b.opt.WaitForRedis)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.done:
+			return errClosed()
+		}
+	}
 }
 
 // instead answers an acquisition while Redis is down: from the local

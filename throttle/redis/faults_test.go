@@ -88,7 +88,7 @@ func TestRedisRestartBelowLimitsResumes(t *testing.T) {
 // acquisition whose caller had its ErrUnavailable long ago must not take a
 // slot then (nobody would use it until its TTL, an hour here), nor a count
 // of a window. Once Redis answers, every slot and the whole window serve
-// again. The wait on the stopped Redis is told to the caller's StallFunc.
+// again. The wait on the stopped Redis is told to the request's OnStall.
 func TestRedisPauseLeavesNoGhostGrants(t *testing.T) {
 	t.Parallel() // waits on servers of its own, or keys of its own
 	addr, pause := redistest.StartPausableServer(t)
@@ -102,8 +102,9 @@ func TestRedisPauseLeavesNoGhostGrants(t *testing.T) {
 
 	resume := pause()
 	told := make(chan throttle.Stall, 1)
-	sctx := throttle.WithStallFunc(ctx, func(s throttle.Stall) { told <- s })
-	if _, err := b.TryAcquire(sctx, r); !errors.Is(err, throttle.ErrUnavailable) {
+	sr := r
+	sr.OnStall = func(s throttle.Stall) { told <- s }
+	if _, err := b.TryAcquire(ctx, sr); !errors.Is(err, throttle.ErrUnavailable) {
 		t.Fatalf("TryAcquire with Redis stopped: %v, want ErrUnavailable", err)
 	}
 	// Not silent: the second without an answer was told.

@@ -38,7 +38,8 @@ func (b *Backend) remember(key string, limit int) {
 }
 
 // LoadLimit implements LimitStore, on the Redis server's clock. While Redis
-// is down it fails at once with ErrUnavailable.
+// is down it fails at once with ErrUnavailable: a Learner then keeps the
+// limit this process last knew, and the call goes on without waiting.
 func (b *Backend) LoadLimit(ctx context.Context, key string) (throttle.Learned, time.Time, bool, error) {
 	f, err := b.runLearned(ctx, "load limit", b.loadLimit, key, []string{"limit", "since", "now"})
 	if err != nil {

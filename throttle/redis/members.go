@@ -28,27 +28,34 @@ func (b *Backend) restoreLost(ctx context.Context, r throttle.Request, epoch str
 }
 
 // tryMembers is one attempt at r, a request with Members, for memberLines:
-// on Redis, or on the fallback (whose answer, ok, ends the acquisition). A
-// grant to a caller that has left is given back.
+// on Redis, or on the fallback (whose answer, ok, ends the acquisition);
+// while Redis is out it waits for it to answer (outage). A grant to a
+// caller that has left is given back.
 func (b *Backend) tryMembers(ctx context.Context, r throttle.Request) (throttle.Lease, throttle.Verdict, time.Time, error) {
-	down, err := b.ready(ctx)
-	if err != nil {
-		return throttle.Lease{}, throttle.Verdict{}, time.Time{}, err
+	for { // again while Redis is out and answers again (outage)
+		down, err := b.ready(ctx)
+		if err != nil {
+			return throttle.Lease{}, throttle.Verdict{}, time.Time{}, err
+		}
+		if down {
+			if l, again, err := b.outage(ctx, r, false, nil); !again {
+				return l, throttle.Verdict{OK: true}, time.Time{}, err
+			}
+			continue
+		}
+		res, err := b.attempt(ctx, acquireArgs{r: r, take: true})
+		switch {
+		case err != nil:
+			if l, again, err := b.acquireFailed(ctx, r, false, err); !again {
+				return l, throttle.Verdict{OK: true}, time.Time{}, err
+			}
+		case res.v.OK && ctx.Err() != nil:
+			b.refundMembers(res.lease, r)
+			return throttle.Lease{}, res.v, res.now, ctx.Err()
+		default:
+			return res.lease, res.v, res.now, nil
+		}
 	}
-	if down {
-		l, err := b.instead(ctx, r, false, nil)
-		return l, throttle.Verdict{OK: true}, time.Time{}, err
-	}
-	res, err := b.attempt(ctx, acquireArgs{r: r, take: true})
-	if err != nil {
-		l, err := b.acquireFailed(ctx, r, false, err)
-		return l, throttle.Verdict{OK: true}, time.Time{}, err
-	}
-	if res.v.OK && ctx.Err() != nil {
-		b.refundMembers(res.lease, r)
-		return throttle.Lease{}, res.v, res.now, ctx.Err()
-	}
-	return res.lease, res.v, res.now, nil
 }
 
 // refundMembers gives back the count of a lease of r that no call used (its

@@ -318,12 +318,13 @@ func burst(b *throttleredis.Backend, r throttle.Request, workers, n int) (wrong 
 
 // A new backend whose Redis is unreachable: its first calls, made all at
 // once, do not each dial Redis: one probe dials, they wait for its verdict
-// and fail with ErrUnavailable, and no call runs a command of its own. The
-// calls after that fail at once, and still only the probe dials.
+// and fail with ErrUnavailable (an Acquire once it has waited
+// WaitForRedis, cut to a millisecond here), and no call runs a command of
+// its own. The calls after that fail, and still only the probe dials.
 func TestRedisUnreachableFirstCallsOneProbe(t *testing.T) {
 	t.Parallel() // waits on servers of its own, or keys of its own
 	rdb, dials, cmds := countedClient(t, refusedAddr(t))
-	b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: "wt:unreachable:", RetryRedisAfter: 50 * time.Millisecond})
+	b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: "wt:unreachable:", RetryRedisAfter: 50 * time.Millisecond, WaitForRedis: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,14 +356,15 @@ func TestRedisUnreachableFirstCallsOneProbe(t *testing.T) {
 const dialsPerPing = 5 * 4
 
 // A Redis killed under a working backend: once one call has seen it gone,
-// every call fails at once with ErrUnavailable, none runs a command, only the
-// probe dials (the subscription does not redial on its own), and when Redis
-// is back (restarted, empty) calls are answered again.
+// every call fails with ErrUnavailable (a TryAcquire at once, an Acquire
+// once it has waited WaitForRedis, cut to a millisecond here), none runs a
+// command, only the probe dials (the subscription does not redial on its
+// own), and when Redis is back (restarted, empty) calls are answered again.
 func TestRedisKilledFailsFastAndRecovers(t *testing.T) {
 	t.Parallel() // waits on servers of its own, or keys of its own
 	addr, restart, stop := redistest.StartServer(t)
 	rdb, dials, cmds := countedClient(t, addr)
-	b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: "wt:killed:", RetryRedisAfter: 50 * time.Millisecond})
+	b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: "wt:killed:", RetryRedisAfter: 50 * time.Millisecond, WaitForRedis: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,11 +35,9 @@ func (b *Backend) Release(ctx context.Context, l throttle.Lease) (err error) {
 			b.letGo(l.Key)
 		}
 	}()
-	if down, err := b.ready(ctx); err != nil {
+	if down, err := b.ready(ctx); err != nil || down {
+		b.orphan(l) // released when Redis answers: no call waits or fails for it
 		return err
-	} else if down {
-		b.orphan(l)
-		return b.errDown()
 	}
 	if next, more := b.claimNext(l.Key); next != nil && isLockID(l.ID) != isLock(next.Req) {
 		b.settle(l.Key, next, throttle.Lease{}, false, false) // the key in two shapes: next asks, l goes back below
@@ -60,13 +58,15 @@ func (b *Backend) Release(ctx context.Context, l throttle.Lease) (err error) {
 }
 
 // released is what a release of l returns, from what its script answered:
-// a failure for want of Redis keeps l to be released when Redis answers.
+// a failure for want of Redis keeps l to be released when Redis answers,
+// and is no error.
 func (b *Backend) released(l throttle.Lease, held bool, err error) error {
 	switch {
 	case err != nil:
 		outage, err := b.failed("release", err)
 		if outage {
 			b.orphan(l)
+			return nil
 		}
 		return err
 	case !held:
@@ -94,18 +94,9 @@ func (b *Backend) extendOne(ctx context.Context, l throttle.Lease, ttl time.Dura
 	if !ok {
 		return l, throttle.ErrLeaseNotHeld
 	}
-	if down, err := b.ready(ctx); err != nil {
-		return l, err
-	} else if down {
-		return l, b.errDown()
-	}
-	octx, cancel := b.opCtx(ctx)
-	defer cancel()
-	k := b.names(l.Key, nil)
-	exp, err := replyInt64(b.extend.run(octx, b.rdb, []string{k.slots(l.ID), k.cooldown}, redisID(l.ID), ttl.Milliseconds()))
+	exp, err := b.extendScript(ctx, l, ttl)
 	switch {
 	case err != nil:
-		_, err = b.failed("extend", err)
 		return l, err
 	case exp == 0:
 		return l, throttle.ErrLeaseNotHeld
@@ -117,6 +108,36 @@ func (b *Backend) extendOne(ctx context.Context, l throttle.Lease, ttl time.Dura
 	}
 	b.mu.Unlock()
 	return l, nil
+}
+
+// extendScript runs the extend script for l's slot and returns its answer:
+// the new expiry (unix ms), or 0 when the slot is not held. While Redis is
+// out it waits for Redis to answer again, as Acquire does (redisBack).
+func (b *Backend) extendScript(ctx context.Context, l throttle.Lease, ttl time.Duration) (int64, error) {
+	k := b.names(l.Key, nil)
+	for {
+		down, err := b.ready(ctx)
+		if err != nil {
+			return 0, err
+		}
+		var cause error // the round trip that failed, if any
+		if !down {
+			octx, cancel := b.opCtx(ctx)
+			exp, err := replyInt64(b.extend.run(octx, b.rdb, []string{k.slots(l.ID), k.cooldown}, redisID(l.ID), ttl.Milliseconds()))
+			cancel()
+			if err == nil {
+				return exp, nil
+			}
+			out, err := b.failed("extend", err)
+			if !out {
+				return 0, err
+			}
+			cause = err
+		}
+		if err := b.redisBack(ctx, l.Key, nil, cause); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // Cooldown implements Backend.

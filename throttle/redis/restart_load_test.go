@@ -1,8 +1,8 @@
 package redis_test
 
 // Redis killed and started again, empty, under load: no hang, never over
-// the limit, calls resume when Redis is back, failing closed or served by
-// the local fallback in the outage.
+// the limit, calls resume when Redis is back, waiting for it (failing
+// closed) or served by the local fallback in the outage.
 
 import (
 	"context"
@@ -34,8 +34,9 @@ func (g *holderGauge) dec() { g.cur.Add(-1) }
 
 // TestRedisRestart: Redis killed and started again, empty, under load: no
 // hang, never over the limit, calls resume when Redis is back; failing
-// closed with ErrUnavailable in the outage, or served by the local fallback
-// within its share.
+// closed, every call queued in the outage waits for Redis (told to its
+// OnStall) and none fails, or the local fallback serves them within its
+// share.
 func TestRedisRestart(t *testing.T) {
 	t.Parallel() // waits on servers of its own, or keys of its own
 	t.Run("FailClosed", func(t *testing.T) {
@@ -53,7 +54,7 @@ func runRestart(t *testing.T, opt throttleredis.Options) {
 		slots   = 5
 		maxIter = 1000 // per worker: bounds the run
 		need    = 200  // successes wanted before the outage and after it
-		outage  = 20   // failures (or fallback grants) seen before Redis returns
+		outage  = 20   // stalls on Redis told (or fallback grants) before Redis returns
 	)
 	addr, restart, stop := redistest.StartServer(t)
 	w := newRestartRun(t, addr, opt, slots)
@@ -70,11 +71,14 @@ func runRestart(t *testing.T, opt throttleredis.Options) {
 	if w.fallback {
 		w.until("the fallback served calls", 30*time.Second, func() bool { return w.local.Load() >= outage })
 	} else {
-		w.until("calls failed in the outage", 30*time.Second, func() bool { return w.failures.Load() >= outage })
+		w.until("calls waited on Redis in the outage", 30*time.Second, func() bool { return w.waiting.Load() >= outage })
 	}
 	restart() // starts it again, empty; kill of a stopped server is a no-op
 	w.phase.Store(2)
 	w.until("calls resumed on Redis after the restart", 60*time.Second, func() bool { return w.afterRedis.Load() >= need })
+	if !w.fallback && w.waited.Load() == 0 {
+		t.Error("no Acquire made before the restart was granted after it: none waited for Redis")
+	}
 	w.halt()
 	w.wg.Wait()
 	w.check(slots, localSlots)
@@ -118,9 +122,11 @@ func (w *restartRun) slotsFreed(slots int) {
 //
 // phase: 0 before the outage, 1 from the kill until the server is back, 2
 // after. A lease whose Acquire returned in phase 0 was granted by the old
-// server; one whose Acquire started in phase 2 by the new one; the others
-// may be either and count in no gauge (so each gauge counts a subset of the
-// holders the server that granted them knows).
+// server; one whose Acquire returned in phase 2 by the new one (the server
+// is back only once the restart answers: an Acquire that waited on Redis
+// across the outage is granted by the new one); the others may be either
+// and count in no gauge (so each gauge counts a subset of the holders the
+// server that granted them knows).
 type restartRun struct {
 	t        *testing.T
 	b        *throttleredis.Backend
@@ -129,9 +135,9 @@ type restartRun struct {
 
 	phase                                atomic.Int32
 	oldHolders, newHolders, localHolders holderGauge
-	before, afterRedis, local, failures  atomic.Int64
+	before, afterRedis, local, waited    atomic.Int64 // waited: on Redis in the outage, then granted
+	waiting                              atomic.Int64 // stalls on Redis told (ReasonUnavailable)
 	lost                                 atomic.Int64
-	deferred                             atomic.Int64 // releases after the restart kept for the probe
 	stopCh                               chan struct{}
 	stopOnce                             sync.Once
 	wg                                   sync.WaitGroup
@@ -149,7 +155,7 @@ func newRestartRun(t *testing.T, addr string, opt throttleredis.Options, slots i
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	return &restartRun{
+	w := &restartRun{
 		t:           t,
 		b:           b,
 		r:           throttle.Request{Key: "{corp}/restart", Concurrency: slots, TTL: 30 * time.Second},
@@ -157,6 +163,12 @@ func newRestartRun(t *testing.T, addr string, opt throttleredis.Options, slots i
 		stopCh:      make(chan struct{}),
 		workersDone: make(chan struct{}),
 	}
+	w.r.OnStall = func(s throttle.Stall) {
+		if s.Reason == throttle.ReasonUnavailable {
+			w.waiting.Add(1)
+		}
+	}
+	return w
 }
 
 func (w *restartRun) halt() { w.stopOnce.Do(func() { close(w.stopCh) }) }
@@ -207,6 +219,9 @@ func (w *restartRun) call() bool {
 	case start == 2:
 		g = &w.newHolders
 		w.afterRedis.Add(1)
+	case end == 2: // waited on Redis across the outage: the new server's
+		g = &w.newHolders
+		w.waited.Add(1)
 	}
 	if g != nil {
 		g.inc()
@@ -219,49 +234,34 @@ func (w *restartRun) call() bool {
 	return true
 }
 
-// acquireFailed checks a failed Acquire made from phase start to phase end,
-// and reports whether the worker goes on.
+// acquireFailed reports a failed Acquire made from phase start to phase
+// end: failing closed, it waits for Redis; falling back, it is served
+// locally. The worker stops.
 func (w *restartRun) acquireFailed(err error, start, end int32) bool {
-	t := w.t
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		t.Errorf("Acquire hung until its 20s deadline (phase %d→%d): %v", start, end, err)
-		return false
-	case !errors.Is(err, throttle.ErrUnavailable):
-		t.Errorf("Acquire (phase %d→%d): %v, want an error matching ErrUnavailable", start, end, err)
-		return false
-	case w.fallback:
-		t.Errorf("Acquire with the local fallback (phase %d→%d): %v", start, end, err)
-		return false
-	case end == 0:
-		t.Errorf("Acquire failed before the outage: %v", err)
-		return false
+	if errors.Is(err, context.DeadlineExceeded) {
+		w.t.Errorf("Acquire hung until its 20s deadline (phase %d→%d): %v", start, end, err)
+	} else {
+		w.t.Errorf("Acquire (fallback %v, phase %d→%d): %v, want a lease", w.fallback, start, end, err)
 	}
-	w.failures.Add(1)
-	time.Sleep(5 * time.Millisecond)
-	return true
+	return false
 }
 
 // release releases l, granted (locally or not) by an Acquire that started
 // in phase start.
 //
-// A lease of the new server may still fail to release with ErrUnavailable:
-// after PoolSize failed dials in the outage, go-redis's pool answers every
-// new connection with the last dial error until a dial in the background
-// (one a second) succeeds, so for up to a second after the restart a
-// release that needs a new connection finds Redis "down". The backend then
-// keeps the release and makes it when its probe sees Redis answer, which
-// is what it should do; such releases are counted, not failed.
+// A release that finds Redis down (in the outage, or for up to a second
+// after the restart: after PoolSize failed dials go-redis's pool answers
+// every new connection with the last dial error until a dial in the
+// background succeeds) is kept and made when the probe sees Redis answer,
+// and fails nothing.
 func (w *restartRun) release(l throttle.Lease, isLocal bool, start int32) {
 	err := w.b.Release(context.Background(), l)
 	switch {
 	case err == nil:
-	case start == 2 && !isLocal && errors.Is(err, throttle.ErrUnavailable):
-		w.deferred.Add(1)
 	case isLocal || start == 2:
 		w.t.Errorf("Release of a lease granted (local %v) after the restart: %v", isLocal, err)
-	case errors.Is(err, throttle.ErrLeaseNotHeld), errors.Is(err, throttle.ErrUnavailable):
-		w.lost.Add(1) // lost with the old server's data, or released into the outage
+	case errors.Is(err, throttle.ErrLeaseNotHeld):
+		w.lost.Add(1) // lost with the old server's data
 	default:
 		w.t.Errorf("Release: %v", err)
 	}
@@ -293,8 +293,8 @@ func (w *restartRun) until(what string, limit time.Duration, cond func() bool) {
 func (w *restartRun) check(slots, localSlots int64) {
 	t := w.t
 	t.Helper()
-	t.Logf("before: %d, after on Redis: %d, local fallback: %d, failures: %d, leases lost: %d, releases kept for the probe: %d; peak holders old %d, new %d, local %d",
-		w.before.Load(), w.afterRedis.Load(), w.local.Load(), w.failures.Load(), w.lost.Load(), w.deferred.Load(),
+	t.Logf("before: %d, after on Redis: %d, local fallback: %d, waited on Redis: %d (stalls told %d), leases lost: %d; peak holders old %d, new %d, local %d",
+		w.before.Load(), w.afterRedis.Load(), w.local.Load(), w.waited.Load(), w.waiting.Load(), w.lost.Load(),
 		w.oldHolders.peak.Load(), w.newHolders.peak.Load(), w.localHolders.peak.Load())
 	if p := w.oldHolders.peak.Load(); p > slots {
 		t.Errorf("%d holders before the restart, over the %d slots", p, slots)

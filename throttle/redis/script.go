@@ -78,7 +78,7 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 // attempt runs the acquire script for a, and after Redis lost the key's
 // state writes back what this process knows and runs it again.
 func (b *Backend) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
-	defer throttle.WatchStall(ctx, a.r.Key)()
+	defer watchStall(a.r)()
 	if a.plain && isLock(a.r) {
 		if res, got, err := b.takeLock(ctx, a.r); got || err != nil {
 			return res, err

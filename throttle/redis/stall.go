@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -40,10 +39,22 @@ func (s *silence) silent() bool {
 	return s.inflight > 0 && time.Since(s.last) > throttle.StallAfter
 }
 
-// tellSilence tells ctx's StallFunc, once per waiter w of key, that Redis
-// keeps the process waiting.
-func (b *Backend) tellSilence(ctx context.Context, key string, w *rwaiter) {
-	if f := throttle.StallFuncOf(ctx); f != nil && b.quiet.silent() && w.told.News(throttle.Verdict{Reason: throttle.ReasonUnavailable}, time.Time{}) {
-		f(throttle.Stall{Key: key, Reason: throttle.ReasonUnavailable})
+// tellSilence tells the StallFunc of w, a waiter of its key's line, once,
+// that Redis keeps the process waiting: it does not answer, or is known
+// down.
+func (b *Backend) tellSilence(w *rwaiter) {
+	if w.Req.OnStall != nil && (b.quiet.silent() || b.isDown()) && w.told.News(throttle.Verdict{Reason: throttle.ReasonUnavailable}, time.Time{}) {
+		w.Req.OnStall(throttle.Stall{Key: w.Req.Key, Reason: throttle.ReasonUnavailable})
 	}
+}
+
+// watchStall tells r's StallFunc, once StallAfter has passed, that the
+// acquisition of r waits on a Redis that does not answer; the function it
+// returns ends the wait (and the telling, if it has not come).
+func watchStall(r throttle.Request) (stop func() bool) {
+	f := r.OnStall
+	if f == nil {
+		return func() bool { return false }
+	}
+	return time.AfterFunc(throttle.StallAfter, func() { f(throttle.Stall{Key: r.Key, Reason: throttle.ReasonUnavailable}) }).Stop
 }

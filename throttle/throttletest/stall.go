@@ -1,4 +1,4 @@
-// Conformance tests of the stalls an Acquire tells of (throttle.StallFunc).
+// Conformance tests of the stalls an Acquire tells of (Request.OnStall).
 package throttletest
 
 import (
@@ -31,6 +31,8 @@ func testStallTold(t *testing.T, e *env) {
 					t.Fatal(err)
 				}
 			}, throttle.ReasonCooldown},
+		{"members", throttle.Request{Key: "stall-members", Windows: []throttle.Window{{Limit: 1, Period: long}}, Members: []string{"a", "b"}},
+			func(ctx context.Context, r throttle.Request) { mustAcquire(t, ctx, e.b, r) }, throttle.ReasonRate},
 	} {
 		func() { // no t.Run: the suite may run in a synctest bubble
 			tc.fill(context.Background(), tc.r)
@@ -39,13 +41,14 @@ func testStallTold(t *testing.T, e *env) {
 			for i := range 2 { // the head, then one arriving behind it
 				ctx, cancel := context.WithCancel(context.Background())
 				var told []throttle.Stall
-				ctx = throttle.WithStallFunc(ctx, func(s throttle.Stall) {
+				r := tc.r
+				r.OnStall = func(s throttle.Stall) {
 					told = append(told, s) // the acquiring goroutine only
 					cancel()
-				})
+				}
 				wg.Go(func() {
 					defer cancel()
-					_, err := e.b.Acquire(ctx, tc.r)
+					_, err := e.b.Acquire(ctx, r)
 					if !errors.Is(err, context.Canceled) {
 						t.Errorf("%s, waiter %d: Acquire = %v, want it cancelled by its StallFunc", tc.name, i, err)
 					}
@@ -67,7 +70,7 @@ func testStallTold(t *testing.T, e *env) {
 	r := throttle.Request{Key: "stall-slot", Concurrency: 1}
 	l := mustAcquire(t, context.Background(), e.b, r)
 	ctx, cancel := context.WithCancel(context.Background())
-	ctx = throttle.WithStallFunc(ctx, func(s throttle.Stall) { t.Errorf("told %+v for a slot", s) })
+	r.OnStall = func(s throttle.Stall) { t.Errorf("told %+v for a slot", s) }
 	done := make(chan error, 1)
 	go func() { _, err := e.b.Acquire(ctx, r); done <- err }()
 	e.settle()

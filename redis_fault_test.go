@@ -1,0 +1,128 @@
+package wecom_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wecomkit/wecom"
+	"github.com/wecomkit/wecom/catalog"
+	"github.com/wecomkit/wecom/internal/redistest"
+	"github.com/wecomkit/wecom/mock"
+	"github.com/wecomkit/wecom/throttle"
+	throttleredis "github.com/wecomkit/wecom/throttle/redis"
+)
+
+// Two processes' calls to an API capped at 5 in flight queue while the
+// limiter's Redis is killed and restarted empty, or stopped (SIGSTOP) for a
+// few seconds: every call succeeds, the stall observer hears that they wait
+// on Redis, and WeCom never sees more than 5 in flight (no 45033).
+func TestCallsRideOutARedisFault(t *testing.T) {
+	t.Parallel() // servers of its own
+	for _, pause := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Restart", true: "Pause"}[pause], func(t *testing.T) {
+			t.Parallel()
+			var (
+				addr  string
+				fault func() (end func())
+			)
+			if pause {
+				addr, fault = redistest.StartPausableServer(t)
+			} else {
+				var restart, stop func()
+				addr, restart, stop = redistest.StartServer(t)
+				fault = func() func() { stop(); return restart }
+			}
+			srv := newMock(t, mock.Config{Latency: 5 * time.Millisecond})
+			var waiting, done atomic.Int64
+			var clients []*wecom.Client
+			for range 2 { // two processes: a backend each
+				rdb := redis.NewClient(&redis.Options{Addr: addr})
+				t.Cleanup(func() { _ = rdb.Close() })
+				b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: "wt:fault:", RetryRedisAfter: 50 * time.Millisecond, OpTimeout: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = b.Close() })
+				clients = append(clients, setup(t, on(srv), wecom.WithLimiter(b), wecom.WithStallObserver(func(_ context.Context, _ string, s throttle.Stall) {
+					if s.Reason == throttle.ReasonUnavailable {
+						waiting.Add(1)
+					}
+				})))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a guard only
+			defer cancel()
+			const workers, each = 16, 30
+			var wg sync.WaitGroup
+			for i := range workers {
+				c := clients[i%2]
+				wg.Go(func() {
+					for range each {
+						if _, err := c.Tags.List(ctx); err != nil {
+							t.Errorf("call: %v, want it to wait for Redis", err)
+							return
+						}
+						done.Add(1)
+					}
+				})
+			}
+			for done.Load() < workers*each/4 && ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+			end := fault()
+			for waiting.Load() == 0 && ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(2 * time.Second) // Redis away a while longer
+			end()
+			wg.Wait()
+			st := srv.Stats()
+			if n := done.Load(); n != workers*each {
+				t.Errorf("%d of %d calls succeeded", n, workers*each)
+			}
+			if n, most := st.Refusals[wecom.CodeConcurrencyLimited], st.MaxInFlight[string(catalog.TagList)]; n != 0 || most > 5 {
+				t.Errorf("WeCom answered 45033 %d times and saw %d calls in flight at most; want none, and 5", n, most)
+			}
+		})
+	}
+}
+
+// stuckExtend is a limiter whose Extend waits, as the Redis backend's does
+// for a Redis that does not answer, until its context ends, and records how
+// it ended.
+type stuckExtend struct {
+	*throttle.Memory
+	ended chan error
+}
+
+func (s stuckExtend) Extend(ctx context.Context, _ throttle.Lease, _ time.Duration) (throttle.Lease, error) {
+	<-ctx.Done()
+	s.ended <- ctx.Err()
+	return throttle.Lease{}, ctx.Err()
+}
+
+// A call whose lease renewal waits for the limiter when WeCom answers ends
+// the renewal (its context is cancelled, not left to time out) rather than
+// wait for the limiter's store to answer.
+func TestAnswerCutsAStuckRenewalShort(t *testing.T) {
+	t.Parallel() // waits on the mock's latency
+	srv := newMock(t, mock.Config{Latency: 2 * time.Second})
+	lim := stuckExtend{Memory: throttle.NewMemory(), ended: make(chan error, 8)}
+	c := setup(t, on(srv), wecom.WithLimiter(lim), wecom.WithLeaseTTL(3*time.Second)) // renewed at 1.5 s, for up to 1.5 s
+	if _, err := c.Tags.List(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-lim.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the renewal under way when WeCom answered ended with %v, want it cancelled by the call's end", err)
+		}
+	default:
+		t.Error("no renewal was under way when WeCom answered")
+	}
+}
