@@ -195,7 +195,10 @@ func outageBackend(t *testing.T) (*throttleredis.Backend, *cutProxy, *cmdCounter
 	via.AddHook(counter)
 	t.Cleanup(func() { _ = via.Close() })
 	prefix := redistest.Prefix(t, rdb)
-	b, err := throttleredis.New(via, throttleredis.Options{Prefix: prefix, RetryRedisAfter: 20 * time.Millisecond, OpTimeout: time.Second})
+	// WaitForRedis is short: a call in the outage waits for Redis that long,
+	// sending nothing, then fails with ErrUnavailable (the default minute
+	// would make the burst below last minutes).
+	b, err := throttleredis.New(via, throttleredis.Options{Prefix: prefix, RetryRedisAfter: 20 * time.Millisecond, OpTimeout: time.Second, WaitForRedis: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
