@@ -66,6 +66,7 @@ func main() {
 	flag.IntVar(&suite.customers, "suite-customers", 50, "with -suite-corps, customers of each corp")
 	ipPerMinute := flag.Int("ip-per-minute", 0, "WeCom's per-IP window of an API, a minute, across every corp (0: none)")
 	flag.Parse()
+	suite.latency = *latency
 	cfg := mock.Config{Latency: *latency, LatencyJitter: *jitter, Seed: seed.Seed}
 	if *ipPerMinute > 0 {
 		cfg.IPWindows = []mock.Window{{Limit: *ipPerMinute, Period: time.Minute}}

@@ -20,6 +20,7 @@ import (
 	"github.com/wecomkit/wecom/callback"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/redisstore"
+	"github.com/wecomkit/wecom/throttle"
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
@@ -51,6 +52,10 @@ func joinFleet(ctx context.Context, cfg config) (*fleet, error) {
 		return nil, err
 	}
 	f := &fleet{close: func() { limiter.Close(); rdb.Close() }}
+	var lim throttle.Backend = limiter
+	if cfg.localLimits { // a reference: what the limiter's Redis round trips cost
+		lim = throttle.NewMemory()
+	}
 	store, err := redisstore.New(rdb, cfg.redisPrefix+"token:")
 	var codes *redisstore.PermanentCodes
 	if err == nil {
@@ -61,7 +66,7 @@ func joinFleet(ctx context.Context, cfg config) (*fleet, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4096
 	opts := []wecom.Option{wecom.WithBaseURL(cfg.baseURL), wecom.WithTransport(tr),
-		wecom.WithLimiter(limiter), wecom.WithTokenStore(store),
+		wecom.WithLimiter(lim), wecom.WithTokenStore(store),
 		wecom.WithEgress(egress), wecom.WithIPLimits(cfg.ipPerMinute, 0), wecom.WithObserver(observe)}
 	var suite *wecom.Suite
 	if err == nil {
@@ -118,7 +123,7 @@ func install(ctx context.Context, cfg config, in *wecom.Installations) (int, err
 		return 0, fmt.Errorf("mock install: %s: %s", resp.Status, b)
 	}
 	if st := h.Stats(); st.Failed+st.Rejected > 0 {
-		return int(kept.Load()), fmt.Errorf("the command URL failed %d and rejected %d callbacks", st.Failed, st.Rejected)
+		return int(kept.Load()), fmt.Errorf("the command URL: %+v", st)
 	}
 	return int(kept.Load()), nil
 }

@@ -68,7 +68,7 @@ type config struct {
 	// under redisPrefix; install receives the authorizations; otherwise
 	// the copy tags the busy corps i (i < busy) with i%shardN == shardK.
 	baseURL, redis, redisPrefix string
-	install                     bool
+	install, localLimits        bool
 	busy, shardK, shardN        int
 }
 
@@ -115,6 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.redis, "redis", "", "with -base-url: Redis address(es), comma-separated, for the limiter, token store and permanent codes")
 	fs.StringVar(&cfg.redisPrefix, "redis-prefix", "provider:", "prefix of the Redis keys")
 	fs.BoolVar(&cfg.install, "install", false, "with -base-url: receive the authorizations of -corps corps, keep their permanent codes in Redis, and exit")
+	fs.BoolVar(&cfg.localLimits, "local-limits", false, "with -base-url: limits held in this process, not on Redis (each copy's own per-IP window): a reference for what the shared limiter costs")
 	fs.IntVar(&cfg.busy, "busy", 0, "with -base-url: how many of the -corps corps tag (0: all); the others' clients are built idle")
 	shardFlag := fs.String("shard", "0/1", "with -base-url: k/n, this copy tags the busy corps i with i%n == k")
 	if err := fs.Parse(args); err != nil {
@@ -129,8 +130,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		err = fmt.Errorf("-shard %q: want k/n with 0 <= k < n", *shardFlag)
 	case (cfg.baseURL == "") != (cfg.redis == ""):
 		err = errors.New("-base-url and -redis go together")
-	case cfg.baseURL == "" && (cfg.install || cfg.shardN > 1 || cfg.busy != cfg.corps):
-		err = errors.New("-install, -busy and -shard need -base-url")
+	case cfg.baseURL == "" && (cfg.install || cfg.localLimits || cfg.shardN > 1 || cfg.busy != cfg.corps):
+		err = errors.New("-install, -local-limits, -busy and -shard need -base-url")
 	case cfg.busy < 0 || cfg.busy > cfg.corps:
 		err = errors.New("-busy must be between 0 and -corps")
 	case fs.NArg() > 0:

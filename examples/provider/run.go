@@ -253,8 +253,20 @@ func tagCorp(ctx context.Context, in *wecom.Installations, i int, cs *corpStats)
 	wg.Wait()
 }
 
-// ensureTag makes the tag in the corp and returns its id.
+// ensureTag returns the id of the tag in the corp, made if need be (a
+// second run against the same mock finds it).
 func ensureTag(ctx context.Context, c *wecom.Client) (string, error) {
+	groups, err := c.CustomerTags.List(ctx, wecom.CorpTagListRequest{})
+	if err != nil {
+		return "", err
+	}
+	for _, g := range groups {
+		for _, t := range g.Tags {
+			if g.GroupName == groupName && t.Name == tagName {
+				return t.ID, nil
+			}
+		}
+	}
 	g, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: groupName, Tags: []wecom.CorpTagSpec{{Name: tagName}}})
 	if err != nil {
 		return "", err
