@@ -32,6 +32,18 @@
 //	time:      1m4.703s, 155 marks a second; the per-IP window of 6000 a minute allows 1m0s at best
 //	mock:      45033 answered 0, 45009 answered 0; mark_tag most in flight per corp 5
 //
+// # A fleet
+//
+// With -base-url and -redis, a copy runs against a mock WeCom served over
+// HTTP (examples/mockserver -suite-corps) and keeps the limits, the tokens
+// and the permanent codes on Redis, shared with the other copies under
+// -redis-prefix: one run with -install receives the authorizations on a
+// loopback command URL; then each copy, with -shard k/n, builds the
+// clients of its share of the idle corps (the summary's heap per idle
+// corp) and tags its share of the first -busy corps, each corp's line
+// giving its marks a second over its bound 5/-latency
+// (bench/providers.sh runs three).
+//
 // # Exit status
 //
 //	0  every customer of every corp was tagged, and the mock answered no
