@@ -26,7 +26,9 @@
 #	LOCAL=1 bash bench/providers.sh   # each run followed by one with -local-limits
 #
 # Defaults: CORPS=1000 BUSY=200 PROCS=3 CUSTOMERS=50 LATENCY=1s RUNS=2
-# IP_PER_MINUTE=40000 (the third-party window). Every provider run is
+# IP_PER_MINUTE=40000 (the third-party window); JITTER (default 0) spreads
+# the mock's service time over LATENCY±JITTER, so that the calls of a round
+# stop ending together (the bound keeps the mean, LATENCY). Every provider run is
 # bounded by `timeout 300`; the mock is stopped by its PID on exit, and the
 # Redis keys written under this script's prefix are deleted.
 set -euo pipefail
@@ -37,6 +39,7 @@ BUSY=${BUSY:-200}
 PROCS=${PROCS:-3}
 CUSTOMERS=${CUSTOMERS:-50}
 LATENCY=${LATENCY:-1s}
+JITTER=${JITTER:-0s}
 RUNS=${RUNS:-2}
 IP_PER_MINUTE=${IP_PER_MINUTE:-40000}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -94,7 +97,7 @@ source "$here/lib.sh"
 port=$(free_port "${PORT:-18199}")
 base="http://127.0.0.1:$port"
 
-"$tmp/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" -suite-corps "$CORPS" -suite-customers "$CUSTOMERS" \
+"$tmp/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" -jitter "$JITTER" -suite-corps "$CORPS" -suite-customers "$CUSTOMERS" \
 	-ip-per-minute "$IP_PER_MINUTE" >"$tmp/mock.log" 2>&1 &
 mockpid=$!
 for _ in $(seq 200); do
@@ -102,7 +105,7 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 curl -fsS "$base/mock/stats" >/dev/null
-echo "mock WeCom at $base, latency $LATENCY, $CORPS corps of $CUSTOMERS customers, per-IP window $IP_PER_MINUTE a minute, pid $mockpid; Redis $REDIS, key prefix $prefix"
+echo "mock WeCom at $base, latency $LATENCY ± $JITTER, $CORPS corps of $CUSTOMERS customers, per-IP window $IP_PER_MINUTE a minute, pid $mockpid; Redis $REDIS, key prefix $prefix"
 
 # run N [local]: install the corps under a fresh prefix, then PROCS copies
 # tag; with "local", each copy holds the limits in process (-local-limits),
