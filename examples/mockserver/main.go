@@ -15,6 +15,14 @@
 //	go run ./examples/mockserver -customers 2000
 //	go run ./examples/bulktag -base-url http://127.0.0.1:8099 -all-members
 //
+// With -suite-corps it seeds examples/provider's suite and corps, and
+// -ip-per-minute sets WeCom's per-IP window of an API across every corp;
+// POST /mock/install (form: url, token, key of the suite's command URL)
+// then pushes the suite_ticket and every corp's create_auth to it (see
+// bench/providers.sh):
+//
+//	go run ./examples/mockserver -suite-corps 1000 -suite-customers 50 -ip-per-minute 40000 -latency 1s
+//
 // Besides the WeCom API under /cgi-bin/, GET /mock/stats answers the mock's
 // counters as JSON (calls, max in flight, refusals by errcode, gettoken calls,
 // successful marks), and POST /mock/reset-stats zeroes them.
@@ -53,17 +61,27 @@ func main() {
 	flag.Float64Var(&seed.Shared, "shared", 0.1, "fraction of the seeded customers two members share")
 	flag.IntVar(&seed.WideFollowers, "wide", 0, "with -customers, also seed one customer followed by this many members (wide001, ...)")
 	flag.Int64Var(&seed.Seed, "seed", 1, "seed of the made-up customers and of fault injection")
+	var suite suiteSeed
+	flag.IntVar(&suite.corps, "suite-corps", 0, "seed examples/provider's suite and this many corps that may install it (0: none)")
+	flag.IntVar(&suite.customers, "suite-customers", 50, "with -suite-corps, customers of each corp")
+	ipPerMinute := flag.Int("ip-per-minute", 0, "WeCom's per-IP window of an API, a minute, across every corp (0: none)")
 	flag.Parse()
+	suite.latency = *latency
+	cfg := mock.Config{Latency: *latency, LatencyJitter: *jitter, Seed: seed.Seed}
+	if *ipPerMinute > 0 {
+		cfg.IPWindows = []mock.Window{{Limit: *ipPerMinute, Period: time.Minute}}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, *addr, mock.Config{Latency: *latency, LatencyJitter: *jitter, Seed: seed.Seed}, *corpID, *secret, *users, *directory, seed); err != nil {
+	if err := serve(ctx, *addr, cfg, *corpID, *secret, *users, *directory, seed, suite); err != nil {
 		fmt.Fprintln(os.Stderr, "mockserver:", err)
 		os.Exit(1)
 	}
 }
 
-// Handler returns the mock's API and its counters on one handler.
-func Handler(m *mock.Server) http.Handler {
+// Handler returns the mock's API, its counters and the install of the
+// seeded suite on one handler.
+func Handler(m *mock.Server, suite suiteSeed) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/cgi-bin/", m.Handler())
 	mux.HandleFunc("GET "+StatsPath, func(w http.ResponseWriter, _ *http.Request) {
@@ -74,10 +92,11 @@ func Handler(m *mock.Server) http.Handler {
 		m.ResetStats()
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /mock/install", suite.install(m))
 	return mux
 }
 
-func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret string, users, members int, seed mock.CustomerSeed) error {
+func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret string, users, members int, seed mock.CustomerSeed, suite suiteSeed) error {
 	m, err := mock.New(cfg)
 	if err != nil {
 		return err
@@ -94,11 +113,12 @@ func serve(ctx context.Context, addr string, cfg mock.Config, corpID, secret str
 		s := m.SeedCustomers(corpID, seed)
 		fmt.Printf("seeded %d customers of %d members: %d pairs\n", s.Customers, len(s.Members), s.Pairs)
 	}
+	suite.add(m)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: Handler(m), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: Handler(m, suite), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Printf("mock WeCom at http://%s (latency %s ± %s, app %s)\n", ln.Addr(), cfg.Latency, cfg.LatencyJitter, corpID)
 	go func() {
 		<-ctx.Done()

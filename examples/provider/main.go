@@ -32,6 +32,18 @@
 //	time:      1m4.703s, 155 marks a second; the per-IP window of 6000 a minute allows 1m0s at best
 //	mock:      45033 answered 0, 45009 answered 0; mark_tag most in flight per corp 5
 //
+// # A fleet
+//
+// With -base-url and -redis, a copy runs against a mock WeCom served over
+// HTTP (examples/mockserver -suite-corps) and keeps the limits, the tokens
+// and the permanent codes on Redis, shared with the other copies under
+// -redis-prefix: one run with -install receives the authorizations on a
+// loopback command URL; then each copy, with -shard k/n, builds the
+// clients of its share of the idle corps (the summary's heap per idle
+// corp) and tags its share of the first -busy corps, each corp's line
+// giving its marks a second over its bound 5/-latency
+// (bench/providers.sh runs three).
+//
 // # Exit status
 //
 //	0  every customer of every corp was tagged, and the mock answered no
@@ -64,6 +76,12 @@ type config struct {
 	// mockIPPerMinute is set.
 	ipPerMinute, mockIPPerMinute int
 	latency                      time.Duration
+	// A copy in a fleet (fleet.go): the mock at baseURL, Redis shared
+	// under redisPrefix; install receives the authorizations; otherwise
+	// the copy tags the busy corps i (i < busy) with i%shardN == shardK.
+	baseURL, redis, redisPrefix string
+	install, localLimits        bool
+	busy, shardK, shardN        int
 }
 
 func main() {
@@ -81,10 +99,13 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitFlags
 	}
-	sum, err := run(ctx, cfg)
+	sum, err := run(ctx, cfg, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "provider:", err)
 		return exitFlags
+	}
+	if sum == nil { // -install
+		return exitOK
 	}
 	sum.print(stdout)
 	if !sum.ok() {
@@ -101,12 +122,30 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.customers, "customers", 200, "customers of each corp, each tagged once")
 	fs.IntVar(&cfg.ipPerMinute, "ip-per-minute", 6000, "WeCom's per-IP window of an API, across every corp: the mock's and the client's")
 	fs.IntVar(&cfg.mockIPPerMinute, "mock-ip-per-minute", 0, "the mock's per-IP window, when it is to differ from the client's (0: -ip-per-minute)")
-	fs.DurationVar(&cfg.latency, "latency", 20*time.Millisecond, "service time of the embedded mock")
+	fs.DurationVar(&cfg.latency, "latency", 20*time.Millisecond, "service time of the embedded mock (with -base-url: of that mock, for the bound 5/latency)")
+	fs.StringVar(&cfg.baseURL, "base-url", "", "a mock WeCom served over HTTP (examples/mockserver -suite-corps) instead of the embedded one; needs -redis")
+	fs.StringVar(&cfg.redis, "redis", "", "with -base-url: Redis address(es), comma-separated, for the limiter, token store and permanent codes")
+	fs.StringVar(&cfg.redisPrefix, "redis-prefix", "provider:", "prefix of the Redis keys")
+	fs.BoolVar(&cfg.install, "install", false, "with -base-url: receive the authorizations of -corps corps, keep their permanent codes in Redis, and exit")
+	fs.BoolVar(&cfg.localLimits, "local-limits", false, "with -base-url: limits held in this process, not on Redis (each copy's own per-IP window): a reference for what the shared limiter costs")
+	fs.IntVar(&cfg.busy, "busy", 0, "with -base-url: how many of the -corps corps tag (0: all); the others' clients are built idle")
+	shardFlag := fs.String("shard", "0/1", "with -base-url: k/n, this copy tags the busy corps i with i%n == k")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	var err error
+	_, err := fmt.Sscanf(*shardFlag, "%d/%d", &cfg.shardK, &cfg.shardN)
+	if cfg.busy == 0 {
+		cfg.busy = cfg.corps
+	}
 	switch {
+	case err != nil || cfg.shardN < 1 || cfg.shardK < 0 || cfg.shardK >= cfg.shardN:
+		err = fmt.Errorf("-shard %q: want k/n with 0 <= k < n", *shardFlag)
+	case (cfg.baseURL == "") != (cfg.redis == ""):
+		err = errors.New("-base-url and -redis go together")
+	case cfg.baseURL == "" && (cfg.install || cfg.localLimits || cfg.shardN > 1 || cfg.busy != cfg.corps):
+		err = errors.New("-install, -local-limits, -busy and -shard need -base-url")
+	case cfg.busy < 0 || cfg.busy > cfg.corps:
+		err = errors.New("-busy must be between 0 and -corps")
 	case fs.NArg() > 0:
 		err = fmt.Errorf("unexpected arguments %q", fs.Args())
 	case cfg.corps < 1 || cfg.corps > 9999 || cfg.customers < 1 || cfg.ipPerMinute < 1 || cfg.mockIPPerMinute < 0 || cfg.latency < 0:

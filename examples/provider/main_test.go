@@ -19,7 +19,7 @@ import (
 func TestProvider(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := config{corps: 6, customers: 30, ipPerMinute: 100, latency: 20 * time.Millisecond}
-		sum, err := run(context.Background(), cfg)
+		sum, err := run(context.Background(), cfg, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,8 @@ func TestProviderExit(t *testing.T) {
 			t.Errorf("no 45009 in the summary:\n%s", out.String())
 		}
 	})
-	for _, args := range [][]string{{"-corps", "0"}, {"-customers", "-1"}, {"-ip-per-minute", "0"}, {"extra"}} {
+	for _, args := range [][]string{{"-corps", "0"}, {"-customers", "-1"}, {"-ip-per-minute", "0"}, {"extra"},
+		{"-shard", "3/3"}, {"-shard", "x"}, {"-install"}, {"-busy", "5"}, {"-base-url", "http://127.0.0.1:1"}} {
 		if code := cli(context.Background(), args, io.Discard, io.Discard); code != exitFlags {
 			t.Errorf("%q: exit %d, want %d", args, code, exitFlags)
 		}

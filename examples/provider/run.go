@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -117,13 +118,16 @@ type provider struct {
 
 // run sets up the mock, the suite and its command URL, receives the
 // authorizations, and tags every customer of every corp.
-func run(ctx context.Context, cfg config) (*summary, error) {
+func run(ctx context.Context, cfg config, stdout io.Writer) (*summary, error) {
+	if cfg.baseURL != "" {
+		return runShard(ctx, cfg, stdout)
+	}
 	p, err := start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer p.srv.Close()
-	sum := tagAll(ctx, p.in, cfg, cfg.corps)
+	sum := tagAll(ctx, p.in, cfg, firstCorps(cfg.corps))
 	sum.mock = p.srv.Stats()
 	return sum, nil
 }
@@ -189,12 +193,21 @@ func authorize(ctx context.Context, srv *mock.Server, in *wecom.Installations, c
 	return nil
 }
 
-// tagAll tags every customer of the first n corps, all at once.
-func tagAll(ctx context.Context, in *wecom.Installations, cfg config, n int) *summary {
-	cfg.corps = n
+// firstCorps returns the indices of the first n corps.
+func firstCorps(n int) []int {
+	corps := make([]int, n)
+	for i := range corps {
+		corps[i] = i
+	}
+	return corps
+}
+
+// tagAll tags every customer of the corps (indices), all at once.
+func tagAll(ctx context.Context, in *wecom.Installations, cfg config, corps []int) *summary {
+	cfg.corps = len(corps)
 	sum := &summary{cfg: cfg, start: time.Now()}
 	var wg sync.WaitGroup
-	for i := range n {
+	for _, i := range corps {
 		cs := &corpStats{id: corpID(i), customers: cfg.customers}
 		sum.corps = append(sum.corps, cs)
 		wg.Go(func() { tagCorp(context.WithValue(ctx, corpKey{}, cs), in, i, cs) })
@@ -240,8 +253,20 @@ func tagCorp(ctx context.Context, in *wecom.Installations, i int, cs *corpStats)
 	wg.Wait()
 }
 
-// ensureTag makes the tag in the corp and returns its id.
+// ensureTag returns the id of the tag in the corp, made if need be (a
+// second run against the same mock finds it).
 func ensureTag(ctx context.Context, c *wecom.Client) (string, error) {
+	groups, err := c.CustomerTags.List(ctx, wecom.CorpTagListRequest{})
+	if err != nil {
+		return "", err
+	}
+	for _, g := range groups {
+		for _, t := range g.Tags {
+			if g.GroupName == groupName && t.Name == tagName {
+				return t.ID, nil
+			}
+		}
+	}
 	g, err := c.CustomerTags.Add(ctx, wecom.CorpTagAddRequest{GroupName: groupName, Tags: []wecom.CorpTagSpec{{Name: tagName}}})
 	if err != nil {
 		return "", err

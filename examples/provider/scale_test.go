@@ -49,7 +49,7 @@ func TestProviderScale(t *testing.T) {
 		if n := fetches(); n != 0 {
 			t.Errorf("%d get_corp_token calls before any call of a corp, want none", n)
 		}
-		sum := tagAll(ctx, p.in, cfg, busy)
+		sum := tagAll(ctx, p.in, cfg, firstCorps(busy))
 		sum.mock = p.srv.Stats()
 		worst := 1.0
 		for _, cs := range sum.corps {
