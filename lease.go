@@ -87,14 +87,18 @@ func (p *pipeline) keepAlive(ctx context.Context, leases []throttle.Lease) (stop
 		stopped bool
 		running sync.WaitGroup
 		t       *time.Timer
+		halt    context.Context // made by the first renewal: a call that ends first allocates none
+		halted  context.CancelFunc
 	)
-	halt, halted := context.WithCancel(context.WithoutCancel(ctx))
 	ttl := p.cfg.leaseTTL
 	renew := func() {
 		mu.Lock()
 		if stopped {
 			mu.Unlock()
 			return
+		}
+		if halt == nil {
+			halt, halted = context.WithCancel(context.WithoutCancel(ctx))
 		}
 		running.Add(1)
 		mu.Unlock()
@@ -122,8 +126,10 @@ func (p *pipeline) keepAlive(ctx context.Context, leases []throttle.Lease) (stop
 		mu.Lock()
 		stopped = true
 		t.Stop()
+		if halted != nil {
+			halted()
+		}
 		mu.Unlock()
-		halted()
 		running.Wait()
 	}
 }
