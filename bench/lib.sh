@@ -14,3 +14,18 @@ marking_phase() {
 		/^unix:/ { if (first == "" || $2 < first) first = $2; if ($3 > last) last = $3 }
 		END { if (first != "") printf "%.6f", last - first; else print "nan" }'
 }
+
+# cleanup_run: stops the mock ($mockpid), deletes the Redis keys under
+# $prefix on $redis_host:$redis_port and removes $tmp: the EXIT trap of a
+# script that runs copies against one mock and one Redis.
+cleanup_run() {
+	if [[ -n $mockpid ]]; then
+		kill "$mockpid" 2>/dev/null || true
+		wait "$mockpid" 2>/dev/null || true
+	fi
+	if command -v redis-cli >/dev/null; then
+		redis-cli -h "$redis_host" -p "$redis_port" --scan --pattern "${prefix}*" |
+			xargs -r redis-cli -h "$redis_host" -p "$redis_port" del >/dev/null || true
+	fi
+	rm -rf "$tmp"
+}

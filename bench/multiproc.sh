@@ -47,24 +47,13 @@ scripts() {
 		awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ { n += $3 } /^cmdstat_set:/ { s += $3 } END { print n + 0, s + 0 }'
 }
 
-cleanup() {
-	if [[ -n $mockpid ]]; then
-		kill "$mockpid" 2>/dev/null || true
-		wait "$mockpid" 2>/dev/null || true
-	fi
-	if command -v redis-cli >/dev/null; then
-		redis-cli -h "$redis_host" -p "$redis_port" --scan --pattern "${prefix}*" |
-			xargs -r redis-cli -h "$redis_host" -p "$redis_port" del >/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+trap cleanup_run EXIT
 
 echo "building examples/mockserver and examples/bulktag into $tmp"
 (cd "$root" && go build -o "$tmp/mockserver" ./examples/mockserver && go build -o "$tmp/bulktag" ./examples/bulktag)
 
-# shellcheck source=lib.sh
-source "$here/lib.sh"
 # A free loopback port, from PORT (default 18099) up.
 port=$(free_port "${PORT:-18099}")
 base="http://127.0.0.1:$port"

@@ -76,24 +76,13 @@ proc_cpu() {
 	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$1/stat"
 }
 
-cleanup() {
-	if [[ -n $mockpid ]]; then
-		kill "$mockpid" 2>/dev/null || true
-		wait "$mockpid" 2>/dev/null || true
-	fi
-	if command -v redis-cli >/dev/null; then
-		redis-cli -h "$redis_host" -p "$redis_port" --scan --pattern "${prefix}*" |
-			xargs -r redis-cli -h "$redis_host" -p "$redis_port" del >/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+trap cleanup_run EXIT
 
 echo "building examples/mockserver and examples/provider into $tmp"
 (cd "$root" && go build -o "$tmp/mockserver" ./examples/mockserver && go build -o "$tmp/provider" ./examples/provider)
 
-# shellcheck source=lib.sh
-source "$here/lib.sh"
 port=$(free_port "${PORT:-18199}")
 base="http://127.0.0.1:$port"
 
