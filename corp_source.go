@@ -154,7 +154,7 @@ func ReadCredentials(r io.Reader) (CredentialMap, error) {
 	for i, e := range entries {
 		app := App{CorpID: e.CorpID, AgentID: e.AgentID}
 		switch _, dup := m[app]; {
-		case e.CorpID == "" || strings.ContainsAny(e.CorpID, " \t\r\n{}|"):
+		case validID("corp id", e.CorpID) != nil:
 			return nil, invalid("credentials", "entry %d: corp id %q is empty or holds a space, brace or bar", i, e.CorpID)
 		case e.AgentID < 0:
 			return nil, invalid("credentials", "entry %d (%s): negative agent id", i, e.CorpID)

@@ -184,25 +184,41 @@ func (r *Registry) Client(ctx context.Context, app App) (*Client, error) {
 	}
 }
 
-// build builds e, the client of app, and publishes it; a failed build is
-// forgotten.
+// build builds e, the client of app, and publishes it; a failed build,
+// or one whose source or options panicked, is forgotten.
 func (r *Registry) build(ctx context.Context, app App, e *registered) {
-	defer close(e.ready)
-	cr, err := r.src.Credentials(ctx, app)
-	if err == nil {
-		var cfg *config
-		if cfg, err = r.config(app, cr, r.corps[app.CorpID]); err == nil {
-			e.c, err = newClient(cfg)
+	defer func() {
+		if e.c == nil {
+			if e.err == nil {
+				e.err = fmt.Errorf("wecom: the client of %s: its build panicked", app)
+			}
+			r.mu.Lock()
+			if r.clients[app] == e {
+				delete(r.clients, app)
+			}
+			r.mu.Unlock()
 		}
-	}
+		close(e.ready)
+	}()
+	c, err := r.newClientOf(ctx, app)
 	if err != nil {
 		e.err = fmt.Errorf("wecom: the client of %s: %w", app, err)
-		r.mu.Lock()
-		if r.clients[app] == e {
-			delete(r.clients, app)
-		}
-		r.mu.Unlock()
+		return
 	}
+	e.c = c
+}
+
+// newClientOf builds the client of app from the source's credentials.
+func (r *Registry) newClientOf(ctx context.Context, app App) (*Client, error) {
+	cr, err := r.src.Credentials(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := r.config(app, cr, r.corps[app.CorpID])
+	if err != nil {
+		return nil, err
+	}
+	return newClient(cfg)
 }
 
 // config returns the configuration of app's client: the registry's with
@@ -255,15 +271,10 @@ func (r *Registry) Drop(ctx context.Context, app App) error {
 		}
 	}
 	if c == nil {
-		cr, err := r.src.Credentials(ctx, app)
+		var err error
+		c, err = r.newClientOf(ctx, app)
 		if errors.Is(err, ErrUnknownApp) {
 			return nil
-		}
-		var cfg *config
-		if err == nil {
-			if cfg, err = r.config(app, cr, r.corps[app.CorpID]); err == nil {
-				c, err = newClient(cfg)
-			}
 		}
 		if err != nil {
 			return fmt.Errorf("wecom: dropping %s: %w", app, err)

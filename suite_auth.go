@@ -16,12 +16,9 @@ import (
 // (service/get_pre_auth_code, document/path/90601), valid until the time
 // returned: the start of a corp's installation of the suite.
 func (s *Suite) PreAuthCode(ctx context.Context) (string, time.Time, error) {
-	start := time.Now()
-	out, err := answerOf[preAuthCodeAnswer](ctx, s.p, catalog.GetPreAuthCode, nil)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	return out.PreAuthCode, start.Add(time.Duration(out.ExpiresIn) * time.Second), nil
+	var out preAuthCodeAnswer
+	t, err := s.p.askToken(ctx, &call{id: catalog.GetPreAuthCode, out: &out}, func() (string, int64) { return out.PreAuthCode, out.ExpiresIn })
+	return t.Value, t.ExpiresAt, err
 }
 
 type preAuthCodeAnswer struct {

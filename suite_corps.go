@@ -206,7 +206,7 @@ func (in *Installations) install(ctx context.Context, authCode string) (*Authori
 	}
 	a.Agents = info.Agents
 	if err := in.codes.Set(ctx, a.Corp.CorpID, Installation{PermanentCode: a.PermanentCode, AgentID: info.Agents[0].AgentID}); err != nil {
-		return nil, in.suite.p.redactErr(err)
+		return nil, newRedactor(a.PermanentCode).err(err) // a store of the user's: its error may quote the code
 	}
 	return a, nil
 }
