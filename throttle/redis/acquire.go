@@ -53,7 +53,10 @@ func (b *Backend) obtain(ctx context.Context, r throttle.Request, try bool) (thr
 		return throttle.Lease{}, err
 	}
 	for {
-		stop := watchStall(r)
+		stop := func() bool { return false }
+		if b.health.Load() == healthUnknown { // only then does ready wait
+			stop = watchStall(r)
+		}
 		down, err := b.ready(ctx)
 		stop()
 		if err != nil {

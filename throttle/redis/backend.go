@@ -66,10 +66,11 @@ type Options struct {
 	// Cooldown fail, and releases wait to be made.
 	RetryRedisAfter time.Duration
 	// WaitForRedis bounds how long an Acquire under FailClosed, or an
-	// Extend of a lease of Redis, waits for Redis to answer again each
-	// time it finds it unreachable, after which it fails with an error
-	// matching throttle.ErrUnavailable (default 1m: a failover of tens of
-	// seconds).
+	// Extend of a lease of Redis, waits for Redis to answer again, counted
+	// from when Redis was found unreachable (so that the calls queued
+	// behind one another fail together, not one bound after another),
+	// after which it fails with an error matching throttle.ErrUnavailable
+	// (default 1m: a failover of tens of seconds).
 	// The call's context bounds it too.
 	WaitForRedis time.Duration
 	// OpTimeout bounds each Redis round trip (default 2s).
@@ -134,6 +135,7 @@ type Backend struct {
 	pending, sending map[string]throttle.Lease // releases to send later and being sent (later.go)
 	quietFor         time.Duration             // localSpan, longer in tests that must not race it
 	health           atomic.Int32              // healthUnknown until the first probe answers; written under mu
+	downAt           time.Time                 // when health last became healthDown; under mu
 	probing          bool                      // the probe (see probe) runs
 	changed          chan struct{}             // closed and replaced when health or probing changes, or a send ends (signal)
 	orphans          []throttle.Lease          // releases that failed for want of Redis, retried when it answers

@@ -61,10 +61,13 @@ func (b *Backend) outage(ctx context.Context, r throttle.Request, try bool, caus
 // redisBack waits for Redis, known down, to answer a probe again, and tells
 // f (if set) every StallAfter meanwhile that the call on key waits on it. It returns
 // nil then, ctx's error if ctx ends first, or after Close errClosed, and
-// once it has waited WaitForRedis an error matching ErrUnavailable (that
-// of cause, the failed round trip, if any).
+// once WaitForRedis has passed since Redis was found down an error
+// matching ErrUnavailable (that of cause, the failed round trip, if any).
 func (b *Backend) redisBack(ctx context.Context, key string, f throttle.StallFunc, cause error) error {
-	give := time.NewTimer(b.opt.WaitForRedis)
+	b.mu.Lock()
+	left := b.opt.WaitForRedis - time.Since(b.downAt)
+	b.mu.Unlock()
+	give := time.NewTimer(max(left, 0))
 	defer give.Stop()
 	tick := time.NewTicker(throttle.StallAfter)
 	defer tick.Stop()

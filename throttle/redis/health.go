@@ -61,6 +61,9 @@ func (b *Backend) signal() {
 // setHealth records what is known of Redis. The caller holds b.mu.
 func (b *Backend) setHealth(h int32) {
 	if b.health.Load() != h {
+		if h == healthDown {
+			b.downAt = time.Now()
+		}
 		b.health.Store(h)
 		b.signal()
 	}

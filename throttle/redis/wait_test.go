@@ -229,3 +229,40 @@ func TestRedisWaitBound(t *testing.T) {
 		t.Errorf("Release with Redis gone: %v, want nil (made when Redis answers)", err)
 	}
 }
+
+// The calls queued in one line while Redis goes away share one bound,
+// counted from when Redis was found down: each head in turn does not start
+// a bound of its own. Six waiters behind a held slot, a bound of a second:
+// every one fails with ErrUnavailable well within four seconds (one bound
+// after another would take the last past six).
+func TestRedisWaitBoundSharedByTheLine(t *testing.T) {
+	t.Parallel() // a server of its own
+	addr, _, stop := redistest.StartServer(t)
+	b := waitBackend(t, addr, "wt:waitline:", time.Second)
+	r := throttle.Request{Key: "{corp}/waitline", Concurrency: 1}
+	if _, err := b.Acquire(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	errs := make(chan error, n)
+	queued := make(chan struct{}, n)
+	for range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			queued <- struct{}{}
+			_, err := b.Acquire(ctx, r)
+			errs <- err
+		}()
+	}
+	for range n {
+		<-queued
+	}
+	time.Sleep(100 * time.Millisecond) // in line behind the held slot
+	stop()
+	for range n {
+		if err := <-errs; !errors.Is(err, throttle.ErrUnavailable) {
+			t.Errorf("a waiter queued as Redis went away: %v, want ErrUnavailable within its deadline", err)
+		}
+	}
+}
