@@ -69,6 +69,9 @@ func (b *Backend) obtain(ctx context.Context, r throttle.Request, try bool) (thr
 			return l, err
 		}
 	}
+	if l, ok := b.startFromBlock(r, false); ok {
+		return l, nil
+	}
 	switch {
 	case len(r.With) > 0:
 		return throttle.AcquireApart(ctx, b, r, !try)
@@ -170,6 +173,9 @@ func (b *Backend) lead(ctx context.Context, k *rkey, w *rwaiter) (throttle.Lease
 				return l, err
 			}
 			continue
+		}
+		if l, ok := b.startFromBlock(w.Req, true); ok {
+			return l, nil
 		}
 		// A Release handing a slot over (claimed, or already sent): take it
 		// rather than ask. Right after a hand-over that found every slot held

@@ -112,6 +112,9 @@ func (b *Backend) dispatch(channel, payload string) {
 		}
 		return
 	}
+	if !own { // the key's cooldown: no call starts from its block
+		b.dropBlock(payload)
+	}
 	b.mu.Lock()
 	k := b.keys[payload]
 	if k != nil {

@@ -78,9 +78,10 @@ func blockSpan(ws []throttle.Window) time.Duration {
 
 // blockWant returns how many units the ask of r, with waiting waiters
 // queued, takes ahead: enough for a few rounds of them, at most a hundredth
-// of each window; none for a request without a slot.
+// of each window. A request with a slot spends them as its slot goes on
+// locally (handLocal); one without starts from them (startFromBlock).
 func blockWant(r throttle.Request, waiting int) int {
-	if r.Concurrency == 0 || len(r.Windows) == 0 || blockSpan(r.Windows) <= 0 {
+	if len(r.Windows) == 0 || len(r.Members) > 0 || blockSpan(r.Windows) <= 0 {
 		return 0
 	}
 	n := min(maxBlock, 8*max(waiting, 1)*r.Units())
@@ -135,6 +136,45 @@ func (b *Backend) addBlock(r throttle.Request, units int, at int64, until time.T
 		b.mu.Unlock()
 		b.refund(r.Key, left)
 	})
+}
+
+// startFromBlock grants r, a request with windows and no slot (an egress
+// IP's window, say), from its key's block, without Redis, if the block
+// covers it and, unless head (r heads the key's line), no waiter of this
+// process queues for the key before it. It reports whether it did.
+func (b *Backend) startFromBlock(r throttle.Request, head bool) (throttle.Lease, bool) {
+	if r.Concurrency > 0 || len(r.Windows) == 0 || len(r.Members) > 0 || len(r.With) > 0 {
+		return throttle.Lease{}, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.hot[r.Key]
+	if k := b.keys[r.Key]; b.cold || h == nil || !head && k != nil && k.waiters.Len() > 0 {
+		return throttle.Lease{}, false
+	}
+	blk := &h.block
+	if blk.units < r.Units() || !time.Now().Before(blk.until) || !slices.Equal(blk.windows, r.Windows) {
+		return throttle.Lease{}, false
+	}
+	blk.units -= r.Units()
+	return throttle.Lease{Key: r.Key, ID: newLeaseID(), Granted: time.UnixMilli(blk.at)}, true
+}
+
+// dropBlock gives back what is left of key's block: the key is cooling
+// down, and no call may start from it.
+func (b *Backend) dropBlock(key string) {
+	b.mu.Lock()
+	var left block
+	if h := b.hot[key]; h != nil {
+		left, h.block = h.block, block{}
+		if h.idle() {
+			delete(b.hot, key)
+		}
+	}
+	b.mu.Unlock()
+	if left.units > 0 {
+		go b.refund(key, left) // off the caller's path (the subscription's, for a notice)
+	}
 }
 
 // refund gives back the units of blk that started no call: a lease without

@@ -214,7 +214,7 @@ func TestRedisOrphanHandedOnReleased(t *testing.T) {
 	}
 }
 
-// blockWant: units ahead only for what a hand-over can serve, at most a
+// blockWant: units ahead for a few rounds of the waiters, at most a
 // hundredth of each window.
 func TestBlockWant(t *testing.T) {
 	t.Parallel()
@@ -228,13 +228,86 @@ func TestBlockWant(t *testing.T) {
 		{"a slot, one waiter", throttle.Request{Concurrency: 5, Windows: minute}, 1, 8},
 		{"a slot, many waiters: a hundredth of the minute", throttle.Request{Concurrency: 5, Windows: minute}, 27, 100},
 		{"weighted", throttle.Request{Concurrency: 5, Windows: minute, Weight: 3}, 2, 48},
-		{"no slot: nothing to hand on", throttle.Request{Windows: minute}, 27, 0},
+		{"no slot: calls start from the block", throttle.Request{Windows: minute}, 2, 16},
+		{"members: the members script takes none", throttle.Request{Windows: minute, Members: []string{"m"}}, 2, 0},
 		{"no window", throttle.Request{Concurrency: 5}, 27, 0},
 		{"a window under a hundred", throttle.Request{Concurrency: 5, Windows: []throttle.Window{{Limit: 30, Period: 3 * time.Second}}}, 27, 0},
 	} {
 		if got := blockWant(tc.r, tc.waiting); got != tc.want {
 			t.Errorf("%s: blockWant = %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A request with windows and no slot (an egress IP's window) starts from
+// the block its ask took ahead, without a script, until the block runs out
+// or the key cools down.
+func TestRedisStartsFromTheBlock(t *testing.T) {
+	t.Parallel()
+	b, c := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/ip", Windows: []throttle.Window{{Limit: 20000, Period: time.Minute}}}
+	mustTake(t, b, r) // the ask: its grant and a block of 8 (blockWant, one waiter)
+	if n := c.runs(); n != 1 {
+		t.Fatalf("the first acquisition ran %d scripts, want 1", n)
+	}
+	for i := range 8 {
+		if _, err := b.Acquire(ctx, r); err != nil {
+			t.Fatalf("acquisition %d from the block: %v", i+1, err)
+		}
+	}
+	if n := c.runs(); n != 0 {
+		t.Errorf("8 acquisitions from the block ran %d scripts, want 0", n)
+	}
+	mustTake(t, b, r) // the block is spent: an ask, and a new block
+	if n := c.runs(); n != 1 {
+		t.Errorf("the acquisition past the block ran %d scripts, want 1", n)
+	}
+	if err := b.Cooldown(ctx, r.Key, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var le *throttle.LimitError
+	if _, err := b.Acquire(ctx, r); !errors.As(err, &le) || le.Reason != throttle.ReasonCooldown {
+		t.Errorf("Acquire while the key cools down = %v, want a cooldown's LimitError, not a call from the block", err)
+	}
+}
+
+// Two processes drawing calls from their blocks start exactly a window's
+// limit between them: a block is counted as taken on Redis (never over),
+// and what one process holds ahead it spends (nothing lost).
+func TestRedisBlocksHoldTheWindowAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	bs, _ := gatedBackends(t, 2)
+	for _, b := range bs {
+		b.cold = false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const limit = 800 // blocks of 8: a hundredth of it
+	r := throttle.Request{Key: "{c}/ipwin", Windows: []throttle.Window{{Limit: limit, Period: time.Hour}}}
+	started, refused := 0, [2]bool{}
+	for i := 0; !refused[0] || !refused[1]; i++ {
+		p := i % 2
+		if refused[p] {
+			continue
+		}
+		_, err := bs[p].Acquire(ctx, r)
+		var le *throttle.LimitError
+		switch {
+		case errors.As(err, &le) && le.Reason == throttle.ReasonRate:
+			refused[p] = true
+		case err != nil:
+			t.Fatalf("process %d: %v", p, err)
+		default:
+			started++
+		}
+		if started > limit {
+			t.Fatalf("%d calls started in a window of %d", started, limit)
+		}
+	}
+	if started != limit {
+		t.Errorf("%d calls started before both processes were refused, want the window's %d", started, limit)
 	}
 }
 

@@ -159,6 +159,7 @@ func (b *Backend) Cooldown(ctx context.Context, key string, d time.Duration) err
 		k := b.names(key, nil)
 		if end, err = replyInt64(b.cooldown.run(octx, b.rdb, []string{k.cooldown, k.lock}, max(1, d.Milliseconds()), b.channel, key)); err == nil {
 			b.ledger.cooldown(key, end)
+			b.dropBlock(key)
 			return nil
 		}
 	}
