@@ -252,7 +252,8 @@ func TestParseMembersAnswer(t *testing.T) {
 // counts, and each window refuses as its own count says.
 func TestRedisMembersWindowsInAnyOrder(t *testing.T) {
 	t.Parallel()
-	b := twoProcesses(t)[0]
+	bs, _ := twoProcesses(t)
+	b := bs[0]
 	ctx := context.Background()
 	a, long := throttle.Window{Limit: 2, Period: time.Minute}, throttle.Window{Limit: 5, Period: time.Hour}
 	for i, tc := range []struct {

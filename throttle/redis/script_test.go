@@ -126,7 +126,8 @@ func TestScriptConstants(t *testing.T) {
 // every member's windows: they admit as much as before it.
 func TestRedisMembersRefund(t *testing.T) {
 	t.Parallel()
-	b := twoProcesses(t)[0]
+	bs, _ := twoProcesses(t)
+	b := bs[0]
 	ctx := context.Background()
 	r := throttle.Request{Key: "refund", Windows: []throttle.Window{{Limit: 2, Period: time.Minute}, {Limit: 5, Period: time.Hour}},
 		Members: []string{"a", "b"}}
