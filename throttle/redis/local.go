@@ -27,8 +27,11 @@ type hot struct {
 }
 
 // localSpan is how long after a Redis answer that no other process waits
-// this process may hand a key's slots on without asking again: a notice
-// lost by the subscription delays another process by at most that.
+// this process may hand a key's slots on without asking again, unless its
+// subscription, which would bring the notice that one does, has been
+// answered since (healthUp): a waiter refused again repeats its notice at
+// its next ask half a second or more after it queued, so a notice lost
+// while the subscription broke costs it about a second and a half.
 const localSpan = 200 * time.Millisecond
 
 // localTurns is how many times, within localSpan of its grant, a slot Redis
@@ -39,9 +42,12 @@ const localTurns = 7
 // idle reports whether h says nothing worth keeping.
 func (h *hot) idle() bool { return h.holding <= 0 && h.block.units == 0 }
 
-// mayHandOn reports whether h lets this process hand a slot on without Redis.
+// mayHandOn reports whether h lets this process hand a slot on without
+// Redis: Redis said that no other process waits, and no notice since says
+// one does, within localSpan or while Redis answers (see localSpan).
 func (b *Backend) mayHandOn(h *hot) bool {
-	return !b.cold && h != nil && !h.contended && time.Now().Before(h.quiet)
+	return !b.cold && h != nil && !h.contended && !h.quiet.IsZero() &&
+		(time.Now().Before(h.quiet) || b.health.Load() == healthUp)
 }
 
 // mayTurn reports whether h lets this process hand on the slot held as

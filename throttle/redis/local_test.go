@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -493,4 +494,75 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Fatalf("%s: not within 5 s", what)
+}
+
+// While Redis answers, a process hands its slots on locally past
+// localSpan: only a notice stops it, and a waiter repeats its notice (see
+// TestRedisWaiterRepeatsItsNotice). Calls slower than the span (a second,
+// a provider's corps) no longer cost a hand-over through Redis each.
+func TestRedisHandsOnPastTheSpan(t *testing.T) {
+	t.Parallel()
+	b, c := hotBackend(t)
+	b.quietFor = 10 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/slow", Concurrency: 1, TTL: time.Minute}
+	first, w := heldAndAwaited(ctx, t, b, r)
+	time.Sleep(5 * b.quietFor) // the call
+	c.runs()
+	if err := b.Release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	got := <-w
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if n := c.runs(); n != 0 || redisID(got.l.ID) == got.l.ID {
+		t.Errorf("a release past the span ran %d scripts, handing on %q; want 0, a lease handed on locally", n, got.l.ID)
+	}
+	if err := b.Release(ctx, got.l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A waiter refused a slot tells the other processes that it waits when it
+// queues, and again at an ask half a second or more later: a notice lost
+// by a subscription does not leave it waiting while they hand their slots
+// on locally.
+func TestRedisWaiterRepeatsItsNotice(t *testing.T) {
+	t.Parallel()
+	bs, _ := gatedBackends(t, 2)
+	a, b := bs[0], bs[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	notices := client(a).Subscribe(ctx, a.channel)
+	t.Cleanup(func() { _ = notices.Close() })
+	if _, err := notices.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	r := throttle.Request{Key: "{c}/renotice", Concurrency: 1, TTL: time.Minute}
+	held := mustTake(t, a, r)
+	wctx, stop := context.WithTimeout(ctx, 2500*time.Millisecond) // asks at 0, 1 and 2 s (resync)
+	defer stop()
+	if _, err := b.Acquire(wctx, r); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("b's Acquire while a holds the slot = %v, want its deadline", err)
+	}
+	n := 0
+	for {
+		rctx, done := context.WithTimeout(ctx, 100*time.Millisecond)
+		msg, err := notices.ReceiveMessage(rctx)
+		done()
+		if err != nil {
+			break
+		}
+		if strings.HasSuffix(msg.Payload, "\n"+r.Key) {
+			n++
+		}
+	}
+	if n < 2 {
+		t.Errorf("b told %d notices while it waited 2.5 s, want one at its first ask and again later", n)
+	}
+	if err := a.Release(ctx, held); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -43,9 +43,11 @@ local weight = tonumber(ARGV[11]) -- the units it counts in every window
 -- it sent this request
 local block, block_in = tonumber(ARGV[12]), tonumber(ARGV[13])
 -- channel: the broadcast channel: a process newly queued for a slot says so
--- there ('\n' .. proc .. '\n' .. throttle_key), so that the processes
--- handing slots on locally give them up
+-- there ('\n' .. proc .. '\n' .. throttle_key), and again when refused
+-- renotice or more after it queued, so that the processes handing slots on
+-- locally give them up
 local channel = ARGV[14]
+local renotice = 500 -- ms
 -- ref: a time the server answered the process lately (unix ms; 0: none
 -- yet); max_age: how long after ref (ms) the process gives up on this
 -- request. One run later (REDIS.md, Redis that hangs) takes nothing but its
@@ -322,7 +324,10 @@ if conc > 0 then
   end
   room = math.min(room, conc - holding)
   if first then
-    if proc ~= '' and enqueue() == 1 then -- for a release to wake
+    -- queued for a release to wake, and the others told that it waits:
+    -- when it queues, and again at an ask renotice or more later, as a
+    -- notice the subscription lost leaves them handing slots on locally
+    if proc ~= '' and (enqueue() == 1 or now - tonumber(redis.call('ZSCORE', waiting_key, proc)) >= renotice) then
       redis.call('PUBLISH', channel, '\n' .. proc .. '\n' .. throttle_key)
     end
     return refuse(R.concurrency, first)
