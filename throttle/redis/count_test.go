@@ -8,31 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
 )
-
-// evalCounter counts the scripts a client runs (EVALSHA and EVAL), not the
-// plain SETs that take free locks.
-type evalCounter struct{ n atomic.Int64 }
-
-func (c *evalCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *evalCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (c *evalCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if name := cmd.Name(); (name == "evalsha" || name == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			c.n.Add(1)
-		}
-		return err
-	}
-}
 
 // The main job in small, in one process: 32 workers share an API's 5
 // slots, each call also taking a customer's lock (a With slot) and a unit
@@ -46,7 +24,7 @@ func (c *evalCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestRedisScriptsPerCall(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Single(t)
-	scripts := &evalCounter{}
+	scripts := &scriptCounter{}
 	rdb.AddHook(scripts)
 	b, err := newRedis(rdb, Options{Prefix: redistest.Prefix(t, rdb)})
 	if err != nil {
@@ -72,7 +50,7 @@ func TestRedisScriptsPerCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	scripts.n.Store(0)
+	scripts.evals.Store(0)
 	const n = 1000
 	var (
 		next atomic.Int64
@@ -94,7 +72,7 @@ func TestRedisScriptsPerCall(t *testing.T) {
 	if fail != nil {
 		t.Fatal(fail)
 	}
-	per := float64(scripts.n.Load()) / n
+	per := float64(scripts.evals.Load()) / n
 	t.Logf("%d calls, 32 workers, 5 slots: %.2f scripts a call", n, per)
 	if per > 0.32 {
 		t.Errorf("%.2f scripts a call, want at most 0.32: slots, locks or releases go to Redis call by call", per)

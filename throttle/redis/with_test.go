@@ -20,7 +20,10 @@ import (
 // scriptCounter is a go-redis hook that counts the scripts run (EVALSHA,
 // and EVAL when a script was not loaded yet) and the plain SETs that take
 // locks (takeLock): the round trips of the protocol.
-type scriptCounter struct{ n atomic.Int64 }
+type scriptCounter struct {
+	n     atomic.Int64 // scripts and SETs
+	evals atomic.Int64 // scripts only (EVALSHA, EVAL)
+}
 
 func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -31,7 +34,14 @@ func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if name := cmd.Name(); (name == "evalsha" || name == "eval" || name == "set") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return err // sent again as EVAL
+		}
+		switch cmd.Name() {
+		case "evalsha", "eval":
+			c.evals.Add(1)
+			c.n.Add(1)
+		case "set":
 			c.n.Add(1)
 		}
 		return err
