@@ -325,10 +325,10 @@ func (b *Backend) letGo(key string) {
 
 // blockFor returns the window units an ask for r takes ahead, waiting
 // waiters queued: none while the key's block has enough left for a round
-// of them. The caller holds Backend.mu.
+// of them and for r itself. The caller holds Backend.mu.
 func (b *Backend) blockFor(r throttle.Request, waiting int) int {
 	want := blockWant(r, waiting)
-	if h := b.hot[r.Key]; b.cold || h != nil && h.block.units >= want/4 && time.Now().Before(h.block.until) {
+	if h := b.hot[r.Key]; b.cold || h != nil && h.block.units >= max(want/4, r.Units()) && time.Now().Before(h.block.until) {
 		return 0
 	}
 	return want

@@ -312,6 +312,22 @@ func TestRedisBlocksHoldTheWindowAcrossProcesses(t *testing.T) {
 	}
 }
 
+// An ask takes a new block when the key's block cannot serve the request
+// itself, even with a quarter of a round left: a weighted call without a
+// slot would otherwise ask Redis every time until the block ended.
+func TestBlockForAWeightTheBlockCannotServe(t *testing.T) {
+	t.Parallel()
+	b, _ := hotBackend(t)
+	r := throttle.Request{Key: "{c}/weighted", Weight: 10, Windows: []throttle.Window{{Limit: 3600, Period: time.Minute}}}
+	want := blockWant(r, 1) // 36: a hundredth of the window
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.hotOf(r.Key).block = block{units: want / 4, until: time.Now().Add(time.Minute), windows: r.Windows} // 9 left, under a call's 10
+	if got := b.blockFor(r, 1); got != want {
+		t.Errorf("blockFor with %d units left for a call of %d = %d, want a new block of %d", want/4, r.Units(), got, want)
+	}
+}
+
 // A slot whose release is under way (it found no waiter of this process
 // to hand it to) is not counted as held when a new head decides whether to
 // wait for this process's own release rather than ask Redis: it would
