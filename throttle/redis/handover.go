@@ -25,8 +25,9 @@ type rkey struct {
 	// uses to fail at once as the head would (a cooldown it does not wait out,
 	// a wait past its deadline).
 	refused *refusal
-	// full: a hand-over found every slot held and queued this process again
-	// for its other waiters, so the next head waits without asking first.
+	// full: a hand-over took the key's last free slot and queued this
+	// process again for its other waiters, so the next head waits for a
+	// wake-up without asking first.
 	full bool
 }
 
@@ -181,7 +182,7 @@ func (b *Backend) claimNext(key string) (next *rwaiter, more bool) {
 // process stays queued if more wait.
 func (b *Backend) handOver(ctx context.Context, l throttle.Lease, next *rwaiter, more bool) error {
 	res, more, err := b.askFor(ctx, next, l, more)
-	b.settle(l.Key, next, res.lease, more, err == nil && res.v.Reason == reasonYielded)
+	b.settle(l.Key, next, res.lease, more && res.full, err == nil && res.v.Reason == reasonYielded)
 	return b.released(l, res.held, err)
 }
 
@@ -216,13 +217,14 @@ func (b *Backend) askFor(ctx context.Context, w *rwaiter, release throttle.Lease
 }
 
 // settle delivers the result of a hand-over to the waiter w claimed for it,
-// or, if w left meanwhile, hands the lease on. requeued: the hand-over
-// granted a slot and queued this process again for its other waiters.
-// yielded: it left the slot to another process and queued this one.
-func (b *Backend) settle(key string, w *rwaiter, l throttle.Lease, requeued, yielded bool) {
+// or, if w left meanwhile, hands the lease on. full: the hand-over granted
+// the key's last free slot and queued this process again for its other
+// waiters (rkey.full). yielded: it left the slot to another process and
+// queued this one.
+func (b *Backend) settle(key string, w *rwaiter, l throttle.Lease, full, yielded bool) {
 	b.mu.Lock()
 	w.claimed, w.yielded = false, yielded
-	if k := b.keys[key]; k != nil && requeued && l.ID != "" {
+	if k := b.keys[key]; k != nil && full && l.ID != "" {
 		k.full = true
 	}
 	gone := w.gone

@@ -360,3 +360,50 @@ func TestRedisChainOfHandOvers(t *testing.T) {
 		t.Fatalf("%d leases left", n)
 	}
 }
+
+// A hand-over that takes one slot of several free does not make the next
+// head wait for a wake-up: slots another process freed without one (its
+// leases ran out, or its release came before this process queued) are
+// taken at once. Without rkey.full's check of the script's answer, the
+// next head waited a second while slots stood free (bench/providers.sh:
+// corps a round short).
+func TestRedisHandOverLeavesFreeSlotsToAsk(t *testing.T) {
+	t.Parallel()
+	bs, _ := gatedBackends(t, 2)
+	a, o := bs[0], bs[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{f}/freed", Concurrency: 3, TTL: 30 * time.Second}
+	mine := mustTake(t, a, r)
+	theirs := []throttle.Lease{mustTake(t, o, r), mustTake(t, o, r)}
+	var waiters []<-chan acquired
+	for i := range 3 {
+		waiters = append(waiters, acquireAsync(ctx, a, r))
+		queued(t, a, r.Key, i+1)
+	}
+	headRefused(t, a, r.Key) // every slot held: a's next hand-over asks for one waiter, no batch
+
+	// o's slots end with no wake-up for a (as if their TTL ran out).
+	k := o.names(r.Key, nil)
+	for _, l := range theirs {
+		if err := client(o).ZRem(ctx, k.holders, redisID(l.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Release(ctx, mine); err != nil { // hands its slot to the head, 2 left free
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	full := a.keys[r.Key] != nil && a.keys[r.Key].full
+	a.mu.Unlock()
+	if full {
+		t.Fatal("the hand-over left two slots free and told the next head to wait for a wake-up")
+	}
+	for i, w := range waiters {
+		got := <-w
+		if got.err != nil {
+			t.Fatalf("waiter %d: %v", i, got.err)
+		}
+		defer func() { _ = a.Release(context.Background(), got.l) }()
+	}
+}

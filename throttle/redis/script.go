@@ -34,6 +34,7 @@ type acquireResult struct {
 	v     throttle.Verdict // the grant, or the refusal and when it may end
 	now   time.Time
 	held  bool // the lease released (acquireArgs.release) still held its slot
+	full  bool // granted, and every slot of the key is held now
 }
 
 // serverRef is a time the server answered this process (unix ms) and when
@@ -167,7 +168,7 @@ func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult
 	if err != nil {
 		return acquireResult{}, "", err
 	}
-	out := acquireResult{held: ans.held, v: throttle.Verdict{OK: ans.reason == 0, Reason: ans.reason}, now: time.UnixMilli(ans.now)}
+	out := acquireResult{held: ans.held, full: ans.full, v: throttle.Verdict{OK: ans.reason == 0, Reason: ans.reason}, now: time.UnixMilli(ans.now)}
 	b.ledger.add(r.Key, nil, r.Windows, ans.now, r.Units()*ans.n, ans.fills) // n: 0 for a refusal or a check
 	switch {
 	case out.v.OK:
@@ -209,6 +210,7 @@ type answer struct {
 	n, blk  int             // leases granted; window units taken ahead
 	blockAt int64           // where the block counts, unix ms
 	others  bool            // another process waits for a slot
+	full    bool            // a grant took the key's last free slot
 	epoch   string          // the key's epoch, when the process did not know it
 	// fills: per window, what it counted (buckets and reserve) and took,
 	// once the script read the windows (see restore.lua)
@@ -217,7 +219,7 @@ type answer struct {
 
 // parseAnswer reads the acquire script's answer: a flat list of field
 // names and values, "now" first; a field left out is zero. Every number is
-// a non-negative integer, held and others are 0 or 1, epoch is a string,
+// a non-negative integer, held, others and full are 0 or 1, epoch is a string,
 // fills a list of numbers.
 func parseAnswer(raw []any) (answer, error) {
 	bad := func() (answer, error) {
@@ -283,8 +285,10 @@ func (a *answer) set(name string, n int64) bool {
 		a.blockAt = n
 	case "others":
 		a.others = n == 1
+	case "full":
+		a.full = n == 1
 	default:
 		return false
 	}
-	return n <= 1 || name != "held" && name != "others"
+	return n <= 1 || name != "held" && name != "others" && name != "full"
 }

@@ -210,7 +210,7 @@ local fills = {} -- per window, what it counted and took (see answer.fills)
 -- loop over the names, or a helper function, costs Redis more.
 local function answer(a)
   local out, n = {'now', now}, 2
-  local reason, at, expires, granted, blk, block_at, others = a.reason, a.at, a.expires, a.n, a.blk, a.block_at, a.others
+  local reason, at, expires, granted, blk, block_at, others, full = a.reason, a.at, a.expires, a.n, a.blk, a.block_at, a.others, a.full
   if reason then out[n + 1], out[n + 2], n = 'reason', reason, n + 2 end
   if at and at ~= 0 then out[n + 1], out[n + 2], n = 'at', at, n + 2 end
   if held ~= 0 then out[n + 1], out[n + 2], n = 'held', held, n + 2 end
@@ -219,6 +219,7 @@ local function answer(a)
   if blk and blk ~= 0 then out[n + 1], out[n + 2], n = 'blk', blk, n + 2 end
   if block_at and block_at ~= 0 then out[n + 1], out[n + 2], n = 'block_at', block_at, n + 2 end
   if others and others ~= 0 then out[n + 1], out[n + 2], n = 'others', others, n + 2 end
+  if full and full ~= 0 then out[n + 1], out[n + 2], n = 'full', full, n + 2 end
   if tell ~= '' then out[n + 1], out[n + 2], n = 'epoch', tell, n + 2 end
   if #fills > 0 then out[n + 1], out[n + 2] = 'fills', fills end
   return out
@@ -387,4 +388,4 @@ if proc ~= '' and requeue then -- served, with more waiters: it queues again, at
   enqueue()
 end
 return answer({expires = expires, n = n, blk = blk, block_at = blk > 0 and now + block_in or 0,
-  others = others > 0 and 1 or 0})
+  others = others > 0 and 1 or 0, full = conc > 0 and holding + n >= conc and 1 or 0})
