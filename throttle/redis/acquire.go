@@ -182,7 +182,7 @@ func (b *Backend) lead(ctx context.Context, k *rkey, w *rwaiter) (throttle.Lease
 		// and queued this process again, the next head waits without asking;
 		// while this process holds every slot, until the first of them expires.
 		b.mu.Lock()
-		wait := time.Second
+		wait := b.resync
 		skip := w.claimed || len(w.slot) > 0 || w.yielded && !woken
 		if first && !skip {
 			all, until := b.holdsAll(w.Req)
@@ -202,10 +202,32 @@ func (b *Backend) lead(ctx context.Context, k *rkey, w *rwaiter) (throttle.Lease
 			}
 			wait, woken = d, false
 		}
-		if l, err := b.await(ctx, w, k.wake, nil, wait, &woken); err != nil || l.ID != "" {
+		l, err := b.await(ctx, w, k.wake, nil, wait, &woken)
+		if woken && (l.ID != "" || err != nil) {
+			b.rewake(k) // the turn this head took went unused: the next head's
+		}
+		if err != nil || l.ID != "" {
 			return l, err
 		}
 	}
+}
+
+// resyncAfter is how long a head waits for a hand-over or a wake-up at most
+// before it asks Redis again: what a lost message costs.
+const resyncAfter = time.Second
+
+// rewake gives the next head of k the wake-up for this process's turn that
+// a head took and did not use, being handed a slot meanwhile or leaving:
+// the slot the wake-up announced may stand free, with no other message to
+// come for it.
+func (b *Backend) rewake(k *rkey) {
+	b.mu.Lock()
+	select { // at most one waits (see dispatch)
+	case <-k.wake:
+	default:
+	}
+	k.wake <- true
+	b.mu.Unlock()
 }
 
 // ask is one round trip of the head w of k (woken: the last wake-up was
@@ -252,7 +274,7 @@ func (b *Backend) ask(ctx context.Context, k *rkey, w *rwaiter, woken, more bool
 	if w.told.News(v, at) {
 		throttle.Stalled(r, v, at)
 	}
-	d := time.Second
+	d := b.resync
 	if !v.At.IsZero() {
 		d = min(d, v.At.Sub(now)+time.Millisecond)
 	}

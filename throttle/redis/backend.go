@@ -134,6 +134,7 @@ type Backend struct {
 	cold             bool                      // tests of the Redis protocol: no hot path
 	pending, sending map[string]throttle.Lease // releases to send later and being sent (later.go)
 	quietFor         time.Duration             // localSpan, longer in tests that must not race it
+	resync           time.Duration             // resyncAfter, longer in tests that must not race it
 	health           atomic.Int32              // healthUnknown until the first probe answers; written under mu
 	downAt           time.Time                 // when health last became healthDown; under mu
 	probing          bool                      // the probe (see probe) runs
@@ -192,6 +193,7 @@ func newBackend(rdb redisConn, opt Options) (*Backend, error) {
 		pending:    make(map[string]throttle.Lease),
 		sending:    make(map[string]throttle.Lease),
 		quietFor:   localSpan,
+		resync:     resyncAfter,
 		done:       make(chan struct{}),
 		changed:    make(chan struct{}),
 		probing:    true, // calls wait for the first probe's verdict

@@ -20,7 +20,8 @@ import (
 // acquireGate is a go-redis hook on the acquire script. It counts the calls
 // by kind (a head asking for itself, or a hand-over that releases a lease
 // first), and every script the client runs, and, when armed, holds the
-// next head's call until opened.
+// next head's call until opened, or, when armedReply, the next hand-over's
+// answer (Redis has run it).
 type acquireGate struct {
 	sha string
 
@@ -29,6 +30,7 @@ type acquireGate struct {
 	handovers int           // acquire calls that release a lease first
 	scripts   int           // scripts run (EVALSHA, EVAL), any script
 	armed     bool          // hold the next ask
+	armReply  bool          // hold the next hand-over's answer
 	held      chan struct{} // closed when an ask is being held
 	open      chan struct{} // closing it lets the held ask go
 }
@@ -72,6 +74,16 @@ func (g *acquireGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			return err // EVAL follows
+		}
+		g.mu.Lock()
+		holdReply := release != "" && g.armReply
+		if holdReply {
+			g.armReply = false
+		}
+		g.mu.Unlock()
+		if holdReply {
+			close(g.held)
+			<-g.open
 		}
 		g.mu.Lock()
 		if release == "" {
@@ -403,6 +415,50 @@ func TestRedisHandOverLeavesFreeSlotsToAsk(t *testing.T) {
 		got := <-w
 		if got.err != nil {
 			t.Fatalf("waiter %d: %v", i, got.err)
+		}
+		defer func() { _ = a.Release(context.Background(), got.l) }()
+	}
+}
+
+// A head that took a wake-up for this process's turn and was then handed a
+// slot by a Release passes the wake-up to the next head: the slot it
+// announced stands free, and no other message comes for it. Here the
+// hand-over took the last free slot (the next head waits for a wake-up),
+// and the other process's release woke the head while the hand-over's
+// answer was on its way.
+func TestRedisUnusedWakeUpGoesToTheNextHead(t *testing.T) {
+	t.Parallel()
+	bs, gs := gatedBackends(t, 2)
+	a, o, g := bs[0], bs[1], gs[0]
+	a.resync = time.Minute // what the wake-up's loss would cost, past the test's deadline
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{u}/unused", Concurrency: 2, TTL: 30 * time.Second}
+	mine, theirs := mustTake(t, a, r), mustTake(t, o, r)
+	head := acquireAsync(ctx, a, r)
+	queued(t, a, r.Key, 1)
+	next := acquireAsync(ctx, a, r)
+	queued(t, a, r.Key, 2)
+	headRefused(t, a, r.Key)
+
+	g.mu.Lock()
+	g.armReply = true
+	g.mu.Unlock()
+	released := make(chan error, 1)
+	go func() { released <- a.Release(ctx, mine) }() // hands mine over to the head: the key full again
+	<-g.held
+	if err := o.Release(ctx, theirs); err != nil { // wakes a, whose head is claimed
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the head takes the wake-up (a slow machine hides the fault, never invents it)
+	close(g.open)
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range []<-chan acquired{head, next} {
+		got := <-ch
+		if got.err != nil {
+			t.Fatalf("waiter %d: %v (a slot stood free)", i, got.err)
 		}
 		defer func() { _ = a.Release(context.Background(), got.l) }()
 	}
