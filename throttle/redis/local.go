@@ -71,16 +71,25 @@ type block struct {
 // maxBlock bounds the window units one block takes.
 const maxBlock = 256
 
-// blockSpan returns how long a block for ws may start calls: one bucket of
-// the shortest window, at most a second (0: ws's windows are too small to
-// spare a bucket's worth).
+// blockSpan returns how long a block for ws may start calls: three buckets
+// of the shortest window, at most maxBlockSpan (0: ws's windows are too
+// small to spare a bucket's worth). The block counts at its end, so that a
+// call it starts leaves the window no earlier than one counted as it
+// started; a span longer than a call lets a process hand its slots on
+// round after round of such calls without Redis (bench/providers.sh, 1 s
+// calls on 1-minute windows: one bucket, 600 ms, sent every round to
+// Redis).
 func blockSpan(ws []throttle.Window) time.Duration {
-	span := time.Second
+	span := maxBlockSpan
 	for _, w := range ws {
-		span = min(span, (w.Period / throttle.BucketsPerWindow).Truncate(time.Millisecond))
+		span = min(span, (3 * w.Period / throttle.BucketsPerWindow).Truncate(time.Millisecond))
 	}
 	return span
 }
+
+// maxBlockSpan bounds blockSpan: how long the hot path may start calls from
+// units taken ahead without asking Redis, after a loss it has not noticed.
+const maxBlockSpan = 2 * time.Second
 
 // blockWant returns how many units the ask of r, with waiting waiters
 // queued, takes ahead: enough for a few rounds of them, at most a hundredth

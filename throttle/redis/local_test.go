@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -580,5 +581,43 @@ func TestRedisWaiterRepeatsItsNotice(t *testing.T) {
 	}
 	if err := a.Release(ctx, held); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A block outlasts a call a little longer than a bucket of its window: two
+// workers taking turns on one slot, each call 250 ms on a window of 200 ms
+// buckets (a block of 600 ms), hand the slot on from the block for turns
+// on end: 8 scripts for 12 calls. With a block of one bucket (blockSpan
+// before it spanned three), every turn found its block ended and asked
+// Redis, releasing through it too: 24 scripts (bench/providers.sh: 1 s
+// calls on 1-minute windows asked Redis every round).
+func TestRedisBlockOutlastsACall(t *testing.T) {
+	t.Parallel()
+	b, c := hotBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/turns", Concurrency: 1, TTL: time.Minute,
+		Windows: []throttle.Window{{Limit: 100000, Period: 20 * time.Second}}}
+	const calls = 12
+	c.runs()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for range calls / 2 {
+				l, err := b.Acquire(ctx, r)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(250 * time.Millisecond) // the call
+				if err := b.Release(ctx, l); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := c.evals.Swap(0); n > calls {
+		t.Errorf("%d calls of 250 ms ran %d scripts, want at most one a call: the block ended with each call", calls, n)
 	}
 }
