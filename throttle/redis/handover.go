@@ -206,9 +206,9 @@ func (b *Backend) askFor(ctx context.Context, w *rwaiter, release throttle.Lease
 		}
 		waiting, plain = k.waiters.Len(), plain && k.refused == nil // refused: queued, the script dequeues it (a lock claims no batch)
 	}
-	block := b.blockFor(w.Req, waiting)
+	block, span := b.blockFor(w.Req, waiting), b.spanFor(w.Req)
 	b.mu.Unlock()
-	res, err := b.attempt(ctx, acquireArgs{r: w.Req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: block, plain: plain})
+	res, err := b.attempt(ctx, acquireArgs{r: w.Req, take: true, batch: len(batch), queue: true, release: release, requeue: more, block: block, span: span, plain: plain})
 	extra := append(res.extra, make([]throttle.Lease, len(batch))...) // a waiter the limits left out gets none
 	for i, x := range batch {
 		b.settle(key, x, extra[i], false, false)

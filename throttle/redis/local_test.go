@@ -621,3 +621,28 @@ func TestRedisBlockOutlastsACall(t *testing.T) {
 		t.Errorf("%d calls of 250 ms ran %d scripts, want at most one a call: the block ended with each call", calls, n)
 	}
 }
+
+// blockSpan: three buckets of the shortest window on a key no other process
+// waits for, at most 2 s; one bucket, at most a second, on a contended one.
+func TestBlockSpan(t *testing.T) {
+	minute := []throttle.Window{{Limit: 10000, Period: time.Minute}, {Limit: 150000, Period: time.Hour}}
+	hour := []throttle.Window{{Limit: 150000, Period: time.Hour}}
+	tiny := []throttle.Window{{Limit: 5, Period: 50 * time.Millisecond}}
+	for _, tc := range []struct {
+		name      string
+		ws        []throttle.Window
+		contended bool
+		want      time.Duration
+	}{
+		{"minute", minute, false, 1800 * time.Millisecond},
+		{"minute, contended", minute, true, 600 * time.Millisecond},
+		{"hour", hour, false, maxBlockSpan},
+		{"hour, contended", hour, true, time.Second},
+		{"under a bucket of a millisecond", tiny, false, 1 * time.Millisecond},
+		{"under a bucket of a millisecond, contended", tiny, true, 0},
+	} {
+		if got := blockSpan(tc.ws, tc.contended); got != tc.want {
+			t.Errorf("%s: blockSpan = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

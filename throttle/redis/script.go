@@ -24,6 +24,7 @@ type acquireArgs struct {
 	release throttle.Lease   // a hand-over: the lease to release first (release_id)
 	requeue bool             // with a grant, stay queued at the back (requeue)
 	block   int              // window units to take ahead (block, see blockFor)
+	span    time.Duration    // with block, how long they may start calls (block_in, see spanFor)
 	plain   bool             // a lock's take, with no release: a plain SET first (takeLock)
 }
 
@@ -127,7 +128,7 @@ func (b *Backend) script(a acquireArgs, id string) (keys []string, args []any, c
 	}
 	ref, maxAge := b.ref.deadline(b.opt.OpTimeout)
 	args = []any{id, conc, r.LeaseTTL().Milliseconds(), want, proc, redisID(a.release.ID), b.wakePrefix, r.Key, // ARGV: see lua/acquire.lua
-		requeue, epoch, r.Units(), a.block, blockSpan(r.Windows).Milliseconds(), b.channel, ref, maxAge}
+		requeue, epoch, r.Units(), a.block, a.span.Milliseconds(), b.channel, ref, maxAge}
 	for _, w := range r.Windows {
 		args = append(args, w.Limit, w.Period.Milliseconds())
 	}
@@ -186,7 +187,7 @@ func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult
 		}
 		b.noteContended(r.Key, ans.others, sent)
 		if ans.blk > 0 && ans.blockAt > 0 {
-			b.addBlock(r, ans.blk, ans.blockAt, sent.Add(blockSpan(r.Windows)))
+			b.addBlock(r, ans.blk, ans.blockAt, sent.Add(a.span))
 		}
 		out.lease = l
 	case ans.reason == reasonYielded:
