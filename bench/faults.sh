@@ -86,7 +86,7 @@ now() { echo "$(date +%s.%N) - $t0" | bc; }
 copies=()
 for i in $(seq "$COPIES"); do
 	# shellcheck disable=SC2086
-	timeout $((BEFORE + DOWN + AFTER + 60)) "$bin/bulktag" -base-url "$base" -redis "127.0.0.1:$rport" \
+	timeout --foreground $((BEFORE + DOWN + AFTER + 60)) "$bin/bulktag" -base-url "$base" -redis "127.0.0.1:$rport" \
 		-redis-prefix "faults:" -customers 200000 -workers 32 -progress 1s ${BULKTAG_EXTRA:-} \
 		>"$tmp/copy$i.out" 2>"$tmp/copy$i.err" &
 	pids+=($!)
