@@ -160,3 +160,48 @@ func TestRedisReleaseHandsOnBeforeItsLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A lock taken before a loss (Redis restarted empty: the lock forgotten)
+// is checked once the request has its own slot: another process took the
+// forgotten lock meanwhile, so the request starts over and waits for it,
+// rather than call beside that process. Seen in faults.sh: a copy's
+// waiter kept its customer's lock through a 3 s restart, another copy
+// took it from the empty Redis, and both marked the customer (a 45033).
+func TestRedisLockLostInARestartIsTakenAgain(t *testing.T) {
+	t.Parallel()
+	bs, _ := gatedBackends(t, 3)
+	a, o, x := bs[0], bs[1], bs[2]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	api := throttle.Request{Key: "{e}/api", Concurrency: 1, TTL: 30 * time.Second}
+	lock := throttle.Request{Key: "{e}@edit|c1", Concurrency: 1, TTL: 30 * time.Second}
+	r := api
+	r.With = []throttle.Request{lock}
+	theirs := mustTake(t, o, api)
+	wctx, stop := context.WithTimeout(ctx, 2*time.Second)
+	defer stop()
+	got := acquireAsync(wctx, a, r) // takes the lock, waits for the API's slot
+	queued(t, a, api.Key, 1)
+	headRefused(t, a, api.Key)
+
+	// The loss: Redis forgets the lock, a notices (a new era), x takes it.
+	if err := client(a).Del(ctx, a.names(lock.Key, nil).lock).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a.era.Add(1)
+	xs := mustTake(t, x, lock)
+	defer func() { _ = x.Release(context.Background(), xs) }()
+
+	if err := o.Release(ctx, theirs); err != nil { // a's request gets the API's slot
+		t.Fatal(err)
+	}
+	if res := <-got; res.err == nil {
+		_ = a.Release(context.Background(), res.l)
+		t.Fatal("a got its lease while x held the lock a took before the loss")
+	} else if !errors.Is(res.err, context.DeadlineExceeded) {
+		t.Fatalf("a's Acquire = %v, want it to wait for the lock until its deadline", res.err)
+	}
+	if n := holders(t, a, api.Key); n != 0 {
+		t.Errorf("the API's slot: %d held after a started over and gave up, want 0", n)
+	}
+}
