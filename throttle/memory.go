@@ -139,7 +139,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 		l, err := m.take(ks, r, now)
 		m.mu.Unlock()
 		if err != nil && wait { // take's only error: a With slot is busy
-			return AcquireApart(ctx, m, r, true)
+			return AcquireApart(ctx, m, r, true, nil)
 		}
 		return l, err
 	}
@@ -160,7 +160,7 @@ func (m *Memory) acquire(ctx context.Context, r Request, wait bool) (Lease, erro
 		return Lease{}, ctx.Err()
 	}
 	if e, ok := w.Err.(*LimitError); ok && e.Key != r.Key {
-		return AcquireApart(ctx, m, r, true) // a With slot is busy: it holds nothing here
+		return AcquireApart(ctx, m, r, true, nil) // a With slot is busy: it holds nothing here
 	}
 	return w.lease, w.Err
 }

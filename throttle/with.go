@@ -18,9 +18,11 @@ import (
 // it alone (!wait: a TryAcquire), then r without them, and returns r's
 // lease with the With leases attached. A With lease's TTL runs while r
 // waits: after a long wait they are renewed, and one that expired
-// meanwhile (another call may hold its slot now) makes it start over. On a
-// failure it releases what it took.
-func AcquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, error) {
+// meanwhile (another call may hold its slot now) makes it start over. So
+// they are when era (nil: a backend that never loses its state) changed
+// while r got them: the backend may have forgotten one, and another call
+// taken it. On a failure it releases what it took.
+func AcquireApart(ctx context.Context, b Backend, r Request, wait bool, era func() uint64) (Lease, error) {
 	acquire := b.TryAcquire
 	if wait {
 		acquire = b.Acquire
@@ -36,8 +38,12 @@ func AcquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, 
 	slices.SortFunc(order, func(i, j int) int { return strings.Compare(r.With[i].Key, r.With[j].Key) })
 	own := r
 	own.With = nil
+	eraNow := func() uint64 { return 0 }
+	if era != nil {
+		eraNow = era
+	}
 	for {
-		start := time.Now() // the first slot's TTL runs from its grant
+		start, began := time.Now(), eraNow() // the first slot's TTL runs from its grant
 		with := make([]Lease, len(r.With))
 		for _, i := range order {
 			s := r.With[i]
@@ -57,7 +63,7 @@ func AcquireApart(ctx context.Context, b Backend, r Request, wait bool) (Lease, 
 			return Lease{}, err
 		}
 		l.With = with
-		if !wait || time.Since(start) < shortest/4 {
+		if (!wait || time.Since(start) < shortest/4) && eraNow() == began {
 			return l, nil
 		}
 		for i, s := range with { // renewed, up to the first failure

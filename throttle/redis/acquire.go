@@ -5,7 +5,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -75,7 +74,7 @@ func (b *Backend) obtain(ctx context.Context, r throttle.Request, try bool) (thr
 	}
 	switch {
 	case len(r.With) > 0:
-		return b.acquireApart(ctx, r, try)
+		return throttle.AcquireApart(ctx, b, r, !try, b.era.Load) // a new era: its locks may be forgotten
 	case len(r.Members) > 0 && !try:
 		return b.memberLines.Acquire(ctx, r, true, b.tryMembers)
 	case !try:
@@ -108,34 +107,6 @@ func (b *Backend) obtain(ctx context.Context, r throttle.Request, try bool) (thr
 		return throttle.Lease{}, res.v.Err(r.Key, res.now)
 	}
 	return res.lease, nil
-}
-
-// acquireApart is throttle.AcquireApart, its With leases checked once r
-// has its own slot if this process may have lost state since it began
-// (a new era): a lock taken before Redis restarted empty is forgotten
-// there, and another process may hold it now. One lost starts it over, as
-// a With lease that expired while r waited does; a check Redis does not
-// answer fails it, as a failed Extend does.
-func (b *Backend) acquireApart(ctx context.Context, r throttle.Request, try bool) (throttle.Lease, error) {
-	for {
-		era := b.era.Load()
-		l, err := throttle.AcquireApart(ctx, b, r, !try)
-		if err != nil || b.era.Load() == era {
-			return l, err
-		}
-		for i, w := range l.With { // l.With[i] is r.With[i]'s lease
-			if l.With[i], err = b.extendOne(ctx, w, r.With[i].LeaseTTL()); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			return l, nil
-		}
-		_ = b.Release(context.WithoutCancel(ctx), l)
-		if !errors.Is(err, throttle.ErrLeaseNotHeld) {
-			return throttle.Lease{}, err
-		}
-	}
 }
 
 // acquireFailed answers an acquisition of r whose round trip failed with
@@ -251,11 +222,7 @@ const resyncAfter = time.Second
 // come for it.
 func (b *Backend) rewake(k *rkey) {
 	b.mu.Lock()
-	select { // at most one waits (see dispatch)
-	case <-k.wake:
-	default:
-	}
-	k.wake <- true
+	k.wakeUp(true)
 	b.mu.Unlock()
 }
 

@@ -56,6 +56,18 @@ type rwaiter struct {
 	yielded bool
 }
 
+// wakeUp wakes the head of k, own telling whether it is this process's
+// turn for a slot. One wake-up waits at most: this one, or the one before
+// if that was this process's turn. The caller holds Backend.mu.
+func (k *rkey) wakeUp(own bool) {
+	select {
+	case was := <-k.wake:
+		own = own || was
+	default:
+	}
+	k.wake <- own
+}
+
 // available reports whether w, a waiter in line, may be handed a slot now:
 // it is not asking Redis itself, and nothing is claimed for it or waits in
 // its slot. The caller holds Backend.mu.
@@ -119,12 +131,7 @@ func (b *Backend) dispatch(channel, payload string) {
 	b.mu.Lock()
 	k := b.keys[payload]
 	if k != nil {
-		select { // one wake-up waits at most: this one, or the one before if it was this process's turn
-		case was := <-k.wake:
-			own = own || was
-		default:
-		}
-		k.wake <- own
+		k.wakeUp(own)
 	}
 	b.mu.Unlock()
 	if k == nil && own {

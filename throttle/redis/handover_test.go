@@ -61,30 +61,12 @@ func (g *acquireGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		// release.
 		nkeys, _ := args[2].(int)
 		release, _ := args[3+nkeys+5].(string)
-		g.mu.Lock()
-		hold := release == "" && g.armed
-		if hold {
-			g.armed = false
-		}
-		g.mu.Unlock()
-		if hold {
-			close(g.held)
-			<-g.open
-		}
+		g.holdIf(&g.armed, release == "")
 		err := next(ctx, cmd)
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			return err // EVAL follows
 		}
-		g.mu.Lock()
-		holdReply := release != "" && g.armReply
-		if holdReply {
-			g.armReply = false
-		}
-		g.mu.Unlock()
-		if holdReply {
-			close(g.held)
-			<-g.open
-		}
+		g.holdIf(&g.armReply, release != "")
 		g.mu.Lock()
 		if release == "" {
 			g.asks++
@@ -94,6 +76,21 @@ func (g *acquireGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		g.scripts++
 		g.mu.Unlock()
 		return err
+	}
+}
+
+// holdIf, when this call is what *armed waits for (when), disarms it and
+// holds the call until the gate opens.
+func (g *acquireGate) holdIf(armed *bool, when bool) {
+	g.mu.Lock()
+	hold := when && *armed
+	if hold {
+		*armed = false
+	}
+	g.mu.Unlock()
+	if hold {
+		close(g.held)
+		<-g.open
 	}
 }
 
