@@ -112,20 +112,7 @@ func (c *config) ipRules(rules []catalog.Rule) []catalog.Rule {
 	if c.ipLimits == [2]int{} {
 		return rules
 	}
-	rules = slices.Clone(rules)
-	for i, r := range rules {
-		n := 0
-		switch r.Name {
-		case catalog.RuleIPPerMinute:
-			n = c.ipLimits[0]
-		case catalog.RuleIPPerHour:
-			n = c.ipLimits[1]
-		}
-		if n > 0 {
-			rules[i].Limit, rules[i].Source = n, "overridden"
-		}
-	}
-	return rules
+	return catalog.SetIPLimits(rules, c.ipLimits[0], c.ipLimits[1], "overridden")
 }
 
 // holdFor is how long the slots of an abandoned call stay taken.

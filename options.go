@@ -166,15 +166,20 @@ func WithEgress(name string) Option {
 // endpoint has (catalog.RuleIPPerMinute and catalog.RuleIPPerHour, by
 // default catalog.IPPerMinute and catalog.IPPerHour): a service provider's
 // third-party apps give catalog.ThirdPartyIPPerMinute and
-// catalog.ThirdPartyIPPerHour. A zero keeps the default. They apply only
-// with WithEgress; WithRule and WithoutRule of one path still change that
-// path's.
+// catalog.ThirdPartyIPPerHour (the default of NewInstallations' clients).
+// A zero keeps the limit in force. They apply only with WithEgress;
+// WithRule and WithoutRule of one path still change that path's.
 func WithIPLimits(perMinute, perHour int) Option {
 	return func(c *config) error {
 		if perMinute < 0 || perHour < 0 {
 			return invalid("IP limits", "%d a minute, %d an hour: give positive numbers, or 0 for the default", perMinute, perHour)
 		}
-		c.ipLimits, c.table = [2]int{perMinute, perHour}, nil
+		for i, n := range [2]int{perMinute, perHour} {
+			if n > 0 {
+				c.ipLimits[i] = n
+			}
+		}
+		c.table = nil
 		return nil
 	}
 }

@@ -145,3 +145,40 @@ func TestMockIPWindowAcrossCorps(t *testing.T) {
 		t.Errorf("a fourth corp past the mock's per-IP window: %v, want errcode 45009", err)
 	}
 }
+
+// TestInstallationsThirdPartyIPLimits: the clients of a suite's
+// installations hold WeCom's third-party per-IP limits; WithIPLimits among
+// the registry's options still sets them.
+func TestInstallationsThirdPartyIPLimits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name              string
+		opts              []Option
+		perMinute, perHour int
+	}{
+		{"default", nil, catalog.ThirdPartyIPPerMinute, catalog.ThirdPartyIPPerHour},
+		{"WithIPLimits", []Option{WithIPLimits(100, 0)}, 100, catalog.ThirdPartyIPPerHour},
+	} {
+		suite, err := NewSuite("tpsuite", "suite-secret", WithBaseURL(testBaseURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := &MemoryPermanentCodes{}
+		if err := codes.Set(t.Context(), testCorp, Installation{PermanentCode: "code", AgentID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		in, err := NewInstallations(suite, codes, WithClientOptions(append([]Option{WithEgress(testEgress), WithBaseURL(testBaseURL)}, tc.opts...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := in.Client(t.Context(), testCorp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rule, want := range map[string]int{catalog.RuleIPPerMinute: tc.perMinute, catalog.RuleIPPerHour: tc.perHour} {
+			if r, ok := c.p.limitsFor(catalog.TagList.Path()).rule(rule); !ok || r.Limit != want {
+				t.Errorf("%s: %s %d (found %v), want %d", tc.name, rule, r.Limit, ok, want)
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/wecomkit/wecom/callback"
+	"github.com/wecomkit/wecom/catalog"
 )
 
 // The InfoTypes of a suite's authorization callbacks (callback.AuthEvent).
@@ -110,7 +111,11 @@ func (in Installation) Validate(corpID string) error {
 //
 // Give the registry (opts) the suite's token store, limiter and transport
 // (WithClientOptions), so that the corp tokens and the limits are shared
-// as the suite's are. Installations are safe for concurrent use.
+// as the suite's are. The clients are a third-party app's: with the
+// fleet's egress declared (WithEgress), their per-IP windows hold WeCom's
+// third-party limits, catalog.ThirdPartyIPPerMinute and
+// catalog.ThirdPartyIPPerHour, unless WithIPLimits among opts says
+// otherwise. Installations are safe for concurrent use.
 type Installations struct {
 	suite *Suite
 	codes PermanentCodeStore
@@ -127,7 +132,8 @@ func NewInstallations(suite *Suite, codes PermanentCodeStore, opts ...RegistryOp
 		return nil, invalid("permanent code store", "nil")
 	}
 	in := &Installations{suite: suite, codes: codes}
-	reg, err := NewRegistry(in, opts...)
+	thirdParty := WithClientOptions(WithIPLimits(catalog.ThirdPartyIPPerMinute, catalog.ThirdPartyIPPerHour))
+	reg, err := NewRegistry(in, append([]RegistryOption{thirdParty}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -413,6 +413,27 @@ const (
 	ThirdPartyIPPerHour   = 1200000
 )
 
+// SetIPLimits returns a copy of rules in which RuleIPPerMinute and
+// RuleIPPerHour have the limits perMinute and perHour (a zero keeps the
+// rule's) and the source source: a service provider's third-party apps
+// have ThirdPartyIPPerMinute and ThirdPartyIPPerHour.
+func SetIPLimits(rules []Rule, perMinute, perHour int, source string) []Rule {
+	rules = slices.Clone(rules)
+	for i, r := range rules {
+		n := 0
+		switch r.Name {
+		case RuleIPPerMinute:
+			n = perMinute
+		case RuleIPPerHour:
+			n = perHour
+		}
+		if n > 0 {
+			rules[i].Limit, rules[i].Source = n, source
+		}
+	}
+	return rules
+}
+
 // base returns WeCom's limits for every API: per corp and API, 10,000 calls
 // a minute and 150,000 an hour; per source IP and API, IPPerMinute and
 // IPPerHour.

@@ -147,7 +147,11 @@ func countedKeys(rt *route, c *corp, tok *token, ip string, in *input, now time.
 		keys.Members = c.appChatMembers(keys.Chat)
 		keys.Weight, ok = len(keys.Members), len(keys.Members) > 0
 	}
-	for _, l := range rt.limits {
+	ls := rt.limits
+	if strings.HasPrefix(tok.app, suiteTarget("")) { // a corp token from get_corp_token
+		ls = rt.thirdParty
+	}
+	for _, l := range ls {
 		for _, k := range l.keysOf(rt, c, tok, ip, keys, ok, now) {
 			cs = append(cs, counted{l, k})
 		}

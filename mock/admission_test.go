@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -113,6 +114,46 @@ func TestAnswerOK(t *testing.T) {
 		}
 		if code != tc.code {
 			t.Errorf("%s: errcode %d, want %d", tc.body, code, tc.code)
+		}
+	}
+}
+
+// TestThirdPartyIPLimits: a third-party app's call (on a corp token from
+// get_corp_token) counts on its API's per-IP windows at WeCom's
+// third-party limits, 40,000 a minute and 1,200,000 an hour; another
+// app's at 20,000 and 600,000; Config.IPWindows, when set, holds for both.
+func TestThirdPartyIPLimits(t *testing.T) {
+	t.Parallel()
+	ipWindows := func(cfg Config, tok *token) []Window {
+		t.Helper()
+		rts, err := newRoutes(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, _ := countedKeys(rts[string(catalog.TagList)], &corp{id: "ww1"}, tok, "10.0.0.1", &input{}, time.Time{})
+		for _, ck := range cs {
+			if ck.scope == catalog.ScopeIP {
+				return ck.windows
+			}
+		}
+		t.Fatalf("no per-IP key among %v", cs)
+		return nil
+	}
+	own, thirdParty := &token{app: appOf("s1")}, &token{app: suiteTarget("tpsuite")}
+	set := []Window{{Limit: 7, Period: time.Minute}}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		tok  *token
+		want []Window
+	}{
+		{"own app", Config{}, own, []Window{{catalog.IPPerMinute, time.Minute}, {catalog.IPPerHour, time.Hour}}},
+		{"third-party app", Config{}, thirdParty, []Window{{catalog.ThirdPartyIPPerMinute, time.Minute}, {catalog.ThirdPartyIPPerHour, time.Hour}}},
+		{"own app, IPWindows set", Config{IPWindows: set}, own, set},
+		{"third-party app, IPWindows set", Config{IPWindows: set}, thirdParty, set},
+	} {
+		if got := ipWindows(tc.cfg, tc.tok); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: per-IP windows %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -17,8 +17,10 @@ type route struct {
 	// apply is nil for the token endpoints, which have their own path
 	// through serve.
 	apply handler
-	// limits are its rules as the Server enforces them (see admission.go).
-	limits []limit
+	// limits are its rules as the Server enforces them (see admission.go);
+	// thirdParty, the same for a third-party app's call, whose per-IP
+	// limits are higher.
+	limits, thirdParty []limit
 }
 
 // handler answers one call of an endpoint.
@@ -74,6 +76,8 @@ func newRoutes(cfg Config) (map[string]*route, error) {
 		}
 		if h != nil { // gettoken is not limited
 			rt.limits = limits(e.Rules, cfg)
+			tp := catalog.SetIPLimits(e.Rules, catalog.ThirdPartyIPPerMinute, catalog.ThirdPartyIPPerHour, "third-party")
+			rt.thirdParty = limits(tp, cfg)
 		}
 		rts[string(e.ID)] = rt
 	}

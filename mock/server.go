@@ -63,8 +63,10 @@ type Config struct {
 	// API except gettoken, across every corp calling from the IP (WeCom's
 	// per-IP limits; the source IP is the request's remote address). A nil
 	// slice means each API's per-IP rules in the catalog
-	// (catalog.IPPerMinute and catalog.IPPerHour); a non-nil empty slice
-	// means none. Going over one answers 45009 and blocks the (IP, API)
+	// (catalog.IPPerMinute and catalog.IPPerHour), and for a third-party
+	// app's call (on a corp token from get_corp_token) WeCom's higher
+	// catalog.ThirdPartyIPPerMinute and catalog.ThirdPartyIPPerHour; a
+	// non-nil empty slice means none. Going over one answers 45009 and blocks the (IP, API)
 	// for the window's period, whichever corp calls.
 	IPWindows []Window
 
