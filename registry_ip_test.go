@@ -152,8 +152,8 @@ func TestMockIPWindowAcrossCorps(t *testing.T) {
 func TestInstallationsThirdPartyIPLimits(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name              string
-		opts              []Option
+		name               string
+		opts               []Option
 		perMinute, perHour int
 	}{
 		{"default", nil, catalog.ThirdPartyIPPerMinute, catalog.ThirdPartyIPPerHour},
