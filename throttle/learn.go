@@ -130,7 +130,9 @@ func NewLearner(store LimitStore, a AIMD, refresh time.Duration) *Learner {
 // Limit returns the concurrency in force on key, configured at most, and
 // the change from what it last returned for key, if any. Callers of a key
 // never read wait for the first read (or ctx), so that a process that
-// starts does not go at the configured limit while it learns the fleet's.
+// starts does not go at the configured limit while it learns the fleet's;
+// the reads after it run behind the call that finds one due, which goes on
+// with the limit known (a later call tells what the read changed).
 func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *Change) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -149,10 +151,21 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 		return k.tell(key, configured, false)
 	}
 	k.done = make(chan struct{})
-	before := k.cur // a change meanwhile is newer than this read
+	if !k.read.IsZero() {
+		go l.read(context.WithoutCancel(ctx), key, configured, k, k.cur, now)
+		return k.tell(key, configured, false)
+	}
+	before := k.cur
 	l.mu.Unlock()
-	// The store's limit, raised if a quiet period has passed since its last
-	// change by the store's clock.
+	l.read(ctx, key, configured, k, before, now)
+	l.mu.Lock()
+	return k.tell(key, configured, false)
+}
+
+// read reads key's limit from the store into k, raised if a quiet period
+// has passed since its last change by the store's clock, for a read due at
+// now (k.done made, k.cur then before), and ends it. l.mu is not held.
+func (l *Learner) read(ctx context.Context, key string, configured int, k *learnedKey, before Learned, now time.Time) {
 	cur, storeNow, ok, err := l.store.LoadLimit(ctx, key)
 	if !ok {
 		cur = Learned{}
@@ -163,10 +176,11 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 		}
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	close(k.done)
 	k.done = nil
 	if err != nil && ctx.Err() != nil { // the caller gave up: the store said nothing, the next caller reads
-		return k.tell(key, configured, false)
+		return
 	}
 	k.read = now
 	switch {
@@ -177,7 +191,6 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 	case k.cur == before && k.refusing == 0: // nothing changed it meanwhile
 		k.set(cur, now)
 	}
-	return k.tell(key, configured, false)
 }
 
 // Refused lowers key's limit after the upstream refused a call granted

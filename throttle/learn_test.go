@@ -102,6 +102,29 @@ func (s *clockStore) SwapLimit(_ context.Context, key string, prev Learned, next
 	return l, true, nil
 }
 
+// limitAfterRead returns what l.Limit answers once the read it found due,
+// if any, has ended: a read after the first runs behind the call, and the
+// next call tells its change (a change told by either counts, from the
+// first's From).
+func limitAfterRead(ctx context.Context, l *Learner, key string, configured int) (int, *Change) {
+	_, ch := l.Limit(ctx, key, configured)
+	l.mu.Lock()
+	done := l.keys[key].done // made by that call before it returned; nil once the read ended
+	l.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	got, again := l.Limit(ctx, key, configured)
+	switch {
+	case again != nil && ch != nil:
+		again.From = ch.From
+		ch = again
+	case again != nil:
+		ch = again
+	}
+	return got, ch
+}
+
 // TestLearnerSharesWhatItLearns: two processes' Learners on one store: a
 // refusal in one lowers the limit in both (the other sees it at its next
 // refresh), racing refusals of calls granted under one limit lower it once,
@@ -116,7 +139,7 @@ func TestLearnerSharesWhatItLearns(t *testing.T) {
 	a.now, b.now = clock.now, clock.now
 	limit := func(l *Learner, want int, wantChange bool) {
 		t.Helper()
-		got, ch := l.Limit(ctx, "k", 5)
+		got, ch := limitAfterRead(ctx, l, "k", 5)
 		if got != want || (ch != nil) != wantChange || (ch != nil && (ch.To != want || ch.Refused)) {
 			t.Errorf("Limit = %d, %+v; want %d (a change: %t)", got, ch, want, wantChange)
 		}
@@ -197,13 +220,13 @@ func TestLearnerIgnoresPodClocks(t *testing.T) {
 	for _, c := range []*fakeNow{storeClock, behind, ahead} {
 		c.add(time.Second)
 	}
-	if got, _ := b.Limit(ctx, "k", 5); got != 4 {
+	if got, _ := limitAfterRead(ctx, b, "k", 5); got != 4 {
 		t.Errorf("the pod ahead sees %d, want 4: it undid the lowering", got)
 	}
 	for _, c := range []*fakeNow{storeClock, behind, ahead} {
 		c.add(time.Minute)
 	}
-	if got, _ := a.Limit(ctx, "k", 5); got != 5 {
+	if got, _ := limitAfterRead(ctx, a, "k", 5); got != 5 {
 		t.Errorf("after a quiet minute by the store's clock, the pod behind sees %d, want 5", got)
 	}
 }
@@ -285,11 +308,11 @@ func TestLearnerWithoutStore(t *testing.T) {
 		t.Errorf("Refused = %+v, %v; want 4 here and an error", ch, err)
 	}
 	clock.add(time.Second)
-	if got, _ := l.Limit(ctx, "k", 5); got != 4 {
+	if got, _ := limitAfterRead(ctx, l, "k", 5); got != 4 {
 		t.Errorf("Limit after = %d, want 4", got)
 	}
 	clock.add(time.Minute)
-	if got, ch := l.Limit(ctx, "k", 5); got != 5 || ch == nil || ch.From != 4 {
+	if got, ch := limitAfterRead(ctx, l, "k", 5); got != 5 || ch == nil || ch.From != 4 {
 		t.Errorf("after a quiet minute without the store: %d, %+v; want 5", got, ch)
 	}
 }
@@ -356,5 +379,52 @@ func TestLearnerFirstReadAwaited(t *testing.T) {
 	}
 	if got := <-second; got != 2 {
 		t.Errorf("the caller that waited: %d, want 2", got)
+	}
+}
+
+// TestLearnerRefreshRunsBehind: once a key was read, the read found due by
+// a call runs behind it: the call goes on at once with the limit known,
+// even while the store does not answer, and a call after the read tells
+// what it changed.
+func TestLearnerRefreshRunsBehind(t *testing.T) {
+	t.Parallel()
+	clock := &fakeNow{t: time.UnixMilli(1_790_000_000_000)}
+	store := &slowStore{clockStore: newClockStore(clock), pass: true, loaded: make(chan struct{}), release: make(chan struct{})}
+	l := NewLearner(store, AIMD{}, time.Second)
+	l.now = clock.now
+	ctx := context.Background()
+	if got, ch := l.Limit(ctx, "k", 5); got != 5 || ch != nil {
+		t.Fatalf("first read: %d, %+v", got, ch)
+	}
+	store.mu.Lock()
+	store.pass = false // the next load waits for release
+	store.m["k"] = Learned{Limit: 2, Since: clock.now()}
+	store.mu.Unlock()
+	clock.add(time.Second)
+	due := make(chan int, 1)
+	go func() {
+		got, _ := l.Limit(ctx, "k", 5)
+		due <- got
+	}()
+	<-store.loaded // the read is under way, held by the store
+	select {
+	case got := <-due:
+		if got != 5 {
+			t.Errorf("the call that found a read due: %d, want the 5 known", got)
+		}
+	case <-time.After(30 * time.Second): // a bound on a hang, not a speed
+		close(store.release)
+		t.Fatal("the call that found a read due waited for the store")
+	}
+	if got, ch := l.Limit(ctx, "k", 5); got != 5 || ch != nil {
+		t.Errorf("a call during the read: %d, %+v; want the 5 known", got, ch)
+	}
+	store.mu.Lock()
+	store.pass = true
+	store.mu.Unlock()
+	close(store.release)
+	got, ch := limitAfterRead(ctx, l, "k", 5)
+	if got != 2 || ch == nil || ch.From != 5 || ch.To != 2 {
+		t.Errorf("after the read: %d, %+v; want 2, told as a change from 5", got, ch)
 	}
 }
