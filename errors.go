@@ -172,8 +172,10 @@ var (
 	// after one refetch.
 	ErrTokenInvalid = errors.New("wecom: access token invalid")
 	// ErrBadCredentials: gettoken refused the corp id or secret (40001, 40013,
-	// 40091), or WeCom a robot's webhook key (93000). The SDK does not ask
-	// for a token again for a while (see WithBadCredentialsBackoff).
+	// 40091), get_corp_token a permanent code (40084: wrong, or the corp
+	// cancelled the installation), or WeCom a robot's webhook key (93000).
+	// The SDK does not ask for a token again for a while (see
+	// WithBadCredentialsBackoff).
 	ErrBadCredentials = errors.New("wecom: bad credentials")
 	// ErrSystemBusy: WeCom answered -1 or 6000, after the retries that were safe.
 	ErrSystemBusy = errors.New("wecom: system busy")

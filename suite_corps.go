@@ -170,8 +170,9 @@ func (in *Installations) Credentials(ctx context.Context, app App) (Credentials,
 // returns the Authorization; cancel_auth drops the corp from the registry,
 // its tokens from the token store (Registry.Drop), then its permanent code
 // from the store; change_auth changes nothing kept. Another process's
-// registry forgets a cancelled corp once idle; its calls meanwhile fail,
-// as WeCom refuses the corp's token. A callback of another suite or
+// registry forgets a cancelled corp once idle; its calls meanwhile fail
+// with ErrBadCredentials, as WeCom refuses the corp's token and then its
+// permanent code (get_corp_token is asked once a WithBadCredentialsBackoff). A callback of another suite or
 // InfoType is a *ValidationError.
 func (in *Installations) Receive(ctx context.Context, ev *callback.AuthEvent) (*Authorization, error) {
 	switch {

@@ -258,3 +258,44 @@ func corpTokenAcrossProcesses(t *testing.T, corps, callers int) {
 		t.Errorf("the registry that received cancel_auth holds %d clients, want %d", n, corps-1)
 	}
 }
+
+// TestInstallationsRefusedPermanentCode: a corp whose permanent code WeCom
+// refuses (40084: a wrong code, or one a process kept after the corp
+// cancelled) fails its calls with ErrBadCredentials, and get_corp_token is
+// not asked again for each of them.
+func TestInstallationsRefusedPermanentCode(t *testing.T) {
+	t.Parallel()
+	srv, base := suiteMock(t, mock.Config{}, "")
+	codes := &wecom.MemoryPermanentCodes{}
+	in := newInstallations(t, codes, wecom.WithBaseURL(base))
+	commandURL(t, srv, func(h *callback.Handler) { in.Handle(h, nil) })
+	const corp = "wwrefusedcode1"
+	ctx := context.Background()
+	if _, err := srv.Authorize(testSuiteID, corp); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.WaitCallbacks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := codes.Get(ctx, corp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.PermanentCode = "not-" + inst.PermanentCode
+	if err := codes.Set(ctx, corp, inst); err != nil {
+		t.Fatal(err)
+	}
+	c, err := in.Client(ctx, corp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := corpTokenFetches(srv)
+	for i := range 5 {
+		if _, err := c.Tags.List(ctx); !errors.Is(err, wecom.ErrBadCredentials) {
+			t.Errorf("call %d: %v, want ErrBadCredentials", i+1, err)
+		}
+	}
+	if n := corpTokenFetches(srv) - before; n != 1 {
+		t.Errorf("%d get_corp_token for 5 calls, want 1", n)
+	}
+}

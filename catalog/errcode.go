@@ -112,7 +112,7 @@ const (
 	// missing).
 	ClassToken
 	// ClassCredential: WeCom refused what a token is asked with (the corp
-	// id, a secret, a suite) or a robot's webhook key.
+	// id, a secret, a suite, a permanent code) or a robot's webhook key.
 	ClassCredential
 )
 

@@ -78,7 +78,7 @@ func contactErrcodes() []Errcode {
 		{CodeSameHandover, "CodeSameHandover", ClassNone, "the handover and takeover members are the same"},
 		{CodeNotFollower, "CodeNotFollower", ClassNone, "the handover member does not follow the customer"},
 		{CodeInvalidAuthCode, "CodeInvalidAuthCode", ClassNone, "the auth_code of an installation is not valid (spent, or older than 10 minutes)"},
-		{CodeInvalidPermanentCode, "CodeInvalidPermanentCode", ClassNone, "the permanent_code is not the corp's (wrong, or the corp cancelled the installation)"},
+		{CodeInvalidPermanentCode, "CodeInvalidPermanentCode", ClassCredential, "the permanent_code is not the corp's (wrong, or the corp cancelled the installation)"},
 		{CodeInvalidSuiteToken, "CodeInvalidSuiteToken", ClassToken, "the suite_access_token is not valid"},
 		{CodeInvalidSuiteID, "CodeInvalidSuiteID", ClassCredential, "no such suite, or a wrong suite_secret"},
 		{CodeInvalidSuiteTicket, "CodeInvalidSuiteTicket", ClassNone,
