@@ -228,3 +228,31 @@ func TestLearnerRefusalNeverRaises(t *testing.T) {
 		t.Errorf("a refusal told a rise: %+v", ch1)
 	}
 }
+
+// BenchmarkHoldsAllManyKeys: holdsAll on one key while the process holds
+// five leases on each of 200 keys (a provider's corps): it reads the key's
+// own leases, not the 1,000.
+func BenchmarkHoldsAllManyKeys(b *testing.B) {
+	rdb := redistest.Single(b)
+	be, err := newRedis(rdb, Options{Prefix: redistest.Prefix(b, rdb)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = be.Close() })
+	expires := time.Now().Add(time.Hour)
+	for k := range 200 {
+		for i := range 5 {
+			be.hold(be.era.Load(), throttle.Lease{Key: fmt.Sprintf("{c%d}/api", k), ID: fmt.Sprintf("l%d-%d", k, i), Expires: expires})
+		}
+	}
+	r := throttle.Request{Key: "{c7}/api", Concurrency: 5, TTL: time.Minute}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	be.hotOf(r.Key).quiet = expires // as after an answer that no other process waits
+	if all, _ := be.holdsAll(r); !all {
+		b.Fatal("holdsAll = false for a key whose five slots this process holds")
+	}
+	for b.Loop() {
+		be.holdsAll(r)
+	}
+}

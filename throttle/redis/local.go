@@ -24,6 +24,9 @@ type hot struct {
 	block     block
 	holding   int // the leases this process holds on the key
 	leaving   int // of them, those being released (unhold, not yet letGo)
+	// held: the entries of Backend.held on the key, so that holdsAll reads
+	// the key's own leases, not every key's
+	held map[string]*held
 }
 
 // localSpan is how long after a Redis answer that no other process waits
@@ -265,29 +268,42 @@ func (b *Backend) holdLocked(l throttle.Lease, from held) {
 		return
 	}
 	if len(b.held) >= b.heldSweep {
-		b.sweepHeld("")
+		b.sweepHeld(b.held)
 		b.heldSweep = max(1024, 2*len(b.held))
 	}
 	from.key, from.id, from.until = l.Key, l.ID, l.Expires
-	b.held[redisID(l.ID)] = &from
-	b.hotOf(l.Key).holding++
+	id, h := redisID(l.ID), b.hotOf(l.Key)
+	if h.held == nil {
+		h.held = make(map[string]*held)
+	}
+	b.held[id], h.held[id] = &from, &from
+	h.holding++
 }
 
-// sweepHeld forgets the held leases that expired unreleased, and returns
-// when the first of key's others expires (zero: none). The caller holds
-// Backend.mu.
-func (b *Backend) sweepHeld(key string) (first time.Time) {
+// sweepHeld forgets the leases of leases (Backend.held, or a key's
+// hot.held) that expired unreleased, and returns when the first of the
+// others expires (zero: none). The caller holds Backend.mu.
+func (b *Backend) sweepHeld(leases map[string]*held) (first time.Time) {
 	now := b.ref.now()
-	for id, h := range b.held {
+	for id, h := range leases {
 		switch {
 		case now.After(h.until):
-			delete(b.held, id)
+			b.forgetHeld(id, h.key)
 			b.dropHolding(h.key, 0)
-		case h.key == key && (first.IsZero() || h.until.Before(first)):
+		case first.IsZero() || h.until.Before(first):
 			first = h.until
 		}
 	}
 	return first
+}
+
+// forgetHeld deletes lease id of key from Backend.held and from its key's.
+// The caller holds Backend.mu.
+func (b *Backend) forgetHeld(id, key string) {
+	delete(b.held, id)
+	if h := b.hot[key]; h != nil {
+		delete(h.held, id)
+	}
 }
 
 // hold records leases granted to this process by a request sent in era (a
@@ -326,7 +342,7 @@ func (b *Backend) unhold(l throttle.Lease) (known bool, h held, err error) {
 	case e == nil:
 		return false, h, nil
 	}
-	delete(b.held, redisID(l.ID))
+	b.forgetHeld(redisID(l.ID), e.key)
 	b.hotOf(e.key).leaving++
 	return true, *e, nil
 }
@@ -378,7 +394,7 @@ func (b *Backend) holdsAll(r throttle.Request) (yes bool, until time.Duration) {
 	if c <= 0 || !b.mayHandOn(h) || h.holding-h.leaving < c {
 		return false, 0
 	}
-	first := b.sweepHeld(r.Key) // count only live leases
+	first := b.sweepHeld(h.held) // count only live leases
 	h = b.hot[r.Key]
 	return h != nil && h.holding-h.leaving >= c, first.Sub(b.ref.now())
 }
