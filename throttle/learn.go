@@ -37,6 +37,16 @@ type LimitStore interface {
 	SwapLimit(ctx context.Context, key string, prev Learned, next int) (stored Learned, ok bool, err error)
 }
 
+// A StoreCapped LimitStore is the Backend the limits are learned for, and
+// caps each acquisition on a key by the limit stored for it in the step
+// that takes it (the Redis backend, for every process of a fleet): a
+// Learner on it does not hold a key's first callers while it reads the key,
+// as the store holds them to the fleet's limit meanwhile.
+type StoreCapped interface {
+	LimitStore
+	CapsByStoredLimit()
+}
+
 // AIMD says how a Learner adapts a limit: additive increase, multiplicative
 // decrease, as TCP adapts its window. The zero value means the defaults.
 type AIMD struct {
@@ -99,6 +109,7 @@ type Change struct {
 // concurrent use.
 type Learner struct {
 	store   LimitStore
+	capped  bool // store is StoreCapped
 	aimd    AIMD
 	refresh time.Duration
 	now     func() time.Time // this process's clock: refreshes, and raises while the store fails
@@ -124,20 +135,22 @@ func NewLearner(store LimitStore, a AIMD, refresh time.Duration) *Learner {
 	if refresh <= 0 {
 		refresh = time.Second
 	}
-	return &Learner{store: store, aimd: a.withDefaults(), refresh: refresh, now: time.Now, keys: make(map[string]*learnedKey)}
+	_, capped := store.(StoreCapped)
+	return &Learner{store: store, capped: capped, aimd: a.withDefaults(), refresh: refresh, now: time.Now, keys: make(map[string]*learnedKey)}
 }
 
 // Limit returns the concurrency in force on key, configured at most, and
 // the change from what it last returned for key, if any. Callers of a key
 // never read wait for the first read (or ctx), so that a process that
-// starts does not go at the configured limit while it learns the fleet's;
-// the reads after it run behind the call that finds one due, which goes on
-// with the limit known (a later call tells what the read changed).
+// starts does not go at the configured limit while it learns the fleet's,
+// unless the store is StoreCapped; the reads after it run behind the call
+// that finds one due, which goes on with the limit known (a later call
+// tells what the read changed).
 func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *Change) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := l.key(key, configured)
-	for k.done != nil && k.read.IsZero() && ctx.Err() == nil {
+	for k.done != nil && k.read.IsZero() && !l.capped && ctx.Err() == nil {
 		done := k.done
 		l.mu.Unlock()
 		select {
@@ -151,7 +164,7 @@ func (l *Learner) Limit(ctx context.Context, key string, configured int) (int, *
 		return k.tell(key, configured, false)
 	}
 	k.done = make(chan struct{})
-	if !k.read.IsZero() {
+	if !k.read.IsZero() || l.capped {
 		go l.read(context.WithoutCancel(ctx), key, configured, k, k.cur, now)
 		return k.tell(key, configured, false)
 	}

@@ -428,3 +428,44 @@ func TestLearnerRefreshRunsBehind(t *testing.T) {
 		t.Errorf("after the read: %d, %+v; want 2, told as a change from 5", got, ch)
 	}
 }
+
+// cappedSlowStore is a slowStore that says it caps acquisitions by what it
+// stores (StoreCapped).
+type cappedSlowStore struct{ *slowStore }
+
+func (cappedSlowStore) CapsByStoredLimit() {}
+
+// TestLearnerFirstReadBehindStoreCapped: on a StoreCapped store, a key's
+// first callers do not wait for its first read (the store holds them to
+// what it stores meanwhile); a call after the read tells its limit.
+func TestLearnerFirstReadBehindStoreCapped(t *testing.T) {
+	t.Parallel()
+	clock := &fakeNow{t: time.UnixMilli(1_790_000_000_000)}
+	store := cappedSlowStore{&slowStore{clockStore: newClockStore(clock), loaded: make(chan struct{}), release: make(chan struct{})}}
+	store.m["k"] = Learned{Limit: 2, Since: clock.now()}
+	l := NewLearner(store, AIMD{}, time.Second)
+	l.now = clock.now
+	ctx := context.Background()
+	first := make(chan int, 1)
+	go func() {
+		got, _ := l.Limit(ctx, "k", 5)
+		first <- got
+	}()
+	<-store.loaded // the first read is under way, held by the store
+	select {
+	case got := <-first:
+		if got != 5 {
+			t.Errorf("the first call: %d, want the configured 5 (the store caps it)", got)
+		}
+	case <-time.After(30 * time.Second): // a bound on a hang, not a speed
+		close(store.release)
+		t.Fatal("the first call waited for the first read")
+	}
+	store.mu.Lock()
+	store.pass = true
+	store.mu.Unlock()
+	close(store.release)
+	if got, ch := limitAfterRead(ctx, l, "k", 5); got != 2 || ch == nil || ch.To != 2 {
+		t.Errorf("after the read: %d, %+v; want 2, told as a change", got, ch)
+	}
+}

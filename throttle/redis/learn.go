@@ -98,4 +98,8 @@ func (b *Backend) runLearned(ctx context.Context, op string, s *script, key stri
 	return f, err
 }
 
-var _ throttle.LimitStore = (*Backend)(nil)
+// CapsByStoredLimit implements throttle.StoreCapped: the acquire script
+// caps a key's concurrency by the limit stored for it.
+func (*Backend) CapsByStoredLimit() {}
+
+var _ throttle.StoreCapped = (*Backend)(nil)

@@ -2,12 +2,14 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
@@ -30,5 +32,40 @@ func TestFallbackLeaseReportsTheFleetCap(t *testing.T) {
 	}
 	if l.Concurrency != 5 || !strings.HasPrefix(l.ID, "local:") {
 		t.Errorf("fallback lease %+v: want the fleet's cap 5", l)
+	}
+}
+
+// TestRedisLearnedLimitCapsEveryProcess: a limit one process stored for a
+// key (its Learner, after WeCom refused calls in flight) caps every
+// process's acquisitions of the key in the script that takes them, before
+// any other has read it: a process asking for 5 gets 2.
+func TestRedisLearnedLimitCapsEveryProcess(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Single(t)
+	prefix := redistest.Prefix(t, rdb)
+	learner, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = learner.Close() })
+	joining, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = joining.Close() })
+	ctx := context.Background()
+	const key = "{wwcap}/cgi-bin/externalcontact/mark_tag"
+	if _, ok, err := learner.SwapLimit(ctx, key, throttle.Learned{}, 2); err != nil || !ok {
+		t.Fatalf("SwapLimit = %v, %v", ok, err)
+	}
+	r := throttle.Request{Key: key, Concurrency: 5, TTL: time.Minute}
+	for i := range 2 {
+		if _, err := joining.TryAcquire(ctx, r); err != nil {
+			t.Fatalf("acquisition %d of the learned 2: %v", i+1, err)
+		}
+	}
+	var le *throttle.LimitError
+	if l, err := joining.TryAcquire(ctx, r); !errors.As(err, &le) || le.Reason != throttle.ReasonConcurrency {
+		t.Errorf("a third acquisition under the learned 2: %+v, %v; want refused for concurrency", l, err)
 	}
 }

@@ -110,7 +110,7 @@ func (b *Backend) attempt(ctx context.Context, a acquireArgs) (acquireResult, er
 func (b *Backend) script(a acquireArgs, id string) (keys []string, args []any, conc int) {
 	r := a.r
 	k := b.names(r.Key, r.Windows)
-	keys = append([]string{k.slots(id), k.cooldown, k.waiting, k.epoch}, k.windows...)
+	keys = append([]string{k.slots(id), k.cooldown, k.waiting, k.epoch, k.learned}, k.windows...)
 	epoch, proc := "", ""
 	if len(r.Windows) > 0 {
 		epoch = b.ledger.epoch(r.Key, false)

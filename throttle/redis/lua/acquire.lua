@@ -11,10 +11,12 @@
 -- KEYS[4]   epoch: STRING "<birth unix ms>:<id>", made by the first script to
 --           find it missing, expiring with the windows; with no rate window,
 --           neither read nor made
--- KEYS[5..] one HASH per rate window: bucket index -> acquisitions
-local holders_key, cooldown_key, waiting_key, epoch_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local window_keys -- KEYS[5..], made only when there are some: a lock's run makes no table
-if #KEYS > 4 then window_keys = {unpack(KEYS, 5)} end
+-- KEYS[5]   learned: the key's learned limit, a HASH {limit, since}
+--           (load_limit.lua, swap_limit.lua)
+-- KEYS[6..] one HASH per rate window: bucket index -> acquisitions
+local holders_key, cooldown_key, waiting_key, epoch_key, learned_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local window_keys -- KEYS[6..], made only when there are some: a lock's run makes no table
+if #KEYS > 5 then window_keys = {unpack(KEYS, 6)} end
 
 -- ARGV, in this order (as script, script.go, sends them), then per
 -- window, in KEYS order, its limit and period (ms):
@@ -73,6 +75,17 @@ local lock_mark = 'lock:' -- lockMark
 -- R: the reasons answered, the Go constants (throttle.Reason* and the
 -- backend's reasonYielded, reasonLost, reasonStale)
 local R = {concurrency = 1, rate = 2, cooldown = 3, reserve = 7, yielded = 4, lost = 5, stale = 8}
+
+-- A limit the fleet learned for the key (a Learner's, after WeCom refused
+-- calls in flight) caps conc here, in the step that takes the slot, so
+-- that a process that has not read it yet never goes above it.
+if conc > 1 then
+  local learned = redis.call('HGET', learned_key, 'limit')
+  if learned and tostring(learned):match('^%d+$') then
+    learned = tonumber(learned)
+    if learned > 0 and learned < conc then conc = learned end
+  end
+end
 
 -- A key with one slot and no window (a lock, see isLock) is held as a
 -- STRING, its holder's lease id, which starts with lock_mark, expiring with
