@@ -116,7 +116,7 @@ func (pr *Provider) LoginInfo(ctx context.Context, authCode string) (*LoginInfo,
 }
 
 // OpenCorpID translates corpID, a corp's own id, into the id the provider
-// sees it by (service/corpid_to_opencorpid, document/path/95327), for a
+// sees it by (service/corpid_to_opencorpid, document/path/95604), for a
 // corp that installed one of the provider's suites.
 func (pr *Provider) OpenCorpID(ctx context.Context, corpID string) (string, error) {
 	if corpID == "" {

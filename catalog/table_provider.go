@@ -61,7 +61,7 @@ func providerEndpoints() []Endpoint {
 		providerToken,
 		// A login's auth_code serves once.
 		row(GetLoginInfo, 91125, ProviderToken, false, `{"auth_code":"xxxxx"}`),
-		row(CorpIDToOpenCorpID, 95327, ProviderToken, true, `{"corpid":"wwxxxxxxxxxxxxxxxx"}`),
+		row(CorpIDToOpenCorpID, 95604, ProviderToken, true, `{"corpid":"wwxxxxxxxxxxxxxxxx"}`),
 		row(UserIDToOpenUserID, 95327, CorpToken, true, `{"userid_list":["zhangsan","lisi"]}`),
 		row(NewExternalUserID, 95327, CorpToken, true, `{"external_userid_list":["wmAAAAAAA","wmBBBBBB"]}`),
 		row(UnionIDToExternalUserID, 93274, CorpToken, true, `{"unionid":"oAAAAAAA","openid":"oBBBBB","subject_type":1}`),
