@@ -265,24 +265,26 @@ func corpTokenAcrossProcesses(t *testing.T, corps, callers int) {
 // not asked again for each of them.
 func TestInstallationsRefusedPermanentCode(t *testing.T) {
 	t.Parallel()
-	srv, base := suiteMock(t, mock.Config{}, "")
-	codes := &wecom.MemoryPermanentCodes{}
-	in := newInstallations(t, codes, wecom.WithBaseURL(base))
-	commandURL(t, srv, func(h *callback.Handler) { in.Handle(h, nil) })
-	const corp = "wwrefusedcode1"
+	const ticket, corp = "ticket-refused", "wwrefusedcode1"
+	srv, base := suiteMock(t, mock.Config{}, ticket)
 	ctx := context.Background()
-	if _, err := srv.Authorize(testSuiteID, corp); err != nil {
+	suite := newSuite(t, wecom.WithBaseURL(base))
+	if err := suite.SetTicket(ctx, ticket, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.WaitCallbacks(ctx); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := codes.Get(ctx, corp)
+	authCode, err := srv.Authorize(testSuiteID, corp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst.PermanentCode = "not-" + inst.PermanentCode
-	if err := codes.Set(ctx, corp, inst); err != nil {
+	if _, err := suite.PermanentCode(ctx, authCode); err != nil { // the corp installs the suite
+		t.Fatal(err)
+	}
+	codes := &wecom.MemoryPermanentCodes{}
+	if err := codes.Set(ctx, corp, wecom.Installation{PermanentCode: "not-the-code", AgentID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := wecom.NewInstallations(suite, codes, wecom.WithClientOptions(wecom.WithBaseURL(base)))
+	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := in.Client(ctx, corp)
