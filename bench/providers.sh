@@ -12,7 +12,9 @@
 #
 # Per run it prints: each corp's marks a second over its bound 5/LATENCY
 # (5 mark_tag in flight per corp, WeCom's 45033 beyond), least and median
-# over the BUSY corps; the total marks a second over the tagging phase
+# over the BUSY corps, their marking time over their bound and how long after
+# a corp's marking began its first mark_tag was sent (median, p90, max: the
+# first round's cost); the total marks a second over the tagging phase
 # (first copy's start to last copy's end, get_corp_token and add_corp_tag
 # included); the mock's 45033 and 45009 answers (the mock refuses past its
 # per-IP window, so 45009 0 means the window was never exceeded), its most
@@ -146,7 +148,7 @@ def seconds(d):
             return float(d[:-len(unit)]) * f
     raise ValueError(d)
 lat_s = seconds(lat)
-pct, heap, tagged, excess = [], [], 0, []
+pct, heap, tagged, excess, first = [], [], 0, [], []
 for line in open(sys.argv[7]):
     m = re.match(r"corp (\S+): (\d+) tagged.* ([\d.]+)% of 5/latency", line)
     if m:
@@ -155,6 +157,9 @@ for line in open(sys.argv[7]):
         tagged += n
         if p > 0:  # the corp's marking time over its bound, ceil(n/5) rounds of the latency
             excess.append(n / (p / 100 * 5 / lat_s) - (n + 4) // 5 * lat_s)
+    m = re.match(r"corp .* first mark_tag sent (\S+) after marking began", line)
+    if m:
+        first.append(seconds(m.group(1)))
     m = re.match(r"idle:\s+(\d+) idle corps' clients built, (-?\d+) bytes", line)
     if m:
         heap.append((int(m.group(1)), int(m.group(2))))
@@ -168,6 +173,9 @@ if pct:
     print(f"   each corp's marks/s over 5/{lat}: least {min(pct):.1f}%, median {statistics.median(pct):.1f}%, {below} corps below 95%")
     ex = sorted(excess) or [0.0]
     print(f"   each corp's marking time over its bound ({(customers + 4) // 5} rounds of {lat}): median {1000 * statistics.median(ex):.0f} ms, p90 {1000 * ex[len(ex) * 9 // 10]:.0f} ms, max {1000 * ex[-1]:.0f} ms")
+if first:
+    fs = sorted(first)
+    print(f"   each corp's first mark_tag sent after its marking began: median {1000 * statistics.median(fs):.0f} ms, p90 {1000 * fs[len(fs) * 9 // 10]:.0f} ms, max {1000 * fs[-1]:.0f} ms")
 print(f"   tagging phase (first copy's start to last copy's end): {phase:.3f} s, {marks / phase:.0f} marks/s in total")
 print(f"   mock: 45033 answered {ref.get('45033', 0)}, 45009 answered {ref.get('45009', 0)}, max mark_tag in flight per corp {mif}, get_corp_token calls {calls.get('/cgi-bin/service/get_corp_token', 0)}, get_suite_token calls {calls.get('/cgi-bin/service/get_suite_token', 0)}")
 if heap:

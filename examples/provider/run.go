@@ -43,6 +43,19 @@ type corpStats struct {
 	customers      int
 	start, end     time.Time
 	marking        time.Time // when the first mark started
+	// firstSent: when its first mark_tag went out (unix ns; 0: none yet),
+	// how long after marking its first call waited for its leases
+	firstSent atomic.Int64
+}
+
+// sent records a mark_tag sent at t.
+func (cs *corpStats) sent(t time.Time) {
+	for {
+		cur := cs.firstSent.Load()
+		if cur != 0 && cur <= t.UnixNano() || cs.firstSent.CompareAndSwap(cur, t.UnixNano()) {
+			return
+		}
+	}
 }
 
 func (cs *corpStats) fail(n int, err error) {
@@ -59,6 +72,9 @@ func observe(ctx context.Context, a wecom.Attempt) {
 	cs, _ := ctx.Value(corpKey{}).(*corpStats)
 	if cs == nil {
 		return
+	}
+	if a.Path == markPath && a.Duration > 0 {
+		cs.sent(time.Now().Add(-a.Duration))
 	}
 	switch a.ErrCode {
 	case codeBusy:

@@ -74,8 +74,12 @@ func (s *summary) minimum() time.Duration {
 // print writes the summary: a line per corp, then the totals.
 func (s *summary) print(w io.Writer) {
 	for _, cs := range s.corps {
-		fmt.Fprintf(w, "corp %s: %d tagged, %d failed, %d refused (45033 %d, 45009 %d) in %s, %.1f%% of 5/latency\n", cs.id, cs.tagged.Load(), cs.failed.Load(),
+		fmt.Fprintf(w, "corp %s: %d tagged, %d failed, %d refused (45033 %d, 45009 %d) in %s, %.1f%% of 5/latency", cs.id, cs.tagged.Load(), cs.failed.Load(),
 			cs.busy.Load()+cs.limited.Load(), cs.busy.Load(), cs.limited.Load(), cs.end.Sub(cs.start).Round(time.Millisecond), 100*s.ofBound(cs))
+		if ns := cs.firstSent.Load(); ns != 0 {
+			fmt.Fprintf(w, ", first mark_tag sent %s after marking began", time.Unix(0, ns).Sub(cs.marking).Round(time.Millisecond))
+		}
+		fmt.Fprintln(w)
 		if err := cs.firstErr.Load(); err != nil {
 			fmt.Fprintf(w, "  first failure: %v\n", *err)
 		}
