@@ -172,7 +172,7 @@ func WithEgress(name string) Option {
 func WithIPLimits(perMinute, perHour int) Option {
 	return func(c *config) error {
 		if perMinute < 0 || perHour < 0 {
-			return invalid("IP limits", "%d a minute, %d an hour: give positive numbers, or 0 for the default", perMinute, perHour)
+			return invalid("IP limits", "%d a minute, %d an hour: give positive numbers, or 0 to keep the one in force", perMinute, perHour)
 		}
 		for i, n := range [2]int{perMinute, perHour} {
 			if n > 0 {

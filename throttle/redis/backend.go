@@ -127,8 +127,7 @@ type Backend struct {
 	mu               sync.Mutex
 	keys             map[string]*rkey
 	hot              map[string]*hot           // the hot path without Redis (local.go)
-	held             map[string]*held          // by Redis lease id
-	heldSweep        int                       // held's size at which expired entries go
+	heldSweep        int                       // hot's size at which expired held leases go
 	gen              atomic.Uint64             // names the leases handed on locally
 	era              atomic.Uint64             // bumped when Redis may have lost its state (REDIS.md, Eras)
 	cold             bool                      // tests of the Redis protocol: no hot path
@@ -188,7 +187,6 @@ func newBackend(rdb redisConn, opt Options) (*Backend, error) {
 		local:      throttle.NewMemory(),
 		keys:       make(map[string]*rkey),
 		hot:        make(map[string]*hot),
-		held:       make(map[string]*held),
 		heldSweep:  1024,
 		pending:    make(map[string]throttle.Lease),
 		sending:    make(map[string]throttle.Lease),

@@ -251,7 +251,7 @@ func (b *Backend) settle(key string, w *rwaiter, l throttle.Lease, full, yielded
 func (b *Backend) handOn(key string, l throttle.Lease, r throttle.Request) {
 	b.mu.Lock()
 	var ws []*rwaiter
-	if h := b.held[redisID(l.ID)]; h == nil || h.era == b.era.Load() {
+	if h := b.heldOf(l); h == nil || h.era == b.era.Load() {
 		ws = b.claim(b.keys[key], &r, nil, 1)
 	}
 	b.mu.Unlock()

@@ -24,8 +24,8 @@ type hot struct {
 	block     block
 	holding   int // the leases this process holds on the key
 	leaving   int // of them, those being released (unhold, not yet letGo)
-	// held: the entries of Backend.held on the key, so that holdsAll reads
-	// the key's own leases, not every key's
+	// held: the leases this process holds on the key, by Redis lease id
+	// (heldOf), so that holdsAll reads the key's own leases, not every key's
 	held map[string]*held
 }
 
@@ -267,43 +267,45 @@ func (b *Backend) holdLocked(l throttle.Lease, from held) {
 	if !l.OwnSlot() {
 		return
 	}
-	if len(b.held) >= b.heldSweep {
-		b.sweepHeld(b.held)
-		b.heldSweep = max(1024, 2*len(b.held))
+	if len(b.hot) >= b.heldSweep { // keys kept by leases that expired unreleased
+		for _, h := range b.hot {
+			b.sweepHeld(h.held)
+		}
+		b.heldSweep = max(1024, 2*len(b.hot))
 	}
 	from.key, from.id, from.until = l.Key, l.ID, l.Expires
-	id, h := redisID(l.ID), b.hotOf(l.Key)
+	h := b.hotOf(l.Key)
 	if h.held == nil {
 		h.held = make(map[string]*held)
 	}
-	b.held[id], h.held[id] = &from, &from
+	h.held[redisID(l.ID)] = &from
 	h.holding++
 }
 
-// sweepHeld forgets the leases of leases (Backend.held, or a key's
-// hot.held) that expired unreleased, and returns when the first of the
-// others expires (zero: none). The caller holds Backend.mu.
+// heldOf returns the entry of lease l among its key's held leases (nil:
+// none). The caller holds Backend.mu.
+func (b *Backend) heldOf(l throttle.Lease) *held {
+	if h := b.hot[l.Key]; h != nil {
+		return h.held[redisID(l.ID)]
+	}
+	return nil
+}
+
+// sweepHeld forgets the leases of a key's held leases that expired
+// unreleased, and returns when the first of the others expires (zero:
+// none). The caller holds Backend.mu.
 func (b *Backend) sweepHeld(leases map[string]*held) (first time.Time) {
 	now := b.ref.now()
 	for id, h := range leases {
 		switch {
 		case now.After(h.until):
-			b.forgetHeld(id, h.key)
+			delete(leases, id)
 			b.dropHolding(h.key, 0)
 		case first.IsZero() || h.until.Before(first):
 			first = h.until
 		}
 	}
 	return first
-}
-
-// forgetHeld deletes lease id of key from Backend.held and from its key's.
-// The caller holds Backend.mu.
-func (b *Backend) forgetHeld(id, key string) {
-	delete(b.held, id)
-	if h := b.hot[key]; h != nil {
-		delete(h.held, id)
-	}
 }
 
 // hold records leases granted to this process by a request sent in era (a
@@ -317,13 +319,13 @@ func (b *Backend) hold(era uint64, ls ...throttle.Lease) {
 }
 
 // ownsLocked reports whether l may be released or extended: it was neither
-// handed on nor released here; h is its entry in held (nil: unknown). The
+// handed on nor released here; h is its entry among its key's held leases (nil: unknown). The
 // caller holds Backend.mu.
 func (b *Backend) ownsLocked(l throttle.Lease) (h *held, ok bool) {
 	if b.releasedLater(l.ID) {
 		return nil, false // released already, the script not yet sent
 	}
-	if h = b.held[redisID(l.ID)]; h != nil {
+	if h = b.heldOf(l); h != nil {
 		return h, h.id == l.ID
 	}
 	return nil, redisID(l.ID) == l.ID
@@ -342,8 +344,9 @@ func (b *Backend) unhold(l throttle.Lease) (known bool, h held, err error) {
 	case e == nil:
 		return false, h, nil
 	}
-	b.forgetHeld(redisID(l.ID), e.key)
-	b.hotOf(e.key).leaving++
+	k := b.hotOf(e.key)
+	delete(k.held, redisID(l.ID))
+	k.leaving++
 	return true, *e, nil
 }
 

@@ -103,7 +103,7 @@ func (b *Backend) extendOne(ctx context.Context, l throttle.Lease, ttl time.Dura
 	}
 	l.Expires = time.UnixMilli(exp)
 	b.mu.Lock()
-	if h := b.held[redisID(l.ID)]; h != nil && h.id == l.ID {
+	if h := b.heldOf(l); h != nil && h.id == l.ID {
 		h.until = l.Expires
 	}
 	b.mu.Unlock()
