@@ -319,8 +319,8 @@ func (b *Backend) hold(era uint64, ls ...throttle.Lease) {
 }
 
 // ownsLocked reports whether l may be released or extended: it was neither
-// handed on nor released here; h is its entry among its key's held leases (nil: unknown). The
-// caller holds Backend.mu.
+// handed on nor released here; h is its entry among its key's held leases
+// (nil: unknown). The caller holds Backend.mu.
 func (b *Backend) ownsLocked(l throttle.Lease) (h *held, ok bool) {
 	if b.releasedLater(l.ID) {
 		return nil, false // released already, the script not yet sent
