@@ -401,32 +401,46 @@ func TestLearnerRefreshRunsBehind(t *testing.T) {
 	store.m["k"] = Learned{Limit: 2, Since: clock.now()}
 	store.mu.Unlock()
 	clock.add(time.Second)
-	due := make(chan int, 1)
-	go func() {
-		got, _ := l.Limit(ctx, "k", 5)
-		due <- got
-	}()
-	<-store.loaded // the read is under way, held by the store
-	select {
-	case got := <-due:
-		if got != 5 {
-			t.Errorf("the call that found a read due: %d, want the 5 known", got)
-		}
-	case <-time.After(30 * time.Second): // a bound on a hang, not a speed
-		close(store.release)
-		t.Fatal("the call that found a read due waited for the store")
+	if got := limitDuringLoad(t, l, store, "the call that found a read due"); got != 5 {
+		t.Errorf("the call that found a read due: %d, want the 5 known", got)
 	}
 	if got, ch := l.Limit(ctx, "k", 5); got != 5 || ch != nil {
 		t.Errorf("a call during the read: %d, %+v; want the 5 known", got, ch)
 	}
-	store.mu.Lock()
-	store.pass = true
-	store.mu.Unlock()
-	close(store.release)
+	store.open()
 	got, ch := limitAfterRead(ctx, l, "k", 5)
 	if got != 2 || ch == nil || ch.From != 5 || ch.To != 2 {
 		t.Errorf("after the read: %d, %+v; want 2, told as a change from 5", got, ch)
 	}
+}
+
+// limitDuringLoad calls l.Limit on "k" (configured 5), whose load store
+// holds, and returns its answer; it fails, what naming the call, if the
+// call waits for the store.
+func limitDuringLoad(t *testing.T, l *Learner, store *slowStore, what string) int {
+	t.Helper()
+	got := make(chan int, 1)
+	go func() {
+		n, _ := l.Limit(context.Background(), "k", 5)
+		got <- n
+	}()
+	<-store.loaded // the load is under way, held by the store
+	select {
+	case n := <-got:
+		return n
+	case <-time.After(30 * time.Second): // a bound on a hang, not a speed
+		store.open()
+		t.Fatalf("%s waited for the store", what)
+		return 0
+	}
+}
+
+// open lets the held load and every later one through.
+func (s *slowStore) open() {
+	s.mu.Lock()
+	s.pass = true
+	s.mu.Unlock()
+	close(s.release)
 }
 
 // cappedSlowStore is a slowStore that says it caps acquisitions by what it
@@ -445,27 +459,11 @@ func TestLearnerFirstReadBehindStoreCapped(t *testing.T) {
 	store.m["k"] = Learned{Limit: 2, Since: clock.now()}
 	l := NewLearner(store, AIMD{}, time.Second)
 	l.now = clock.now
-	ctx := context.Background()
-	first := make(chan int, 1)
-	go func() {
-		got, _ := l.Limit(ctx, "k", 5)
-		first <- got
-	}()
-	<-store.loaded // the first read is under way, held by the store
-	select {
-	case got := <-first:
-		if got != 5 {
-			t.Errorf("the first call: %d, want the configured 5 (the store caps it)", got)
-		}
-	case <-time.After(30 * time.Second): // a bound on a hang, not a speed
-		close(store.release)
-		t.Fatal("the first call waited for the first read")
+	if got := limitDuringLoad(t, l, store.slowStore, "the first call"); got != 5 {
+		t.Errorf("the first call: %d, want the configured 5 (the store caps it)", got)
 	}
-	store.mu.Lock()
-	store.pass = true
-	store.mu.Unlock()
-	close(store.release)
-	if got, ch := limitAfterRead(ctx, l, "k", 5); got != 2 || ch == nil || ch.To != 2 {
+	store.open()
+	if got, ch := limitAfterRead(context.Background(), l, "k", 5); got != 2 || ch == nil || ch.To != 2 {
 		t.Errorf("after the read: %d, %+v; want 2, told as a change", got, ch)
 	}
 }
