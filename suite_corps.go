@@ -172,8 +172,9 @@ func (in *Installations) Credentials(ctx context.Context, app App) (Credentials,
 // from the store; change_auth changes nothing kept. Another process's
 // registry forgets a cancelled corp once idle; its calls meanwhile fail
 // with ErrBadCredentials, as WeCom refuses the corp's token and then its
-// permanent code (get_corp_token is asked once a WithBadCredentialsBackoff). A callback of another suite or
-// InfoType is a *ValidationError.
+// permanent code (get_corp_token is asked once a
+// WithBadCredentialsBackoff). A callback of another suite or InfoType is a
+// *ValidationError.
 func (in *Installations) Receive(ctx context.Context, ev *callback.AuthEvent) (*Authorization, error) {
 	switch {
 	case ev == nil:
