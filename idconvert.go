@@ -7,7 +7,7 @@ import (
 	"github.com/wecomkit/wecom/catalog"
 )
 
-// The id translations (ID转换, document/path/95327) of a corp's access
+// The id translations (ID转换接口) of a corp's access
 // token, which a third-party app or a provider's custom app needs since
 // 2022: WeCom hands a third party ids of its own (open_userid, a new
 // external_userid), and these give them for the corp's.
@@ -25,8 +25,8 @@ type OpenUserIDs struct {
 }
 
 // ToOpenUserIDs translates members' userids into the open_userids the
-// provider sees them by (batch/userid_to_openuserid), at most
-// MaxIDsPerConversion a call.
+// provider sees them by (batch/userid_to_openuserid, document/path/97062),
+// at most MaxIDsPerConversion a call.
 func (s *UserService) ToOpenUserIDs(ctx context.Context, userIDs []string) (*OpenUserIDs, error) {
 	if err := conversionSize("userid_list", len(userIDs)); err != nil {
 		return nil, err
@@ -58,8 +58,9 @@ func conversionSize(field string, n int) error {
 
 // NewExternalUserIDs translates customers' external_userids, as the corp
 // knew them, into those the app sees them by since the 2022 upgrade
-// (externalcontact/get_new_external_userid), at most MaxIDsPerConversion a
-// call: a map from each old id translated to its new one.
+// (externalcontact/get_new_external_userid, document/path/97107), at most
+// MaxIDsPerConversion a call: a map from each old id translated to its new
+// one.
 func (s *CustomerService) NewExternalUserIDs(ctx context.Context, externalUserIDs []string) (map[string]string, error) {
 	if err := conversionSize("external_userid_list", len(externalUserIDs)); err != nil {
 		return nil, err

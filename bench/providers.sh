@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# providers.sh: a service provider's fleet at scale. One mock WeCom served
-# over loopback HTTP (examples/mockserver -suite-corps) holds a suite and
-# CORPS corps, with WeCom's per-IP window of an API (IP_PER_MINUTE, across
+# providers.sh: a service provider's fleet at scale. A mock WeCom served
+# over loopback HTTP (examples/mockserver -suite-corps, a fresh one for each
+# run) holds a suite and CORPS corps, with WeCom's per-IP window of an API (IP_PER_MINUTE, across
 # every corp, all from 127.0.0.1). For each run, with a fresh Redis key
 # prefix: one examples/provider -install receives the suite_ticket and the
 # CORPS create_auth callbacks on its command URL and keeps the permanent
@@ -88,15 +88,26 @@ echo "building examples/mockserver and examples/provider into $tmp"
 port=$(free_port "${PORT:-18199}")
 base="http://127.0.0.1:$port"
 
-"$tmp/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" -jitter "$JITTER" -suite-corps "$CORPS" -suite-customers "$CUSTOMERS" \
-	-ip-per-minute "$IP_PER_MINUTE" >"$tmp/mock.log" 2>&1 &
-mockpid=$!
-for _ in $(seq 200); do
-	curl -fsS "$base/mock/stats" >/dev/null 2>&1 && break
-	sleep 0.05
-done
-curl -fsS "$base/mock/stats" >/dev/null
-echo "mock WeCom at $base, latency $LATENCY ± $JITTER, $CORPS corps of $CUSTOMERS customers, per-IP window $IP_PER_MINUTE a minute, pid $mockpid; Redis $REDIS, key prefix $prefix"
+# start_mock: a fresh mock WeCom on $port, its pid in $mockpid. Each run
+# gets its own: the mock's per-IP window outlives a run, and a run's fresh
+# key prefix knows nothing of what the runs before it spent (six runs of
+# 10,000 marks within a minute would exceed the window of 40,000).
+start_mock() {
+	if [[ -n $mockpid ]]; then
+		kill "$mockpid" 2>/dev/null || true
+		wait "$mockpid" 2>/dev/null || true
+	fi
+	"$tmp/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" -jitter "$JITTER" -suite-corps "$CORPS" -suite-customers "$CUSTOMERS" \
+		-ip-per-minute "$IP_PER_MINUTE" >>"$tmp/mock.log" 2>&1 &
+	mockpid=$!
+	for _ in $(seq 200); do
+		curl -fsS "$base/mock/stats" >/dev/null 2>&1 && break
+		sleep 0.05
+	done
+	curl -fsS "$base/mock/stats" >/dev/null
+}
+
+echo "mock WeCom at $base (a fresh one for each run), latency $LATENCY ± $JITTER, $CORPS corps of $CUSTOMERS customers, per-IP window $IP_PER_MINUTE a minute; Redis $REDIS, key prefix $prefix"
 
 # run N [local]: install the corps under a fresh prefix, then PROCS copies
 # tag; with "local", each copy holds the limits in process (-local-limits),
@@ -107,6 +118,7 @@ run() {
 	[[ ${2:-} == local ]] && extra=(-local-limits)
 	local p="${prefix}${name}:"
 	local common=(-base-url "$base" -redis "$REDIS" -redis-prefix "$p" -corps "$CORPS" -latency "$LATENCY" -ip-per-minute "$IP_PER_MINUTE")
+	start_mock
 	timeout 300 "$tmp/provider" "${common[@]}" -install >"$tmp/$name.install" 2>&1 || {
 		cat "$tmp/$name.install" >&2
 		return 1

@@ -62,8 +62,8 @@ func providerEndpoints() []Endpoint {
 		// A login's auth_code serves once.
 		row(GetLoginInfo, 91125, ProviderToken, false, `{"auth_code":"xxxxx"}`),
 		row(CorpIDToOpenCorpID, 95604, ProviderToken, true, `{"corpid":"wwxxxxxxxxxxxxxxxx"}`),
-		row(UserIDToOpenUserID, 95327, CorpToken, true, `{"userid_list":["zhangsan","lisi"]}`),
-		row(NewExternalUserID, 95327, CorpToken, true, `{"external_userid_list":["wmAAAAAAA","wmBBBBBB"]}`),
+		row(UserIDToOpenUserID, 97062, CorpToken, true, `{"userid_list":["zhangsan","lisi"]}`),
+		row(NewExternalUserID, 97107, CorpToken, true, `{"external_userid_list":["wmAAAAAAA","wmBBBBBB"]}`),
 		row(UnionIDToExternalUserID, 93274, CorpToken, true, `{"unionid":"oAAAAAAA","openid":"oBBBBB","subject_type":1}`),
 	}
 }

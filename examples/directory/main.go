@@ -27,6 +27,11 @@
 // earlier than 60 s + (N - 10,000) / (workers/latency) after the first
 // started, plus its own latency.
 //
+// -per-minute sets another minute window, in the client and the embedded
+// mock, for a corp whose limit is known to differ or a shorter run:
+// -members 1200 -per-minute 1000 spills over the window as the default
+// does, with a tenth of the calls.
+//
 // Against any server that speaks WeCom's API, give -base-url, -corp-id and
 // -secret (the contact-sync secret, or an app's that can read the
 // directory); 45009 is then known only to WeCom.
@@ -53,6 +58,7 @@ import (
 
 	"github.com/jarcoal/httpmock"
 
+	"github.com/wecomkit/wecom/catalog"
 	"github.com/wecomkit/wecom/mock"
 )
 
@@ -74,6 +80,18 @@ type config struct {
 	members, departments int
 	latency              time.Duration
 	progress             time.Duration
+	// perMinute overrides WeCom's user/get calls a minute per corp, in the
+	// client and the embedded mock (0: the catalog's).
+	perMinute int
+}
+
+// minuteLimit is the user/get calls a minute per corp the run holds to:
+// -per-minute, or WeCom's, as the catalog states it.
+func (cfg config) minuteLimit() int {
+	if cfg.perMinute > 0 {
+		return cfg.perMinute
+	}
+	return catalogLimit(catalog.RulePerMinute)
 }
 
 func main() {
@@ -136,6 +154,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.departments, "departments", 100, "departments of the embedded mock's directory, below the root")
 	fs.DurationVar(&cfg.latency, "latency", 20*time.Millisecond, "service time of the embedded mock")
 	fs.DurationVar(&cfg.progress, "progress", 5*time.Second, "how often progress is shown on stderr (0: never)")
+	fs.IntVar(&cfg.perMinute, "per-minute", 0, "user/get calls a minute per corp, in the client and the embedded mock (default: WeCom's)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -143,8 +162,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	switch {
 	case fs.NArg() > 0:
 		err = fmt.Errorf("unexpected arguments %q", fs.Args())
-	case cfg.workers < 1 || cfg.members < 0 || cfg.departments < 0 || cfg.latency < 0 || cfg.progress < 0:
-		err = errors.New("-workers must be positive; -members, -departments, -latency and -progress not negative")
+	case cfg.workers < 1 || cfg.members < 0 || cfg.departments < 0 || cfg.latency < 0 || cfg.progress < 0 || cfg.perMinute < 0:
+		err = errors.New("-workers must be positive; -members, -departments, -latency, -progress and -per-minute not negative")
 	case cfg.out == "":
 		err = errors.New("-out is required")
 	}
@@ -158,7 +177,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // cfg.members members in cfg.departments departments, and a transport
 // that reaches it in process.
 func embedded(cfg config) (*mock.Server, http.RoundTripper, error) {
-	srv, err := mock.New(mock.Config{Latency: cfg.latency})
+	mc := mock.Config{Latency: cfg.latency}
+	if cfg.perMinute > 0 {
+		// Windows replaces the catalog's for every API: the hour's is kept.
+		mc.Windows = []mock.Window{{Limit: cfg.perMinute, Period: time.Minute}, {Limit: catalogLimit(catalog.RulePerHour), Period: time.Hour}}
+	}
+	srv, err := mock.New(mc)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -39,6 +39,9 @@ func export(ctx context.Context, cfg config, rt http.RoundTripper, w io.Writer, 
 	if rt != nil {
 		opts = append(opts, wecom.WithTransport(rt))
 	}
+	if cfg.perMinute > 0 {
+		opts = append(opts, wecom.WithLimits(catalog.UserGet.Path(), wecom.Limits{PerMinute: cfg.perMinute}))
+	}
 	c, err := wecom.New(cfg.corpID, cfg.secret, opts...)
 	if err != nil {
 		return nil, err
@@ -176,24 +179,23 @@ func progress(period time.Duration, stderr io.Writer, line func() string) (stop 
 	}
 }
 
-// windowLimit is WeCom's limit of user/get calls a minute per corp, as the
-// catalog states it.
-func windowLimit() int {
+// catalogLimit is WeCom's limit of user/get calls per corp in the window
+// the catalog names rule (catalog.RulePerMinute, RulePerHour), 0 if none.
+func catalogLimit(rule string) int {
 	e, _ := catalog.Lookup(catalog.UserGet.Path())
 	for _, r := range e.Rules {
-		if r.Name == catalog.RulePerMinute {
+		if r.Name == rule {
 			return r.Limit
 		}
 	}
 	return 0
 }
 
-// bound is the least time the minute window allows n user/get calls to
-// take, from the first start to the last end, at workers calls in flight
-// of latency each (see the package doc).
-func bound(n, workers int, latency time.Duration) time.Duration {
+// bound is the least time a minute window of w calls (0: none) allows n
+// user/get calls to take, from the first start to the last end, at
+// workers calls in flight of latency each (see the package doc).
+func bound(n, workers, w int, latency time.Duration) time.Duration {
 	perCall := latency / time.Duration(workers) // the pace of workers calls in flight
-	w := windowLimit()
 	if w == 0 || n <= w {
 		return time.Duration(n)*perCall + latency - perCall
 	}
@@ -215,9 +217,9 @@ func (s *summary) print(w io.Writer, cfg config, srv *mock.Server) {
 	took := s.getEnd.Sub(s.getStart)
 	n := s.written + s.failed
 	if srv != nil && n > 0 {
-		b := bound(n, cfg.workers, cfg.latency)
+		b := bound(n, cfg.workers, cfg.minuteLimit(), cfg.latency)
 		fmt.Fprintf(w, "user/get:   %d calls in %s; the window allows %s at best (%d a minute, %d at a time, %s each): %.1f%%\n",
-			n, took.Round(100*time.Millisecond), b.Round(100*time.Millisecond), windowLimit(), cfg.workers, cfg.latency, 100*b.Seconds()/took.Seconds())
+			n, took.Round(100*time.Millisecond), b.Round(100*time.Millisecond), cfg.minuteLimit(), cfg.workers, cfg.latency, 100*b.Seconds()/took.Seconds())
 		st := srv.Stats()
 		fmt.Fprintf(w, "mock:       45009 answered %d, calls user/get %d, user/list_id %d\n",
 			st.Refusals[wecom.CodeFrequencyLimited], st.Calls[catalog.UserGet.Path()], st.Calls[catalog.UserListID.Path()])
