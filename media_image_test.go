@@ -95,49 +95,78 @@ func uploadImages(t *testing.T, f *fixture, n int) {
 	}
 }
 
-// TestUploadImageDayQuota: the 1,001st uploadimg of a CST day is refused
+// The client's calendar quotas of uploadimg are tested at a hundredth of
+// WeCom's (1,000 a CST day, 3,000 a CST month; TestUploadImageQuotasInCatalog
+// pins those), set with WithLimits: the same limiter and calendar, with 40
+// uploads where WeCom's figures take 4,000.
+const testImagesPerDay, testImagesPerMonth = 10, 30
+
+// TestUploadImageQuotasInCatalog: uploadimg carries WeCom's 1,000 a CST day
+// and 3,000 a CST month (document/path/90256).
+func TestUploadImageQuotasInCatalog(t *testing.T) {
+	e, _ := catalog.Lookup(catalog.MediaUploadImage.Path())
+	got := map[string]int{}
+	for _, r := range e.Rules {
+		got[r.Name] = r.Limit
+	}
+	if got[catalog.RulePerDay] != 1000 || got[catalog.RulePerMonth] != 3000 {
+		t.Errorf("uploadimg's rules %v, want 1,000 a day and 3,000 a month", got)
+	}
+}
+
+// imageQuotaSetup is setup with uploadimg's quotas at testImagesPerDay and
+// testImagesPerMonth, on clock, answered as document/path/90256 shows (the
+// client's quotas alone).
+func imageQuotaSetup(t *testing.T, clock *fakeClock, opts ...Option) *fixture {
+	t.Helper()
+	path := catalog.MediaUploadImage.Path()
+	opts = append([]Option{withClock(clock.Now), WithLimits(path, Limits{PerDay: testImagesPerDay, PerMonth: testImagesPerMonth})}, opts...)
+	f := setup(t, opts...)
+	f.respond("POST", path, docImageAnswer)
+	return f
+}
+
+// TestUploadImageDayQuota: the upload past a CST day's quota is refused
 // before it is sent, with a RetryAfter to the next CST midnight, and the
-// next day has its 1,000 again. A caller who waits on rate limits, with a
+// next day has its quota again. A caller who waits on rate limits, with a
 // deadline before that midnight, is refused at once all the same.
 func TestUploadImageDayQuota(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock(time.Date(2026, 11, 27, 14, 30, 0, 0, time.UTC)) // 22:30 CST
-	f := setup(t, withClock(clock.Now), WithWaitOnRateLimit(true))
+	f := imageQuotaSetup(t, clock, WithWaitOnRateLimit(true))
 	path := catalog.MediaUploadImage.Path()
-	f.respond("POST", path, docImageAnswer) // the client's quota alone, on its clock
-	uploadImages(t, f, 1000)
+	uploadImages(t, f, testImagesPerDay)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := f.c.Media.UploadImage(ctx, ImageRequest{Filename: "a.png", Body: strings.NewReader("one too many")})
 	var rl *RateLimitError
 	if !errors.As(f.record(err), &rl) || rl.RetryAfter != 90*time.Minute || rl.calendar != catalog.Day {
-		t.Fatalf("upload 1,001: %v, want a daily RateLimitError for 90 minutes (to 00:00 CST)", err)
+		t.Fatalf("upload %d: %v, want a daily RateLimitError for 90 minutes (to 00:00 CST)", testImagesPerDay+1, err)
 	}
 	if !strings.Contains(err.Error(), "midnight CST") {
 		t.Errorf("the error does not say the day is spent: %v", err)
 	}
-	if n := f.calls("POST", path); n != 1000 {
-		t.Errorf("%d uploads sent, want 1,000", n)
+	if n := f.calls("POST", path); n != testImagesPerDay {
+		t.Errorf("%d uploads sent, want %d", n, testImagesPerDay)
 	}
 	clock.Advance(90 * time.Minute) // 00:00 CST, a new day
 	uploadImages(t, f, 1)
-	if n := f.calls("POST", path); n != 1001 {
-		t.Errorf("%d uploads sent, want 1,001", n)
+	if n := f.calls("POST", path); n != testImagesPerDay+1 {
+		t.Errorf("%d uploads sent, want %d", n, testImagesPerDay+1)
 	}
 }
 
-// TestUploadImageMonthQuota: 3,000 uploadimg in a CST month, 1,000 on each
-// of three days, and the next is refused unsent on the fourth, whose day
-// has room, its RetryAfter running to the first of the next month at 00:00
-// CST; that month starts afresh.
+// TestUploadImageMonthQuota: a CST month's quota spent over three days, a
+// day's quota on each, and the next upload is refused unsent on the fourth,
+// whose day has room, its RetryAfter running to the first of the next month
+// at 00:00 CST; that month starts afresh.
 func TestUploadImageMonthQuota(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 11, 26, 16, 0, 0, 0, time.UTC) // 2026-11-27 00:00 CST
 	clock := newFakeClock(start)
-	f := setup(t, withClock(clock.Now))
-	f.respond("POST", catalog.MediaUploadImage.Path(), docImageAnswer)
-	for range 3 { // the 27th, 28th and 29th of November, CST
-		uploadImages(t, f, 1000)
+	f := imageQuotaSetup(t, clock)
+	for range testImagesPerMonth / testImagesPerDay { // the 27th, 28th and 29th of November, CST
+		uploadImages(t, f, testImagesPerDay)
 		clock.Advance(24 * time.Hour)
 	}
 	clock.Set(start.Add(3*24*time.Hour + 20*time.Hour)) // 2026-11-30 20:00 CST
@@ -147,13 +176,13 @@ func TestUploadImageMonthQuota(t *testing.T) {
 	_, err := f.c.Media.UploadImage(context.Background(), ImageRequest{Filename: "a.png", Body: strings.NewReader("one too many")})
 	var rl *RateLimitError
 	if !errors.As(f.record(err), &rl) || rl.calendar != catalog.Month || rl.RetryAfter != 4*time.Hour {
-		t.Fatalf("upload 3,001 of the month: %v, want a monthly RateLimitError for 4 hours (to 2026-12-01 00:00 CST)", err)
+		t.Fatalf("upload %d of the month: %v, want a monthly RateLimitError for 4 hours (to 2026-12-01 00:00 CST)", testImagesPerMonth+1, err)
 	}
 	if !strings.Contains(err.Error(), "monthly") {
 		t.Errorf("the error does not say the month is spent: %v", err)
 	}
-	if n := f.calls("POST", catalog.MediaUploadImage.Path()); n != 3000 {
-		t.Errorf("%d uploads sent, want 3,000", n)
+	if n := f.calls("POST", catalog.MediaUploadImage.Path()); n != testImagesPerMonth {
+		t.Errorf("%d uploads sent, want %d", n, testImagesPerMonth)
 	}
 	clock.Advance(4 * time.Hour)
 	uploadImages(t, f, 1)

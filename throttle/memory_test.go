@@ -26,7 +26,8 @@ func TestMemoryConformanceRealTime(t *testing.T) {
 		t.Skip("real-time conformance run skipped in -short mode")
 	}
 	throttletest.Run(t, throttletest.Harness{
-		New: func(*testing.T) throttle.Backend { return throttle.NewMemory() },
+		New:      func(*testing.T) throttle.Backend { return throttle.NewMemory() },
+		Parallel: true,
 	})
 }
 

@@ -213,6 +213,7 @@ func TestRedisKeysExpireWhenIdle(t *testing.T) {
 		rdb  func(testing.TB) redis.UniversalClient
 	}{{"Single", redistest.Single}, {"Cluster", redistest.Cluster}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a prefix of its own, and seconds of waiting for TTLs
 			rdb := tc.rdb(t)
 			b, prefix := robustBackend(t, rdb, throttleredis.Options{})
 			corps := []string{"{corpA}/x", "{corpB}/x"}

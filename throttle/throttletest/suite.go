@@ -32,6 +32,12 @@ type Harness struct {
 	// short periods and asserts only what the backend's own clock (Lease.Granted,
 	// Lease.Expires) shows, never a wall-clock duration.
 	Synctest bool
+	// Parallel runs the suite's tests side by side (t.Parallel), each on a
+	// backend of its own from New. Most of a real-time run is waiting, so
+	// it then takes about its longest test's time instead of the sum; the
+	// load it adds falls on the package's other tests, so leave it off where
+	// those are sensitive to load (a Redis killed under load, say).
+	Parallel bool
 	// FIFO says the backend serves waiters on one key strictly in arrival
 	// order; the suite then checks it. It requires Synctest, the only way to know
 	// that a waiter has arrived.
@@ -114,6 +120,9 @@ func Run(t *testing.T, h Harness) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if h.Parallel {
+				t.Parallel()
+			}
 			if h.Synctest {
 				synctest.Test(t, func(t *testing.T) {
 					tc.fn(t, &env{b: h.New(t), u: time.Second, synthetic: true})
