@@ -5,8 +5,11 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/throttle"
@@ -644,5 +647,70 @@ func TestBlockSpan(t *testing.T) {
 		if got := blockSpan(tc.ws, tc.contended); got != tc.want {
 			t.Errorf("%s: blockSpan = %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// eraOnAnswer is a go-redis hook that, once armed, runs fn right after the
+// next acquire script answers, before the backend reads the answer: as when
+// a restart is noticed while an answer from the Redis that died waits in
+// the socket.
+type eraOnAnswer struct {
+	sha  string
+	asks atomic.Int64 // acquire scripts answered
+	fn   atomic.Pointer[func()]
+}
+
+func (h *eraOnAnswer) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *eraOnAnswer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *eraOnAnswer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if args := cmd.Args(); err == nil && len(args) > 1 && (args[1] == h.sha || args[1] == lua("acquire")) {
+			h.asks.Add(1)
+			if fn := h.fn.Swap(nil); fn != nil {
+				(*fn)()
+			}
+		}
+		return err
+	}
+}
+
+// TestRedisGrantAcrossErasGivenBack: a grant whose answer is read after a
+// new era began (Redis may have restarted empty meanwhile, and the answer
+// come from the one that died) is not handed to the caller, who would hold
+// a slot the Redis answering now does not count: it is given back, and the
+// caller asks again. On one slot, that second ask is granted only once the
+// first grant was freed.
+func TestRedisGrantAcrossErasGivenBack(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Single(t)
+	b, err := newRedis(rdb, Options{Prefix: redistest.Prefix(t, rdb)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	h := &eraOnAnswer{sha: b.acquire.hash}
+	rdb.AddHook(h)
+	suspect := b.suspect
+	h.fn.Store(&suspect)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := throttle.Request{Key: "{c}/late-answer", Concurrency: 1, TTL: time.Minute}
+	l, err := b.Acquire(ctx, r)
+	if err != nil {
+		t.Fatalf("Acquire: %v (the first grant not given back holds the one slot for its minute)", err)
+	}
+	if n := h.asks.Load(); n < 2 {
+		t.Errorf("%d acquire scripts: the grant answered across a new era was kept, want it given back and asked again", n)
+	}
+	if _, err := b.TryAcquire(ctx, r); !errors.Is(err, throttle.ErrLimited) {
+		t.Errorf("TryAcquire beside the holder: %v, want the one slot taken", err)
+	}
+	if err := b.Release(ctx, l); err != nil {
+		t.Errorf("Release: %v", err)
 	}
 }

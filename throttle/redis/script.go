@@ -182,6 +182,17 @@ func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult
 			e.ID = id + "+" + strconv.Itoa(j)
 			out.extra = append(out.extra, e)
 		}
+		if ans.n > 0 && b.era.Load() != era {
+			// A new era began while the ask was in flight: the grant may come
+			// from a Redis that is gone (its answer read after a restart),
+			// which the one answering now does not count. It goes back, and
+			// the caller asks again (REDIS.md, Eras).
+			for _, g := range append(out.extra, l) {
+				b.giveBack(g, r)
+			}
+			out.v, out.lease, out.extra, out.full = throttle.Verdict{Reason: throttle.ReasonConcurrency}, throttle.Lease{}, nil, false
+			return out, ans.epoch, nil
+		}
 		if ans.n > 0 {
 			b.hold(era, append(out.extra, l)...)
 		}
