@@ -682,9 +682,9 @@ func (h *eraOnAnswer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // TestRedisGrantAcrossErasGivenBack: a grant whose answer is read after a
 // new era began (Redis may have restarted empty meanwhile, and the answer
 // come from the one that died) is not handed to the caller, who would hold
-// a slot the Redis answering now does not count: it is given back, and the
-// caller asks again. On one slot, that second ask is granted only once the
-// first grant was freed.
+// a slot the Redis answering now does not count: it is given back, and
+// asked for again at once. On one slot, that second ask is granted only
+// once the first grant was freed.
 func TestRedisGrantAcrossErasGivenBack(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Single(t)

@@ -36,6 +36,9 @@ type acquireResult struct {
 	now   time.Time
 	held  bool // the lease released (acquireArgs.release) still held its slot
 	full  bool // granted, and every slot of the key is held now
+	// gaveBack: granted, but the answer was read in a later era than the
+	// ask was sent in, and the grant given back (see attemptOnce).
+	gaveBack bool
 }
 
 // serverRef is a time the server answered this process (unix ms) and when
@@ -78,7 +81,8 @@ func (s *serverRef) deadline(timeout time.Duration) (ref, maxAge int64) {
 }
 
 // attempt runs the acquire script for a, and after Redis lost the key's
-// state writes back what this process knows and runs it again.
+// state writes back what this process knows and runs it again; a grant
+// given back for an era that ended (attemptOnce) is asked for again at once.
 func (b *Backend) attempt(ctx context.Context, a acquireArgs) (acquireResult, error) {
 	defer watchStall(a.r)()
 	if a.plain && isLock(a.r) {
@@ -91,13 +95,19 @@ func (b *Backend) attempt(ctx context.Context, a acquireArgs) (acquireResult, er
 		once = b.attemptMembers
 	}
 	res, epoch, err := once(ctx, a)
+	again := func() {
+		held := res.held // a hand-over's release, made by the first run
+		res, _, err = once(ctx, a)
+		res.held = res.held || held
+	}
 	if err == nil && res.v.Reason == reasonLost { // Redis lost the key's state: a new era (REDIS.md, Eras)
 		b.era.Add(1)
-		if err = b.restoreLost(ctx, a.r, epoch); err == nil { // written back before it takes more: ask again
-			held := res.held // a hand-over's release, made by the first run
-			res, _, err = once(ctx, a)
-			res.held = res.held || held
+		if err = b.restoreLost(ctx, a.r, epoch); err == nil { // written back before it takes more
+			again()
 		}
+	}
+	if err == nil && res.gaveBack {
+		again()
 	}
 	if err == nil && (res.v.Reason == reasonLost || res.v.Reason == reasonStale) {
 		res.v = throttle.Verdict{Reason: throttle.ReasonConcurrency} // lost again at once, or run late: wait, and ask again
@@ -186,11 +196,11 @@ func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult
 			// A new era began while the ask was in flight: the grant may come
 			// from a Redis that is gone (its answer read after a restart),
 			// which the one answering now does not count. It goes back, and
-			// the caller asks again (REDIS.md, Eras).
+			// attempt asks again (REDIS.md, Eras).
 			for _, g := range append(out.extra, l) {
 				b.giveBack(g, r)
 			}
-			out.v, out.lease, out.extra, out.full = throttle.Verdict{Reason: throttle.ReasonConcurrency}, throttle.Lease{}, nil, false
+			out.v, out.lease, out.extra, out.full, out.gaveBack = throttle.Verdict{Reason: throttle.ReasonConcurrency}, throttle.Lease{}, nil, false, true
 			return out, ans.epoch, nil
 		}
 		if ans.n > 0 {
