@@ -17,7 +17,6 @@ import (
 // whose create_auth handler takes 2 s is (it answers within its command
 // deadline, 800 ms).
 func TestCommandCallbackAnswers(t *testing.T) {
-	t.Parallel() // servers of its own, and seconds of waiting
 	const suite = "wwsuite0001"
 	crypto, err := callback.NewCrypto(cbToken, cbKey, suite)
 	if err != nil {

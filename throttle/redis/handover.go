@@ -275,7 +275,13 @@ func (b *Backend) giveBack(l throttle.Lease, r throttle.Request) {
 	}
 	octx, cancel := b.opCtx(context.Background())
 	defer cancel()
-	if _, err := b.releaseScript(octx, l, r.Windows, r.Units()); err == nil { // on failure the TTL frees the slot
+	_, err := b.releaseScript(octx, l, r.Windows, r.Units())
+	switch {
+	case err == nil:
 		b.ledger.remove(r.Windows, l.Granted.UnixMilli(), r.Units(), r.Key)
+	case l.HoldsSlot():
+		if out, _ := b.failed("release", err); out {
+			b.orphan(l) // released, without a refund, when Redis answers
+		} // else the TTL frees the slot
 	}
 }

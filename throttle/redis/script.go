@@ -95,24 +95,38 @@ func (b *Backend) attempt(ctx context.Context, a acquireArgs) (acquireResult, er
 		once = b.attemptMembers
 	}
 	res, epoch, err := once(ctx, a)
-	again := func() {
+	// Each at most once, in either order: a lost key is written back and
+	// asked again (REDIS.md, Eras), as is a grant given back for an era
+	// that ended (attemptOnce).
+	restored, gaveBack := false, false
+	for err == nil {
+		switch {
+		case res.v.Reason == reasonLost && !restored: // Redis lost the key's state: a new era
+			restored = true
+			b.era.Add(1)
+			if err = b.restoreLost(ctx, a.r, epoch); err != nil { // written back before it takes more
+				return res, err
+			}
+		case res.gaveBack && !gaveBack:
+			gaveBack = true
+		default: // given back twice is a refusal already (attemptOnce)
+			return lostOrLate(res), nil
+		}
 		held := res.held // a hand-over's release, made by the first run
-		res, _, err = once(ctx, a)
+		res, epoch, err = once(ctx, a)
 		res.held = res.held || held
 	}
-	if err == nil && res.v.Reason == reasonLost { // Redis lost the key's state: a new era (REDIS.md, Eras)
-		b.era.Add(1)
-		if err = b.restoreLost(ctx, a.r, epoch); err == nil { // written back before it takes more
-			again()
-		}
-	}
-	if err == nil && res.gaveBack {
-		again()
-	}
-	if err == nil && (res.v.Reason == reasonLost || res.v.Reason == reasonStale) {
-		res.v = throttle.Verdict{Reason: throttle.ReasonConcurrency} // lost again at once, or run late: wait, and ask again
-	}
 	return res, err
+}
+
+// lostOrLate is res with a key lost again at once, or a request Redis ran
+// late, turned into a refusal for want of a slot: the caller waits, and
+// asks again.
+func lostOrLate(res acquireResult) acquireResult {
+	if res.v.Reason == reasonLost || res.v.Reason == reasonStale {
+		res.v = throttle.Verdict{Reason: throttle.ReasonConcurrency}
+	}
+	return res
 }
 
 // script returns the acquire script's KEYS and ARGV for a, the lease to be
@@ -192,11 +206,15 @@ func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult
 			e.ID = id + "+" + strconv.Itoa(j)
 			out.extra = append(out.extra, e)
 		}
-		if ans.n > 0 && b.era.Load() != era {
-			// A new era began while the ask was in flight: the grant may come
+		if ans.blk > 0 && ans.blockAt > 0 {
+			b.addBlock(r, ans.blk, ans.blockAt, sent.Add(a.span))
+		}
+		if ans.n > 0 && l.OwnSlot() && b.era.Load() != era {
+			// A new era began while the ask was in flight: the slots may come
 			// from a Redis that is gone (its answer read after a restart),
-			// which the one answering now does not count. It goes back, and
-			// attempt asks again (REDIS.md, Eras).
+			// which the one answering now does not count. They go back, and
+			// attempt asks again (REDIS.md, Eras). Window counts need no
+			// such care: the ledger writes them back (restore).
 			for _, g := range append(out.extra, l) {
 				b.giveBack(g, r)
 			}
@@ -207,9 +225,6 @@ func (b *Backend) attemptOnce(ctx context.Context, a acquireArgs) (acquireResult
 			b.hold(era, append(out.extra, l)...)
 		}
 		b.noteContended(r.Key, ans.others, sent)
-		if ans.blk > 0 && ans.blockAt > 0 {
-			b.addBlock(r, ans.blk, ans.blockAt, sent.Add(a.span))
-		}
 		out.lease = l
 	case ans.reason == reasonYielded:
 		b.noteContended(r.Key, true, sent)
