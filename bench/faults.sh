@@ -77,7 +77,7 @@ mport=$(free_port 18200)
 base="http://127.0.0.1:$mport"
 "$bin/mockserver" -addr "127.0.0.1:$mport" -latency "$LATENCY" >"$tmp/mock.log" 2>&1 &
 mockpid=$!
-for _ in $(seq 100); do curl -fsS "$base/mock/stats" >/dev/null 2>&1 && break; sleep 0.05; done
+wait_mock "$base"
 
 marks() { curl -fsS "$base/mock/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["MarkCalls"])'; }
 t0=$(date +%s.%N)

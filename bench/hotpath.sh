@@ -102,8 +102,7 @@ start_mock() { # start_mock DIR: a fresh mock from DIR on a free port; sets base
 	base="http://127.0.0.1:$port"
 	"$1/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" >"$tmp/mock.log" 2>&1 &
 	mockpid=$!
-	for _ in $(seq 100); do curl -fsS "$base/mock/stats" >/dev/null 2>&1 && break; sleep 0.05; done
-	curl -fsS "$base/mock/stats" >/dev/null
+	wait_mock "$base"
 }
 stop_mock() {
 	kill "$mockpid" 2>/dev/null || true

@@ -7,6 +7,18 @@ free_port() {
 	echo "$p"
 }
 
+# wait_mock BASE [TRIES]: waits, a try each 0.05 s (100 tries unless
+# TRIES), until the mock WeCom at BASE answers /mock/stats; fails if it
+# does not by then.
+wait_mock() {
+	local i
+	for ((i = 0; i < ${2:-100}; i++)); do
+		curl -fsS "$1/mock/stats" >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	curl -fsS "$1/mock/stats" >/dev/null
+}
+
 # marking_phase FILE...: seconds from the first copy's start of marking to
 # the last copy's end, from bulktag's "unix: start end" lines ("nan" if none).
 marking_phase() {

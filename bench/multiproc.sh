@@ -60,11 +60,7 @@ base="http://127.0.0.1:$port"
 
 "$tmp/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" -jitter "$JITTER" >"$tmp/mock.log" 2>&1 &
 mockpid=$!
-for _ in $(seq 100); do
-	curl -fsS "$base/mock/stats" >/dev/null 2>&1 && break
-	sleep 0.05
-done
-curl -fsS "$base/mock/stats" >/dev/null
+wait_mock "$base"
 echo "mock WeCom at $base, latency $LATENCY ± $JITTER, pid $mockpid; Redis $REDIS, key prefix $prefix"
 
 lat_ms=$(awk -v d="$LATENCY" 'BEGIN { if (d ~ /ms$/) { sub(/ms$/, "", d); print d } else if (d ~ /s$/) { sub(/s$/, "", d); print d * 1000 } }')

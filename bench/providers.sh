@@ -100,11 +100,7 @@ start_mock() {
 	"$tmp/mockserver" -addr "127.0.0.1:$port" -latency "$LATENCY" -jitter "$JITTER" -suite-corps "$CORPS" -suite-customers "$CUSTOMERS" \
 		-ip-per-minute "$IP_PER_MINUTE" >>"$tmp/mock.log" 2>&1 &
 	mockpid=$!
-	for _ in $(seq 200); do
-		curl -fsS "$base/mock/stats" >/dev/null 2>&1 && break
-		sleep 0.05
-	done
-	curl -fsS "$base/mock/stats" >/dev/null
+	wait_mock "$base" 200
 }
 
 echo "mock WeCom at $base (a fresh one for each run), latency $LATENCY ± $JITTER, $CORPS corps of $CUSTOMERS customers, per-IP window $IP_PER_MINUTE a minute; Redis $REDIS, key prefix $prefix"

@@ -702,11 +702,7 @@ func TestRedisGrantAcrossErasGivenBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rdb := redistest.Single(t)
-			b, err := newRedis(rdb, Options{Prefix: redistest.Prefix(t, rdb)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
+			b, _ := withBackend(t, rdb)
 			h := &eraOnAnswer{sha: b.acquire.hash}
 			rdb.AddHook(h)
 			suspect := b.suspect
