@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/wecomkit/wecom/callback"
 	"github.com/wecomkit/wecom/catalog"
@@ -167,7 +168,8 @@ func (in *Installations) Credentials(ctx context.Context, app App) (Credentials,
 // Receive applies an authorization callback of the suite: create_auth
 // spends its auth code for the corp's permanent code (PermanentCode), reads
 // the agent id of the suite's app (AuthInfo), keeps both in the store and
-// returns the Authorization; cancel_auth drops the corp from the registry,
+// returns the Authorization, to the end even if ctx ends meanwhile (within
+// a minute): the code is spent once, and WeCom hangs up after 1 s; cancel_auth drops the corp from the registry,
 // its tokens from the token store (Registry.Drop), then its permanent code
 // from the store; change_auth changes nothing kept. Another process's
 // registry forgets a cancelled corp once idle; its calls meanwhile fail
@@ -199,8 +201,25 @@ func (in *Installations) Receive(ctx context.Context, ev *callback.AuthEvent) (*
 	return nil, invalid("auth event", "InfoType %q is none of create_auth, change_auth, cancel_auth", ev.InfoType)
 }
 
-// install spends authCode and keeps the installation it gives.
+// installBound bounds a create_auth's exchange (installing), which its
+// caller's context does not end.
+const installBound = time.Minute
+
+// installing returns the context a create_auth's exchange runs in: ctx's
+// values, not its end, within installBound. WeCom hangs up on a command
+// callback after 1 s and pushes it again, but the auth code is spent at
+// the first get_permanent_code: an exchange cut short after it would
+// lose the corp's permanent code for good, and every push after it would
+// be refused.
+func installing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), installBound)
+}
+
+// install spends authCode and keeps the installation it gives, to the end
+// whatever ctx does (installing).
 func (in *Installations) install(ctx context.Context, authCode string) (*Authorization, error) {
+	ctx, cancel := installing(ctx)
+	defer cancel()
 	a, err := in.suite.PermanentCode(ctx, authCode)
 	if err != nil {
 		return nil, err
@@ -222,11 +241,17 @@ func (in *Installations) install(ctx context.Context, authCode string) (*Authori
 // Handle registers on h, a handler of the suite's command URL, the
 // suite's tickets (Suite.ReceiveTicket) and its authorization callbacks
 // (Receive); then, if not nil, is called after Receive succeeded with the
-// callback and, for create_auth, the Authorization. A failure answers
+// callback and, for create_auth, the Authorization, in a context WeCom's
+// hanging up does not end (as Receive's exchange). A failure answers
 // WeCom 500, which makes it push the callback again.
 func (in *Installations) Handle(h *callback.Handler, then func(ctx context.Context, ev *callback.AuthEvent, a *Authorization) error) {
 	callback.Handle(h, in.suite.ReceiveTicket)
 	callback.Handle(h, func(ctx context.Context, ev *callback.AuthEvent) error {
+		if ev.InfoType == InfoCreateAuth { // its code spent, what follows runs to its end
+			var cancel context.CancelFunc
+			ctx, cancel = installing(ctx)
+			defer cancel()
+		}
 		a, err := in.Receive(ctx, ev)
 		if err != nil || then == nil {
 			return err

@@ -64,32 +64,36 @@ func TestInstallationsCallbacks(t *testing.T) {
 	srv, base := suiteMock(t, mock.Config{}, "")
 	codes := &wecom.MemoryPermanentCodes{}
 	in := newInstallations(t, codes, wecom.WithBaseURL(base))
-	var mu sync.Mutex
-	seen := map[string]string{} // corp id → the InfoTypes seen
+	seen := make(chan string, 8) // "corp id InfoType", as the user's hook saw them
 	commandURL(t, srv, func(h *callback.Handler) {
 		in.Handle(h, func(_ context.Context, ev *callback.AuthEvent, a *wecom.Authorization) error {
-			mu.Lock()
-			defer mu.Unlock()
 			corp := ev.AuthCorpID
 			if a != nil {
 				corp = a.Corp.CorpID
 			}
-			seen[corp] += ev.InfoType + ";"
+			seen <- corp + " " + ev.InfoType
 			return nil
 		})
 	})
 	const corp = "wwinstalled1"
 	ctx := context.Background()
-	wait := func() {
+	// wait waits for the hook to see infoType: a callback the handler
+	// acknowledged at its deadline, under load, runs on after it.
+	wait := func(infoType string) {
 		t.Helper()
-		if err := srv.WaitCallbacks(ctx); err != nil {
-			t.Fatal(err)
+		select {
+		case got := <-seen:
+			if want := corp + " " + infoType; got != want {
+				t.Fatalf("the user saw %q, want %q", got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the user never saw %s", infoType)
 		}
 	}
 	if _, err := srv.Authorize(testSuiteID, corp); err != nil {
 		t.Fatal(err)
 	}
-	wait()
+	wait(wecom.InfoCreateAuth)
 	got, err := codes.Get(ctx, corp)
 	if err != nil || got.PermanentCode == "" || got.AgentID == 0 {
 		t.Fatalf("after create_auth the store holds %+v, %v", got, err)
@@ -104,21 +108,70 @@ func TestInstallationsCallbacks(t *testing.T) {
 	if err := srv.ChangeAuthorization(testSuiteID, corp); err != nil {
 		t.Fatal(err)
 	}
-	wait()
+	wait(wecom.InfoChangeAuth)
 	if err := srv.Deauthorize(testSuiteID, corp); err != nil {
 		t.Fatal(err)
 	}
-	wait()
+	wait(wecom.InfoCancelAuth)
 	if codes.Len() != 0 || in.Registry().Len() != 0 {
 		t.Errorf("after cancel_auth: %d permanent codes, %d clients; want none", codes.Len(), in.Registry().Len())
 	}
 	if _, err := in.Client(ctx, corp); !errors.Is(err, wecom.ErrUnknownApp) {
 		t.Errorf("the client of a corp that cancelled: %v, want ErrUnknownApp", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if want := "create_auth;change_auth;cancel_auth;"; seen[corp] != want {
-		t.Errorf("the user saw %q, want %q", seen[corp], want)
+	if err := srv.WaitCallbacks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-seen:
+		t.Errorf("the user saw %q besides", got)
+	default:
+	}
+}
+
+// A create_auth whose exchange outlasts WeCom's 1 s for a command callback
+// (the handler acknowledges it at its deadline, and WeCom pushes it no
+// more) still keeps the corp's permanent code, and the user's hook sees
+// it: the auth code was spent by the first get_permanent_code, so an
+// exchange cut short there would lose the installation for good.
+func TestInstallationsOutlastWeComHangingUp(t *testing.T) {
+	t.Parallel()
+	srv, base := suiteMock(t, mock.Config{}, "")
+	codes := &wecom.MemoryPermanentCodes{}
+	in := newInstallations(t, codes, wecom.WithBaseURL(base))
+	installed := make(chan string, 3)
+	var handler *callback.Handler
+	commandURL(t, srv, func(h *callback.Handler) {
+		handler = h
+		in.Handle(h, func(ctx context.Context, ev *callback.AuthEvent, a *wecom.Authorization) error {
+			if a != nil {
+				installed <- a.Corp.CorpID
+			}
+			return ctx.Err()
+		})
+	})
+	const corp = "wwslowinstall1"
+	ctx := context.Background()
+	if err := srv.WaitCallbacks(ctx); err != nil { // the suite ticket
+		t.Fatal(err)
+	}
+	srv.SetLatency(mock.CommandTimeout * 3 / 4) // two calls at least: over 1 s
+	if _, err := srv.Authorize(testSuiteID, corp); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-installed:
+		if got != corp {
+			t.Fatalf("the hook saw corp %q, want %q", got, corp)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the hook never saw the installation")
+	}
+	if inst, err := codes.Get(ctx, corp); err != nil || inst.PermanentCode == "" || inst.AgentID == 0 {
+		t.Fatalf("the store holds %+v, %v", inst, err)
+	}
+	if st := handler.Stats(); st.Overran == 0 {
+		t.Fatalf("no handler ran past its deadline (%+v): the test tested nothing", st)
 	}
 }
 
