@@ -28,8 +28,8 @@ func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
 	}{
 		{20 * time.Millisecond, "5s", 150},
 		{20 * time.Millisecond, "0s", 150},
-		{200 * time.Millisecond, "5s", 40},
-		{200 * time.Millisecond, "0s", 40},
+		{200 * time.Millisecond, "5s", 20},
+		{200 * time.Millisecond, "0s", 20},
 	} {
 		t.Run(fmt.Sprintf("latency %s drain %s", tc.latency, tc.drain), func(t *testing.T) {
 			t.Parallel() // fleets of their own: a mock and a key prefix each
