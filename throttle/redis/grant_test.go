@@ -285,9 +285,9 @@ func TestRedisWokenProcessPassesOn(t *testing.T) {
 	if res.err != nil {
 		t.Fatalf("a: %v", res.err)
 	}
-	if n := gs[1].scriptCount(); n == bScripts {
-		t.Fatal("b ran no script: it did not pass the wake-up on")
-	}
+	// a's head may be served by its resync timer before b's pass-on, the
+	// wake-up late under load; b passes it on all the same.
+	eventually(t, "b passing the wake-up on (a script of b's)", func() bool { return gs[1].scriptCount() > bScripts })
 	if err := a.Release(ctx, res.l); err != nil {
 		t.Fatal(err)
 	}
