@@ -467,3 +467,50 @@ func TestLearnerFirstReadBehindStoreCapped(t *testing.T) {
 		t.Errorf("after the read: %d, %+v; want 2, told as a change", got, ch)
 	}
 }
+
+// cappedClockStore is a clockStore that says it caps acquisitions itself.
+type cappedClockStore struct{ *clockStore }
+
+func (cappedClockStore) CapsByStoredLimit() {}
+
+// TestLearnerDefaultRefresh: by default a Learner reads a key again after a
+// second, or after CappedRefresh on a StoreCapped store, which holds every
+// acquisition to the stored limit itself.
+func TestLearnerDefaultRefresh(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		capped bool
+		every  time.Duration
+	}{
+		{"store", false, time.Second},
+		{"StoreCapped", true, CappedRefresh},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &fakeNow{t: time.UnixMilli(1_790_000_000_000)}
+			cs := newClockStore(clock)
+			var store LimitStore = cs
+			if tc.capped {
+				store = cappedClockStore{cs}
+			}
+			l := NewLearner(store, AIMD{}, 0)
+			l.now = clock.now
+			ctx := context.Background()
+			if got, _ := limitAfterRead(ctx, l, "k", 5); got != 5 {
+				t.Fatalf("limit %d before anything was learned, want 5", got)
+			}
+			if _, ok, _ := cs.SwapLimit(ctx, "k", Learned{}, 3); !ok { // another process learned 3
+				t.Fatal("SwapLimit refused")
+			}
+			clock.add(tc.every - time.Millisecond)
+			if got, _ := limitAfterRead(ctx, l, "k", 5); got != 5 {
+				t.Errorf("limit %d read again %s after the first read, want it not read yet (5)", got, tc.every-time.Millisecond)
+			}
+			clock.add(time.Millisecond)
+			if got, _ := limitAfterRead(ctx, l, "k", 5); got != 3 {
+				t.Errorf("limit %d %s after the first read, want the stored 3", got, tc.every)
+			}
+		})
+	}
+}
