@@ -247,7 +247,7 @@ func (in *Installations) install(ctx context.Context, authCode string) (*Authori
 func (in *Installations) Handle(h *callback.Handler, then func(ctx context.Context, ev *callback.AuthEvent, a *Authorization) error) {
 	callback.Handle(h, in.suite.ReceiveTicket)
 	callback.Handle(h, func(ctx context.Context, ev *callback.AuthEvent) error {
-		if ev.InfoType == InfoCreateAuth { // its code spent, what follows runs to its end
+		if ev != nil && ev.InfoType == InfoCreateAuth { // its code spent, what follows runs to its end
 			var cancel context.CancelFunc
 			ctx, cancel = installing(ctx)
 			defer cancel()
