@@ -349,3 +349,16 @@ func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// PassHooks passes dials and pipelines through: embedded in a go-redis
+// hook that watches single commands (its own ProcessHook), it completes
+// redis.Hook.
+type PassHooks struct{}
+
+// DialHook implements redis.Hook: next, unchanged.
+func (PassHooks) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessPipelineHook implements redis.Hook: next, unchanged.
+func (PassHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

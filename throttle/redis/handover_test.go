@@ -23,6 +23,7 @@ import (
 // next head's call until opened, or, when armedReply, the next hand-over's
 // answer (Redis has run it).
 type acquireGate struct {
+	redistest.PassHooks
 	sha string
 
 	mu        sync.Mutex
@@ -37,12 +38,6 @@ type acquireGate struct {
 
 func newAcquireGate(sha string) *acquireGate {
 	return &acquireGate{sha: sha, held: make(chan struct{}), open: make(chan struct{})}
-}
-
-func (g *acquireGate) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (g *acquireGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 func (g *acquireGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

@@ -17,6 +17,7 @@ import (
 // releaseGate holds the release script: delay, or hang until its ctx ends
 // (a Redis that does not answer).
 type releaseGate struct {
+	redistest.PassHooks
 	sha   string
 	delay atomic.Int64 // ns
 	hang  atomic.Bool
@@ -27,10 +28,6 @@ type releaseGate struct {
 	whileDown atomic.Int64
 }
 
-func (g *releaseGate) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (g *releaseGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 func (g *releaseGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if a := cmd.Args(); len(a) > 1 && a[1] == g.sha {

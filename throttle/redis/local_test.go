@@ -655,15 +655,10 @@ func TestBlockSpan(t *testing.T) {
 // a restart is noticed while an answer from the Redis that died waits in
 // the socket.
 type eraOnAnswer struct {
+	redistest.PassHooks
 	sha  string
 	asks atomic.Int64 // acquire scripts answered
 	fn   atomic.Pointer[func()]
-}
-
-func (h *eraOnAnswer) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *eraOnAnswer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 func (h *eraOnAnswer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

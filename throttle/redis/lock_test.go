@@ -92,12 +92,11 @@ func (timeoutError) Temporary() bool { return true }
 // loseSET is a go-redis hook that, while lose is set, sends a SET and then
 // reports a timeout instead of its answer: the lock was taken, and the
 // process cannot know it.
-type loseSET struct{ lose atomic.Bool }
-
-func (h *loseSET) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *loseSET) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+type loseSET struct {
+	redistest.PassHooks
+	lose atomic.Bool
 }
+
 func (h *loseSET) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)

@@ -92,11 +92,11 @@ func (p *cutProxy) setCut(cut bool) {
 
 // cmdCounter counts the commands sent to Redis, by name.
 type cmdCounter struct {
+	redistest.PassHooks
 	mu    sync.Mutex
 	names map[string]int
 }
 
-func (h *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.mu.Lock()
@@ -104,9 +104,6 @@ func (h *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		h.mu.Unlock()
 		return next(ctx, cmd)
 	}
-}
-func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // scripts counts the scripts run since the last reset: every operation of

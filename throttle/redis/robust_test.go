@@ -106,6 +106,7 @@ func scanRedisKeys(t *testing.T, rdb redis.UniversalClient, prefix string) map[s
 // cmdRecorder is a go-redis hook that records the arguments of every
 // command, the integers the server answered, and the errors.
 type cmdRecorder struct {
+	redistest.PassHooks
 	mu      sync.Mutex
 	args    [][]any
 	replies map[int64]bool
@@ -113,8 +114,6 @@ type cmdRecorder struct {
 }
 
 func newCmdRecorder() *cmdRecorder { return &cmdRecorder{replies: make(map[int64]bool)} }
-
-func (h *cmdRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *cmdRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {

@@ -21,14 +21,9 @@ import (
 // and EVAL when a script was not loaded yet) and the plain SETs that take
 // locks (takeLock): the round trips of the protocol.
 type scriptCounter struct {
+	redistest.PassHooks
 	n     atomic.Int64 // scripts and SETs
 	evals atomic.Int64 // scripts only (EVALSHA, EVAL)
-}
-
-func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
@@ -94,16 +89,11 @@ func TestRedisWithKeyLineBreak(t *testing.T) {
 // scriptHold is a go-redis hook that, once armed, holds every run of one
 // script until opened.
 type scriptHold struct {
+	redistest.PassHooks
 	s          *script
 	armed      atomic.Bool
 	held, open chan struct{}
 	once       sync.Once
-}
-
-func (h *scriptHold) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *scriptHold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 func (h *scriptHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
