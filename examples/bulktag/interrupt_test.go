@@ -80,7 +80,7 @@ func TestInterruptedCopyCollidesWithNoOne(t *testing.T) {
 // copy exits at once with 130, a note on stderr and no summary.
 func TestSecondSignalAborts(t *testing.T) {
 	t.Parallel() // a mock and a key prefix of its own
-	m, url := serveMock(t, 2*time.Second, "wwabort", "abort-secret")
+	m, url := serveMock(t, time.Second, "wwabort", "abort-secret")
 	c := start(t, "-base-url", url, "-corp-id", "wwabort", "-secret", "abort-secret",
 		"-customers", "50", "-workers", "8", "-drain", "1m")
 	waitFor(t, "a mark in flight", func() bool { return m.Stats().Calls[markPath] >= 1 })

@@ -21,9 +21,9 @@ import (
 // user/get phase within 15% over the least the minute window allows.
 func TestDirectory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// A tenth of the default run, spilling over its window as that
-		// one does: 1,200 members against 1,000 calls a minute.
-		cfg, err := parseFlags([]string{"-members", "1200", "-per-minute", "1000"}, io.Discard)
+		// A twentieth of the default run, spilling over its window as
+		// that one does: 600 members against 500 calls a minute.
+		cfg, err := parseFlags([]string{"-members", "600", "-per-minute", "500"}, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,13 +53,13 @@ func TestDirectory(t *testing.T) {
 		for _, m := range srv.Members(cfg.corpID) {
 			want = append(want, m.UserID)
 		}
-		if len(want) != 1200 || !slices.Equal(got, want) {
+		if len(want) != 600 || !slices.Equal(got, want) {
 			t.Errorf("%d rows, want each of the %d members once", len(got), len(want))
 		}
 		if !sum.ok(srv) {
 			t.Errorf("%+v: not ok (45009 answered %d)", sum, srv.Stats().Refusals[wecom.CodeFrequencyLimited])
 		}
-		took, b := sum.getEnd.Sub(sum.getStart), bound(1200, cfg.workers, cfg.minuteLimit(), cfg.latency)
+		took, b := sum.getEnd.Sub(sum.getStart), bound(600, cfg.workers, cfg.minuteLimit(), cfg.latency)
 		if took < b-cfg.latency || took > b+b*15/100 {
 			t.Errorf("user/get took %s (virtual), want within 15%% over the bound %s", took, b)
 		}

@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wecomkit/wecom/internal/waiting"
 )
 
 // Main runs a package's tests (call it from TestMain) with the Redis servers
@@ -29,25 +30,11 @@ func Main(m *testing.M) int {
 	return mainWith(m.Run, os.Stderr)
 }
 
-// MainWaiting is Main for a package whose parallel tests wait (on servers
-// they kill and restart, on time windows, on child processes) rather than
-// use the CPU: it lets n of them run at once, whatever the CPU count,
-// unless -test.parallel is given.
+// MainWaiting is Main for a package whose parallel tests wait rather than
+// use the CPU: it lets n of them run at once (see package waiting).
 func MainWaiting(m *testing.M, n int) int {
-	waitBound(n)
+	waiting.Bound(n)
 	return Main(m)
-}
-
-// waitBound sets -test.parallel to n unless the command line gives it.
-func waitBound(n int) {
-	if !flag.Parsed() {
-		flag.Parse()
-	}
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(n))
-	}
 }
 
 // mainWith is Main with the test run and the notice's writer as seams.
