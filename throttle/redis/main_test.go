@@ -12,4 +12,4 @@ import (
 // parallel tests at once: they wait on servers, TTLs and windows (under a
 // core of CPU at 16). The conformance suites stay serial inside (their
 // real-time checks are the ones load upsets).
-func TestMain(m *testing.M) { os.Exit(redistest.MainWaiting(m, 32)) }
+func TestMain(m *testing.M) { os.Exit(redistest.MainWaiting(m, 16)) }

@@ -38,12 +38,6 @@ type Harness struct {
 	// load it adds falls on the package's other tests, so leave it off where
 	// those are sensitive to load (a Redis killed under load, say).
 	Parallel bool
-	// Slack is how far before its true grant a lease's Granted may read, by
-	// the backend's own clock, as Expires reads it. A backend that estimates
-	// a server's clock between its answers (the Redis backend's locks, taken
-	// by a plain SET) errs by up to a round trip. Zero means a millisecond,
-	// the rounding of a clock kept in milliseconds.
-	Slack time.Duration
 	// FIFO says the backend serves waiters on one key strictly in arrival
 	// order; the suite then checks it. It requires Synctest, the only way to know
 	// that a waiter has arrived.
@@ -55,7 +49,6 @@ type env struct {
 	b         throttle.Backend
 	u         time.Duration // the time unit: 1s in a bubble, a few ms on real time
 	synthetic bool
-	slack     time.Duration // Harness.Slack, a millisecond at least
 }
 
 // settle lets the goroutines a test started reach their waits.
@@ -125,7 +118,6 @@ func Run(t *testing.T, h Harness) {
 			fn   func(*testing.T, *env)
 		}{"ArrivalOrder", testArrivalOrder})
 	}
-	slack := max(h.Slack, time.Millisecond)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if h.Parallel {
@@ -133,11 +125,11 @@ func Run(t *testing.T, h Harness) {
 			}
 			if h.Synctest {
 				synctest.Test(t, func(t *testing.T) {
-					tc.fn(t, &env{b: h.New(t), u: time.Second, synthetic: true, slack: slack})
+					tc.fn(t, &env{b: h.New(t), u: time.Second, synthetic: true})
 				})
 				return
 			}
-			tc.fn(t, &env{b: h.New(t), u: 10 * time.Millisecond, slack: slack})
+			tc.fn(t, &env{b: h.New(t), u: 10 * time.Millisecond})
 		})
 	}
 }

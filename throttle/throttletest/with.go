@@ -188,7 +188,7 @@ func testWithExtend(t *testing.T, e *env) {
 			limitError(t, err, throttle.ReasonConcurrency)
 			l = mustAcquire(t, wctx, e.b, alone)
 		}
-		if e.grantedBefore(l, s.Expires) {
+		if grantedBefore(l, s.Expires) {
 			t.Errorf("key %q granted at %v, before the extended expiry %v", s.Key, l.Granted, s.Expires)
 		}
 		mustRelease(t, e.b, l)
