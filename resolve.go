@@ -196,9 +196,9 @@ func (t *limitTable) checkShared() error {
 		}
 		caps[r.Group][path] = n
 	}
-	for _, e := range catalog.Endpoints() {
-		for _, r := range e.Rules {
-			note(string(e.ID), r, 0)
+	for path, el := range t.endpoints {
+		for _, r := range el.ep.Rules { // the catalog's: an override may drop one
+			note(path, r, 0)
 		}
 	}
 	for path, el := range t.endpoints {
