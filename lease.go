@@ -27,6 +27,7 @@ func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (
 	reqs = together(reqs)
 	leases := make([]throttle.Lease, 0, len(reqs))
 	var firstAt time.Time
+	began := p.era()
 	for _, r := range reqs {
 		var l throttle.Lease
 		if r.calendar != 0 || (cl.tryMembers && len(r.Members) > 0) {
@@ -43,7 +44,7 @@ func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (
 		}
 		leases = append(leases, l)
 	}
-	if len(leases) > 1 && time.Since(firstAt) >= p.cfg.leaseTTL/4 {
+	if len(leases) > 1 && (time.Since(firstAt) >= p.cfg.leaseTTL/4 || p.era() != began) {
 		lost, err := p.renewEarlier(ctx, leases)
 		if err != nil || lost {
 			p.release(ctx, leases)
@@ -56,9 +57,21 @@ func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (
 	return held{leases: leases, slot: p.granted(cl, slot, leases), stop: p.keepAlive(ctx, leases)}, changes, false, nil
 }
 
+// era is the limiter's era (throttle.Eras), or 0 for one that never loses
+// its state.
+func (p *pipeline) era() uint64 {
+	if e, ok := p.cfg.limiter.(throttle.Eras); ok {
+		return e.Era()
+	}
+	return 0
+}
+
 // renewEarlier renews the slots of every lease but the last after a long
-// wait. lost reports one that expired meanwhile. A lease that holds no slot
-// (a window count, a calendar count) has nothing to renew.
+// wait, or after the limiter may have lost its state meanwhile (its era
+// changed: Redis restarted empty while a later lease waited for it). lost
+// reports one that expired or was forgotten meanwhile: the call starts
+// over. A lease that holds no slot (a window count, a calendar count) has
+// nothing to renew.
 func (p *pipeline) renewEarlier(ctx context.Context, leases []throttle.Lease) (lost bool, err error) {
 	for i := range leases[:len(leases)-1] {
 		if !leases[i].HoldsSlot() {

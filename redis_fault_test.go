@@ -3,6 +3,7 @@ package wecom_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,5 +125,71 @@ func TestAnswerCutsAStuckRenewalShort(t *testing.T) {
 		}
 	default:
 		t.Error("no renewal was under way when WeCom answered")
+	}
+}
+
+// restartBefore is a Redis backend that, before its first acquisition of a
+// key naming egress, runs hook: a Redis restart between a call's two
+// acquisitions.
+type restartBefore struct {
+	*throttleredis.Backend
+	egress string
+	once   sync.Once
+	hook   func()
+}
+
+func (r *restartBefore) Acquire(ctx context.Context, req throttle.Request) (throttle.Lease, error) {
+	if strings.Contains(req.Key, r.egress) {
+		r.once.Do(r.hook)
+	}
+	return r.Backend.Acquire(ctx, req)
+}
+
+// A call holds its API slot, then waits for its egress IP's window while
+// Redis restarts empty, and another process's calls take every slot the new
+// Redis has. The call does not go out on the slot the new Redis forgot: it
+// starts over and waits for one it counts (no 45033). Without the era check
+// it went out at once, a sixth call in flight.
+func TestCallRetakesASlotForgottenInARestart(t *testing.T) {
+	t.Parallel() // a server of its own
+	addr, restart, _ := redistest.StartServer(t)
+	srv := newMock(t, mock.Config{Latency: time.Second})
+	const egress = "203.0.113.7"
+	backend := func() *throttleredis.Backend {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: "wt:forgot:", RetryRedisAfter: 50 * time.Millisecond, OpTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	other := setup(t, on(srv), wecom.WithLimiter(backend()), wecom.WithEgress(egress))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a guard only
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	lim := &restartBefore{Backend: backend(), egress: egress, hook: func() {
+		restart()
+		for range 5 {
+			wg.Go(func() {
+				if _, err := other.Tags.List(ctx); err != nil {
+					t.Errorf("the other process's call: %v", err)
+				}
+			})
+		}
+		for srv.Stats().Calls[string(catalog.TagList)] < 5 && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond) // the other process's 5 calls at WeCom
+		}
+	}}
+	c := setup(t, on(srv), wecom.WithLimiter(lim), wecom.WithEgress(egress))
+	if _, err := c.Tags.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	st := srv.Stats()
+	if n, most := st.Refusals[wecom.CodeConcurrencyLimited], st.MaxInFlight[string(catalog.TagList)]; n != 0 || most > 5 {
+		t.Errorf("WeCom answered 45033 %d times and saw %d calls in flight at most; want none, and 5", n, most)
 	}
 }

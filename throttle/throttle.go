@@ -252,6 +252,17 @@ type Backend interface {
 	Cooldown(ctx context.Context, key string, d time.Duration) error
 }
 
+// Eras is implemented by a Backend that may lose what it counts (its store
+// restarted empty): Era changes whenever that may have happened. A caller
+// that holds one lease while it waits for another compares the era before
+// the first with the era after the last; when it changed, the first may be
+// forgotten, its slot granted to another call, and an Extend of it tells
+// (ErrLeaseNotHeld). The Redis backend implements it; the in-memory one
+// never loses its state.
+type Eras interface {
+	Era() uint64
+}
+
 // Reason says which limit refused an acquisition.
 type Reason int
 

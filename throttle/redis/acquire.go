@@ -74,7 +74,7 @@ func (b *Backend) obtain(ctx context.Context, r throttle.Request, try bool) (thr
 	}
 	switch {
 	case len(r.With) > 0:
-		return throttle.AcquireApart(ctx, b, r, !try, b.era.Load) // a new era: its locks may be forgotten
+		return throttle.AcquireApart(ctx, b, r, !try, b.Era) // a new era: its locks may be forgotten
 	case len(r.Members) > 0 && !try:
 		return b.memberLines.Acquire(ctx, r, true, b.tryMembers)
 	case !try:

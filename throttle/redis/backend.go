@@ -202,6 +202,10 @@ func newBackend(rdb redisConn, opt Options) (*Backend, error) {
 	return b, nil
 }
 
+// Era implements throttle.Eras: it changes whenever Redis may have lost
+// its state (REDIS.md, Eras).
+func (b *Backend) Era() uint64 { return b.era.Load() }
+
 // Close sends the releases it deferred (see later.go) and stops the
 // subscription. Calls after Close fail.
 func (b *Backend) Close() error {
