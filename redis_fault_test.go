@@ -43,13 +43,7 @@ func TestCallsRideOutARedisFault(t *testing.T) {
 			var waiting, done atomic.Int64
 			var clients []*wecom.Client
 			for range 2 { // two processes: a backend each
-				rdb := redis.NewClient(&redis.Options{Addr: addr})
-				t.Cleanup(func() { _ = rdb.Close() })
-				b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: "wt:fault:", RetryRedisAfter: 50 * time.Millisecond, OpTimeout: time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = b.Close() })
+				b := faultBackend(t, addr, "wt:fault:")
 				clients = append(clients, setup(t, on(srv), wecom.WithLimiter(b), wecom.WithStallObserver(func(_ context.Context, _ string, s throttle.Stall) {
 					if s.Reason == throttle.ReasonUnavailable {
 						waiting.Add(1)
@@ -91,6 +85,20 @@ func TestCallsRideOutARedisFault(t *testing.T) {
 			}
 		})
 	}
+}
+
+// faultBackend is a process's Redis backend on the server at addr, quick to
+// notice it gone and back (a probe every 50 ms, round trips bounded by 1 s).
+func faultBackend(t *testing.T, addr, prefix string) *throttleredis.Backend {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix, RetryRedisAfter: 50 * time.Millisecond, OpTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
 
 // stuckExtend is a limiter whose Extend waits, as the Redis backend's does
@@ -155,22 +163,12 @@ func TestCallRetakesASlotForgottenInARestart(t *testing.T) {
 	addr, restart, _ := redistest.StartServer(t)
 	srv := newMock(t, mock.Config{Latency: time.Second})
 	const egress = "203.0.113.7"
-	backend := func() *throttleredis.Backend {
-		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { _ = rdb.Close() })
-		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: "wt:forgot:", RetryRedisAfter: 50 * time.Millisecond, OpTimeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
-		return b
-	}
-	other := setup(t, on(srv), wecom.WithLimiter(backend()), wecom.WithEgress(egress))
+	other := setup(t, on(srv), wecom.WithLimiter(faultBackend(t, addr, "wt:forgot:")), wecom.WithEgress(egress))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a guard only
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	lim := &restartBefore{Backend: backend(), egress: egress, hook: func() {
+	lim := &restartBefore{Backend: faultBackend(t, addr, "wt:forgot:"), egress: egress, hook: func() {
 		restart()
 		for range 5 {
 			wg.Go(func() {
