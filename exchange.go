@@ -60,6 +60,19 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, h
 	if res.err == nil && ctx.Err() != nil { // the caller left before anything was sent
 		res.err = fmt.Errorf("wecom: %s: %w", cl.path, ctx.Err())
 	}
+	if res.err == nil && p.era() != h.era {
+		// The limiter may have lost its state since the call asked for its
+		// first lease (Redis restarted empty while it waited for a later
+		// one, or for its credential): a slot it holds may be another
+		// call's now. Each is renewed, or the call starts over.
+		lost, err := p.renew(ctx, h.leases)
+		if err != nil {
+			res.err = p.limitError(cl.path, 0, err)
+		} else if lost {
+			p.settle(ctx, cl, el, h, delivery{}, a)
+			return tried{retake: true, changes: a.LimitChanges}
+		}
+	}
 	r, gone := p.awaitAnswer(ctx, cl, el, h, res.tok, res.err, a)
 	var cp *credentialPanic
 	if errors.As(res.err, &cp) { // the leases went back: nothing was sent

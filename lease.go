@@ -44,8 +44,8 @@ func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (
 		}
 		leases = append(leases, l)
 	}
-	if len(leases) > 1 && (time.Since(firstAt) >= p.cfg.leaseTTL/4 || p.era() != began) {
-		lost, err := p.renewEarlier(ctx, leases)
+	if len(leases) > 1 && time.Since(firstAt) >= p.cfg.leaseTTL/4 {
+		lost, err := p.renew(ctx, leases[:len(leases)-1])
 		if err != nil || lost {
 			p.release(ctx, leases)
 			if err != nil {
@@ -54,7 +54,7 @@ func (p *pipeline) acquire(ctx context.Context, cl *call, reqs []leaseRequest) (
 			return held{}, changes, lost, err
 		}
 	}
-	return held{leases: leases, slot: p.granted(cl, slot, leases), stop: p.keepAlive(ctx, leases)}, changes, false, nil
+	return held{leases: leases, slot: p.granted(cl, slot, leases), stop: p.keepAlive(ctx, leases), era: began}, changes, false, nil
 }
 
 // era is the limiter's era (throttle.Eras), or 0 for one that never loses
@@ -66,14 +66,13 @@ func (p *pipeline) era() uint64 {
 	return 0
 }
 
-// renewEarlier renews the slots of every lease but the last after a long
-// wait, or after the limiter may have lost its state meanwhile (its era
-// changed: Redis restarted empty while a later lease waited for it). lost
-// reports one that expired or was forgotten meanwhile: the call starts
-// over. A lease that holds no slot (a window count, a calendar count) has
-// nothing to renew.
-func (p *pipeline) renewEarlier(ctx context.Context, leases []throttle.Lease) (lost bool, err error) {
-	for i := range leases[:len(leases)-1] {
+// renew renews the slots of leases: those taken before a long wait for
+// another, or all of a call's when the limiter may have lost its state
+// since it asked for them (exchange). lost reports one that expired or was
+// forgotten meanwhile: the call starts over. A lease that holds no slot (a
+// window count, a calendar count) has nothing to renew.
+func (p *pipeline) renew(ctx context.Context, leases []throttle.Lease) (lost bool, err error) {
+	for i := range leases {
 		if !leases[i].HoldsSlot() {
 			continue
 		}
@@ -244,6 +243,7 @@ type held struct {
 	leases []throttle.Lease
 	slot   apiSlot
 	stop   func()
+	era    uint64 // the limiter's era before the first lease was asked for
 }
 
 // apiSlot is the calls-in-flight cap of its API an attempt asks or was

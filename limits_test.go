@@ -440,9 +440,9 @@ func TestPerMemberRule(t *testing.T) {
 	}
 }
 
-// TestRenewSkipsLeasesWithoutSlot: after a long wait only the slots taken
-// earlier are renewed; a lease that counts a window and holds no slot is not
-// "lost" (which would make the call start over, and count again, forever).
+// TestRenewSkipsLeasesWithoutSlot: renew renews slots only; a lease that
+// counts a window and holds no slot is not "lost" (which would make the
+// call start over, and count again, forever).
 func TestRenewSkipsLeasesWithoutSlot(t *testing.T) {
 	t.Parallel()
 	c := setup(t).c
@@ -460,9 +460,9 @@ func TestRenewSkipsLeasesWithoutSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := []throttle.Lease{window, slot, last}
-	lost, err := c.p.renewEarlier(ctx, leases)
+	lost, err := c.p.renew(ctx, leases)
 	if lost || err != nil {
-		t.Fatalf("renewEarlier = lost %t, %v; want the slot renewed and nothing lost", lost, err)
+		t.Fatalf("renew = lost %t, %v; want the slot renewed and nothing lost", lost, err)
 	}
 	if leases[1].Expires.Before(slot.Expires) {
 		t.Errorf("the slot's expiry went back: %s -> %s", slot.Expires, leases[1].Expires)

@@ -137,57 +137,74 @@ func TestAnswerCutsAStuckRenewalShort(t *testing.T) {
 }
 
 // restartBefore is a Redis backend that, before its first acquisition of a
-// key naming egress, runs hook: a Redis restart between a call's two
-// acquisitions.
+// key holding match, runs hook: a Redis restart while a call holds its API
+// slot.
 type restartBefore struct {
 	*throttleredis.Backend
-	egress string
-	once   sync.Once
-	hook   func()
+	match string
+	once  sync.Once
+	hook  func()
 }
 
 func (r *restartBefore) Acquire(ctx context.Context, req throttle.Request) (throttle.Lease, error) {
-	if strings.Contains(req.Key, r.egress) {
+	if strings.Contains(req.Key, r.match) {
 		r.once.Do(r.hook)
 	}
 	return r.Backend.Acquire(ctx, req)
 }
 
-// A call holds its API slot, then waits for its egress IP's window while
+// A call holds its API slot, then waits for another lease (its egress IP's
+// window; its access token's fetch, which takes the fetch's lock) while
 // Redis restarts empty, and another process's calls take every slot the new
 // Redis has. The call does not go out on the slot the new Redis forgot: it
 // starts over and waits for one it counts (no 45033). Without the era check
 // it went out at once, a sixth call in flight.
 func TestCallRetakesASlotForgottenInARestart(t *testing.T) {
-	t.Parallel() // a server of its own
-	addr, restart, _ := redistest.StartServer(t)
-	srv := newMock(t, mock.Config{Latency: time.Second})
+	t.Parallel()
 	const egress = "203.0.113.7"
-	other := setup(t, on(srv), wecom.WithLimiter(faultBackend(t, addr, "wt:forgot:")), wecom.WithEgress(egress))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a guard only
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	lim := &restartBefore{Backend: faultBackend(t, addr, "wt:forgot:"), egress: egress, hook: func() {
-		restart()
-		for range 5 {
-			wg.Go(func() {
-				if _, err := other.Tags.List(ctx); err != nil {
-					t.Errorf("the other process's call: %v", err)
+	for _, tc := range []struct {
+		name, match string
+		opts        []wecom.Option
+	}{
+		{"egress window", egress, []wecom.Option{wecom.WithEgress(egress)}},
+		{"token fetch", catalog.GetToken.Path(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a server of its own
+			addr, restart, _ := redistest.StartServer(t)
+			srv := newMock(t, mock.Config{Latency: time.Second})
+			other := setup(t, append([]wecom.Option{on(srv), wecom.WithLimiter(faultBackend(t, addr, "wt:forgot:"))}, tc.opts...)...)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a guard only
+			defer cancel()
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			var ran atomic.Bool
+			lim := &restartBefore{Backend: faultBackend(t, addr, "wt:forgot:"), match: tc.match, hook: func() {
+				ran.Store(true)
+				restart()
+				for range 5 {
+					wg.Go(func() {
+						if _, err := other.Tags.List(ctx); err != nil {
+							t.Errorf("the other process's call: %v", err)
+						}
+					})
 				}
-			})
-		}
-		for srv.Stats().Calls[string(catalog.TagList)] < 5 && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond) // the other process's 5 calls at WeCom
-		}
-	}}
-	c := setup(t, on(srv), wecom.WithLimiter(lim), wecom.WithEgress(egress))
-	if _, err := c.Tags.List(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	st := srv.Stats()
-	if n, most := st.Refusals[wecom.CodeConcurrencyLimited], st.MaxInFlight[string(catalog.TagList)]; n != 0 || most > 5 {
-		t.Errorf("WeCom answered 45033 %d times and saw %d calls in flight at most; want none, and 5", n, most)
+				for srv.Stats().Calls[string(catalog.TagList)] < 5 && ctx.Err() == nil {
+					time.Sleep(5 * time.Millisecond) // the other process's 5 calls at WeCom
+				}
+			}}
+			c := setup(t, append([]wecom.Option{on(srv), wecom.WithLimiter(lim)}, tc.opts...)...)
+			if _, err := c.Tags.List(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			if !ran.Load() {
+				t.Fatalf("no acquisition of a key holding %q: Redis was not restarted", tc.match)
+			}
+			st := srv.Stats()
+			if n, most := st.Refusals[wecom.CodeConcurrencyLimited], st.MaxInFlight[string(catalog.TagList)]; n != 0 || most > 5 {
+				t.Errorf("WeCom answered 45033 %d times and saw %d calls in flight at most; want none, and 5", n, most)
+			}
+		})
 	}
 }

@@ -254,9 +254,10 @@ type Backend interface {
 
 // Eras is implemented by a Backend that may lose what it counts (its store
 // restarted empty): Era changes whenever that may have happened. A caller
-// that holds one lease while it waits for another compares the era before
-// the first with the era after the last; when it changed, the first may be
-// forgotten, its slot granted to another call, and an Extend of it tells
+// that holds a lease while it waits for something else (another lease, a
+// credential) compares the era before it asked with the era when it is
+// about to use the lease; when it changed, the lease may be forgotten, its
+// slot granted to another call, and an Extend of it tells
 // (ErrLeaseNotHeld). The Redis backend implements it; the in-memory one
 // never loses its state.
 type Eras interface {
