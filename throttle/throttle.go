@@ -33,7 +33,10 @@
 // [AcquireApart], [ReleaseEach] and [ExtendAll] for With slots; [Stalled]
 // and [Told] to tell a request's [Request.OnStall] of its waits; and
 // [Request.Merged] and [Request.Units] to read a request as the backends
-// do. The conformance suite in throttletest checks the result.
+// do. The conformance suite in throttletest checks the result. A backend
+// whose store may lose its state (restarted empty) implements [Eras], so
+// that a caller holding one of its leases while it waits for something
+// else learns that the lease may be forgotten.
 package throttle
 
 import (
