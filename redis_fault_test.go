@@ -42,9 +42,10 @@ func TestCallsRideOutARedisFault(t *testing.T) {
 			srv := newMock(t, mock.Config{Latency: 5 * time.Millisecond})
 			var waiting, done atomic.Int64
 			var clients []*wecom.Client
-			for range 2 { // two processes: a backend each
+			var sent sentCalls
+			for i := range 2 { // two processes: a backend each
 				b := faultBackend(t, addr, "wt:fault:")
-				clients = append(clients, setup(t, on(srv), wecom.WithLimiter(b), wecom.WithStallObserver(func(_ context.Context, _ string, s throttle.Stall) {
+				clients = append(clients, setup(t, on(srv), wecom.WithLimiter(b), wecom.WithObserver(sent.observer(i)), wecom.WithStallObserver(func(_ context.Context, _ string, s throttle.Stall) {
 					if s.Reason == throttle.ReasonUnavailable {
 						waiting.Add(1)
 					}
@@ -69,12 +70,14 @@ func TestCallsRideOutARedisFault(t *testing.T) {
 			for done.Load() < workers*each/4 && ctx.Err() == nil {
 				time.Sleep(10 * time.Millisecond)
 			}
+			faultAt := time.Now()
 			end := fault()
 			for waiting.Load() == 0 && ctx.Err() == nil {
 				time.Sleep(10 * time.Millisecond)
 			}
 			time.Sleep(2 * time.Second) // Redis away a while longer
 			end()
+			backAt := time.Now()
 			wg.Wait()
 			st := srv.Stats()
 			if n := done.Load(); n != workers*each {
@@ -82,8 +85,57 @@ func TestCallsRideOutARedisFault(t *testing.T) {
 			}
 			if n, most := st.Refusals[wecom.CodeConcurrencyLimited], st.MaxInFlight[string(catalog.TagList)]; n != 0 || most > 5 {
 				t.Errorf("WeCom answered 45033 %d times and saw %d calls in flight at most; want none, and 5", n, most)
+				sent.logRefused(t, faultAt, backAt)
 			}
 		})
+	}
+}
+
+// sentCalls records when each tag/list call of a test's clients was at
+// WeCom, for a failure to show which calls a 45033 overlapped.
+type sentCalls struct {
+	mu    sync.Mutex
+	calls []sentCall
+}
+
+type sentCall struct {
+	client     int
+	start, end time.Time
+	leaseWait  time.Duration
+	code       int
+}
+
+// observer records the calls of client i.
+func (s *sentCalls) observer(i int) wecom.Observer {
+	return func(_ context.Context, a wecom.Attempt) {
+		if a.Path != string(catalog.TagList) || a.Duration == 0 {
+			return
+		}
+		now := time.Now()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.calls = append(s.calls, sentCall{i, now.Add(-a.Duration), now, a.LeaseWait, a.ErrCode})
+	}
+}
+
+// logRefused logs each call WeCom refused with 45033 and the calls at WeCom
+// when it arrived, their times from Redis's fault (faultAt) and return
+// (backAt).
+func (s *sentCalls) logRefused(t *testing.T, faultAt, backAt time.Time) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.Logf("Redis faulted at 0, back at %s", backAt.Sub(faultAt))
+	for _, r := range s.calls {
+		if r.code != wecom.CodeConcurrencyLimited {
+			continue
+		}
+		t.Logf("45033 to client %d: sent at %s after a lease wait of %s; at WeCom then:", r.client, r.start.Sub(faultAt), r.leaseWait)
+		for _, o := range s.calls {
+			if o != r && !o.start.After(r.start) && o.end.After(r.start) {
+				t.Logf("  client %d, sent at %s after a lease wait of %s, answered at %s", o.client, o.start.Sub(faultAt), o.leaseWait, o.end.Sub(faultAt))
+			}
+		}
 	}
 }
 
