@@ -188,38 +188,51 @@ func TestAnswerCutsAStuckRenewalShort(t *testing.T) {
 	}
 }
 
-// restartBefore is a Redis backend that, before its first acquisition of a
-// key holding match, runs hook: a Redis restart while a call holds its API
-// slot.
-type restartBefore struct {
+// restartAround is a Redis backend that runs hook, once, around its first
+// acquisition of a key holding match: before it (after: false), or after it
+// was granted (after: true). The hook restarts Redis while a call holds its
+// API slot.
+type restartAround struct {
 	*throttleredis.Backend
 	match string
+	after bool
 	once  sync.Once
 	hook  func()
 }
 
-func (r *restartBefore) Acquire(ctx context.Context, req throttle.Request) (throttle.Lease, error) {
-	if strings.Contains(req.Key, r.match) {
+func (r *restartAround) Acquire(ctx context.Context, req throttle.Request) (throttle.Lease, error) {
+	if !strings.Contains(req.Key, r.match) {
+		return r.Backend.Acquire(ctx, req)
+	}
+	if !r.after {
 		r.once.Do(r.hook)
 	}
-	return r.Backend.Acquire(ctx, req)
+	l, err := r.Backend.Acquire(ctx, req)
+	if r.after && err == nil {
+		r.once.Do(r.hook)
+	}
+	return l, err
 }
 
-// A call holds its API slot, then waits for another lease (its egress IP's
-// window; its access token's fetch, which takes the fetch's lock) while
-// Redis restarts empty, and another process's calls take every slot the new
-// Redis has. The call does not go out on the slot the new Redis forgot: it
-// starts over and waits for one it counts (no 45033). Without the era check
-// it went out at once, a sixth call in flight.
+// A call holds its API slot while Redis restarts empty, and another
+// process's calls take every slot the new Redis has: the call waits for
+// another lease (its egress IP's window; its access token's fetch, which
+// takes the fetch's lock), or is held up between its grant and its send
+// (as a caller descheduled on a saturated machine). The call does not go
+// out on the slot the new Redis forgot: it starts over and waits for one it
+// counts (no 45033). Without the era check it went out at once, a sixth
+// call in flight.
 func TestCallRetakesASlotForgottenInARestart(t *testing.T) {
 	t.Parallel()
 	const egress = "203.0.113.7"
 	for _, tc := range []struct {
 		name, match string
+		after       bool
 		opts        []wecom.Option
 	}{
-		{"egress window", egress, []wecom.Option{wecom.WithEgress(egress)}},
-		{"token fetch", catalog.GetToken.Path(), nil},
+		{"egress window", egress, false, []wecom.Option{wecom.WithEgress(egress)}},
+		{"token fetch", catalog.GetToken.Path(), false, nil},
+		{"after the grant", string(catalog.TagList), true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // a server of its own
@@ -231,7 +244,7 @@ func TestCallRetakesASlotForgottenInARestart(t *testing.T) {
 			var wg sync.WaitGroup
 			defer wg.Wait()
 			var ran atomic.Bool
-			lim := &restartBefore{Backend: faultBackend(t, addr, "wt:forgot:"), match: tc.match, hook: func() {
+			lim := &restartAround{Backend: faultBackend(t, addr, "wt:forgot:"), match: tc.match, after: tc.after, hook: func() {
 				ran.Store(true)
 				restart()
 				for range 5 {
