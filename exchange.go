@@ -63,8 +63,9 @@ func (p *pipeline) exchange(ctx context.Context, cl *call, el *endpointLimits, h
 	if res.err == nil && p.era() != h.era {
 		// The limiter may have lost its state since the call asked for its
 		// first lease (Redis restarted empty while it waited for a later
-		// one, or for its credential): a slot it holds may be another
-		// call's now. Each is renewed, or the call starts over.
+		// one or for its credential, or while it was held up): a slot it
+		// holds may be another call's now. Each is renewed, or the call
+		// starts over.
 		lost, err := p.renew(ctx, h.leases)
 		if err != nil {
 			res.err = p.limitError(cl.path, 0, err)
