@@ -200,8 +200,6 @@ func (t *limitTable) checkShared() error {
 		for _, r := range el.ep.Rules { // the catalog's: an override may drop one
 			note(path, r, 0)
 		}
-	}
-	for path, el := range t.endpoints {
 		for _, r := range el.rules {
 			note(path, r, r.InFlight+r.Limit)
 		}

@@ -171,9 +171,10 @@ func (in *Installations) Credentials(ctx context.Context, app App) (Credentials,
 // returns the Authorization, to the end even if ctx ends meanwhile (within
 // a minute): the code is spent once, and WeCom hangs up after 1 s.
 // cancel_auth drops the corp from the registry, its tokens from the token
-// store (Registry.Drop), then its permanent code from the store; change_auth changes nothing kept. Another process's
-// registry forgets a cancelled corp once idle; its calls meanwhile fail
-// with ErrBadCredentials, as WeCom refuses the corp's token and then its
+// store (Registry.Drop), then its permanent code from the store;
+// change_auth changes nothing kept. Another process's registry forgets a
+// cancelled corp once idle; its calls meanwhile fail with
+// ErrBadCredentials, as WeCom refuses the corp's token and then its
 // permanent code (get_corp_token is asked once a
 // WithBadCredentialsBackoff). A callback of another suite or InfoType is a
 // *ValidationError.
