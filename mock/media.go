@@ -3,7 +3,6 @@ package mock
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -120,7 +119,10 @@ func readMedia(in *input, limit int) (name string, data []byte, _ *apiError) {
 		if p.FormName() != "media" || p.FileName() == "" {
 			continue
 		}
-		data, err := io.ReadAll(p)
+		// The file is at most the body: one buffer of that size holds it.
+		b := bytes.NewBuffer(make([]byte, 0, len(in.body)+bytes.MinRead))
+		_, err = b.ReadFrom(p)
+		data := b.Bytes()
 		switch {
 		case err != nil || len(data) == 0:
 			return "", nil, errf(catalog.CodeEmptyMedia, "empty media data")
