@@ -190,6 +190,7 @@ func TestRedisHandOverYieldsToProcess(t *testing.T) {
 	}
 	bw := acquireAsync(ctx, b, r) // b waits first
 	headRefused(t, b, r.Key)
+	afterArrival(t, a, r.Key, b.proc)
 	aw := acquireAsync(ctx, a, r)
 	headRefused(t, a, r.Key)
 	if got, want := waitingProcs(t, a, r.Key), []string{b.proc, a.proc}; !slices.Equal(got, want) {

@@ -224,6 +224,28 @@ func headRefused(t *testing.T, b *Backend, key string) {
 	t.Fatalf("the head of %q was never refused", key)
 }
 
+// afterArrival returns once Redis's clock has passed the millisecond proc
+// was queued on key in: a process queued in the same millisecond would
+// rank by its id, not after proc (arrivals are counted in milliseconds).
+func afterArrival(t *testing.T, b *Backend, key, proc string) {
+	t.Helper()
+	ctx := context.Background()
+	arrived, err := client(b).ZScore(ctx, b.names(key, nil).waiting, proc).Result()
+	if err != nil {
+		t.Fatalf("%s's arrival on %q: %v", proc, key, err)
+	}
+	for {
+		now, err := client(b).Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if float64(now.UnixMilli()) > arrived {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
 type acquired struct {
 	l   throttle.Lease
 	err error
