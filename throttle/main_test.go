@@ -23,3 +23,15 @@ func TestWaitingBound(t *testing.T) {
 		t.Errorf("-test.parallel = %s, want 16", got)
 	}
 }
+
+// TestMain spared this binary the race runtime's sleep at exit: where
+// SkipExitSleep can, GORACE sets atexit_sleep_ms (to 0, unless the caller
+// gave it).
+func TestExitSleepSkipped(t *testing.T) {
+	if !waiting.SkipsExitSleep {
+		t.Skip("built without -race, or not on Unix: nothing to skip")
+	}
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		t.Errorf("GORACE = %q, want atexit_sleep_ms set", g)
+	}
+}

@@ -67,10 +67,9 @@ func start(t *testing.T, args ...string) *child {
 		t.Fatal(err)
 	}
 	c := &child{cmd: exec.Command(exe, "-test.run=^$"), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
-	// A copy under -race would sleep a second at exit, waiting for
-	// reports; it reports a race as it finds one, and exits 66 for it.
-	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	c.cmd.Env = append(os.Environ(), childEnv+"="+string(arg), "GORACE="+gorace)
+	// The copies inherit GORACE, which TestMain set so that a copy under
+	// -race does not sleep a second at exit (waiting.SkipExitSleep).
+	c.cmd.Env = append(os.Environ(), childEnv+"="+string(arg))
 	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)

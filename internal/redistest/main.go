@@ -25,8 +25,11 @@ import (
 // loopback ports (no persistence), sets the variables for the tests, and
 // stops the servers when the tests end. Without redis-server on PATH nothing
 // is started and the Redis tests skip (or fail in CI); Main says so on one
-// line of stderr, even without -v. It returns m.Run's exit code.
+// line of stderr, even without -v. Before anything, it spares a binary
+// built with -race the race runtime's sleep at exit (waiting.SkipExitSleep).
+// It returns m.Run's exit code.
 func Main(m *testing.M) int {
+	waiting.SkipExitSleep()
 	return mainWith(m.Run, os.Stderr)
 }
 

@@ -1,0 +1,10 @@
+package callback_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/wecomkit/wecom/internal/waiting"
+)
+
+func TestMain(m *testing.M) { os.Exit(waiting.Run(m)) }
