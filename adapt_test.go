@@ -129,6 +129,7 @@ func TestLimitLearnedFromWeCom(t *testing.T) {
 // another process sharing the Redis limiter, which never sends a call over
 // the learned limit, and which the observer tells.
 func TestLimitLearnedFleetWide(t *testing.T) {
+	t.Parallel() // a mock, and a key prefix, of its own
 	rdb := redistest.Single(t)
 	prefix := redistest.Prefix(t, rdb)
 	srv := newMock(t, mock.Config{Concurrency: 2, Latency: 3 * time.Millisecond})

@@ -23,6 +23,7 @@ import (
 // member gets exactly 30, the mock drops none, and the two sends over the
 // window fail before leaving, naming all 1,000 members.
 func TestMessagesAcrossProcesses(t *testing.T) {
+	t.Parallel() // a mock, and a key prefix, of its own
 	srv := newMock(t, mock.Config{})
 	base := started(t, srv)
 	members := make([]string, wecom.MaxMessageUsers)

@@ -98,6 +98,7 @@ func TestMessageCallerGaveUp(t *testing.T) {
 // lost attempt filled the member's window is delivered once, however long
 // the window or short the check.
 func TestMessageRetryWithinCheck(t *testing.T) {
+	t.Parallel() // virtual time, a mock of its own
 	for _, tc := range []struct {
 		name     string
 		prior    int
