@@ -127,45 +127,45 @@ func fillRestartWindow(t *testing.T, take func(*throttleredis.Backend) error, de
 
 // takeAfterRestart has the live processes and, once they have all answered,
 // the late one take until stop, each trying every 5 ms: some 600 tries a
-// period against the 30 grants it allows, so the window stays full.
+// period against the 30 grants it allows, so the window stays full. A
+// process whose own probe has not yet seen Redis answer is refused at once
+// with ErrUnavailable, the live ones and the late one alike; the late one
+// must reach Redis before stop.
 func takeAfterRestart(t *testing.T, take func(*throttleredis.Backend) error, alive []*throttleredis.Backend, late *throttleredis.Backend, stop time.Time) {
 	t.Helper()
+	// takeUntil has b take until stop, calls reached at its first answer
+	// from Redis, and reports whether one came.
+	takeUntil := func(b *throttleredis.Backend, reached func()) bool {
+		answered := false
+		for time.Now().Before(stop) {
+			err := take(b)
+			if err != nil && !errors.Is(err, throttle.ErrLimited) && !errors.Is(err, throttle.ErrUnavailable) {
+				t.Error(err)
+				return answered
+			}
+			if !answered && !errors.Is(err, throttle.ErrUnavailable) {
+				answered = true
+				reached()
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return answered
+	}
 	var wg sync.WaitGroup
 	answered := make(chan struct{}, len(alive))
 	for _, b := range alive {
 		wg.Go(func() {
-			first := true
-			for time.Now().Before(stop) {
-				err := take(b)
-				if err != nil && !errors.Is(err, throttle.ErrLimited) && !errors.Is(err, throttle.ErrUnavailable) {
-					t.Error(err)
-					return
-				}
-				if first && !errors.Is(err, throttle.ErrUnavailable) {
-					first = false
-					answered <- struct{}{}
-				}
-				time.Sleep(5 * time.Millisecond)
+			if !takeUntil(b, func() { answered <- struct{}{} }) {
+				t.Error("a live process never reached Redis after the restart")
+				answered <- struct{}{} // the late one need not wait for it
 			}
 		})
 	}
 	for range alive {
 		<-answered
 	}
-	// The late process's own probe may not have seen Redis answer yet: until
-	// it has, it is refused at once with ErrUnavailable, as the others were.
 	lateAnswered := false
-	wg.Go(func() {
-		for time.Now().Before(stop) {
-			err := take(late)
-			if err != nil && !errors.Is(err, throttle.ErrLimited) && !errors.Is(err, throttle.ErrUnavailable) {
-				t.Error(err)
-				return
-			}
-			lateAnswered = lateAnswered || !errors.Is(err, throttle.ErrUnavailable)
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
+	wg.Go(func() { lateAnswered = takeUntil(late, func() {}) })
 	wg.Wait()
 	if !lateAnswered {
 		t.Error("the late process never reached Redis after the restart")
