@@ -84,6 +84,9 @@
 // served from it: WithEgress names the IP the fleet sends from, and the
 // per-IP windows (WithIPLimits for a third-party app's) then hold across
 // the corps of the process, and of every process sharing the limiter.
+// When a second corp is answered 45009 on the same IP and API within the
+// first one's block, WeCom blocked the IP, not a corp: the API cools for
+// every corp sent from it.
 //
 // A service provider's suite serves its authorizing corps through
 // Installations (NewInstallations): Installations.Handle takes the suite's

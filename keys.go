@@ -71,7 +71,7 @@ func (p *pipeline) requests(cl *call, el *endpointLimits, now time.Time) []lease
 		if r.Weighted {
 			q.Weight = max(cl.weight, 1)
 		}
-		q.WaitCooldown = key == cool && p.cfg.waitOnRateLimit
+		q.WaitCooldown = (key == cool || r.Scope == catalog.ScopeIP) && p.cfg.waitOnRateLimit
 	}
 	if !slices.ContainsFunc(reqs, func(q leaseRequest) bool { return q.Key == cool }) && cool == p.apiKey(cl.path) {
 		// No rule counts the call on its API's key (auth/getuserinfo, which
@@ -101,6 +101,17 @@ func (p *pipeline) coolKey(cl *call, el *endpointLimits) string {
 		}
 	}
 	return p.apiKey(cl.path)
+}
+
+// ipKey is the key of cl's per-IP window, "" when it counts in none (no
+// egress declared, or an endpoint without one).
+func (p *pipeline) ipKey(cl *call, el *endpointLimits) string {
+	for _, r := range el.rules {
+		if r.Scope == catalog.ScopeIP {
+			return p.ruleKey(cl, r, time.Time{})
+		}
+	}
+	return ""
 }
 
 // together folds the call's slot-only requests (a customer's lock, say)

@@ -183,3 +183,142 @@ func TestInstallationsThirdPartyIPLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestIPBlockCoolsTheIP: WeCom's 45009 does not say whether the corp's
+// window or the egress IP's was exceeded. With the IP's exceeded by
+// senders the fleet does not count (the mock's window is 3 a minute, the
+// client's WeCom's), the first corp refused cools its own key; a second
+// corp refused on the same IP and API shows the IP blocked, and its key
+// cools too: the other corps' calls of the API, in every process sharing
+// the limiter, stop before they are sent, and another API goes on.
+func TestIPBlockCoolsTheIP(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		processes int
+	}{{"Memory", 1}, {"RedisTwoProcesses", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newCorpFleet(t, 12, mock.Config{IPWindows: []mock.Window{{Limit: 3, Period: time.Minute}}})
+			rs := make([]*Registry, tc.processes)
+			if tc.processes == 1 {
+				rs[0] = f.registry(t, nil, WithClientOptions(WithEgress(testEgress)))
+			} else {
+				rdb := redistest.Single(t)
+				prefix := redistest.Prefix(t, rdb)
+				for i := range rs {
+					b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = b.Close() })
+					rs[i] = f.registry(t, nil, WithClientOptions(WithLimiter(b), WithEgress(testEgress)))
+				}
+			}
+			process := func(i int) *Registry { return rs[i%len(rs)] }
+			for i, app := range f.apps[:3] {
+				if err := listOnce(t, process(i), app); err != nil {
+					t.Fatalf("%s: %v", app, err)
+				}
+			}
+			for i, app := range f.apps[3:5] {
+				var ae *APIError
+				if err := listOnce(t, process(i), app); !errors.As(err, &ae) || ae.Code != CodeFrequencyLimited {
+					t.Fatalf("%s past the mock's per-IP window: %v, want errcode 45009", app, err)
+				}
+			}
+			// The process that saw the second refusal refuses at once.
+			// Another learns of the cooldown from Redis's notice, and until
+			// it arrives may still start a call from its block of the
+			// window's units (a block spans 2 s at most): each such call's
+			// corp is refused 45009 and cools, and the next corp tries.
+			cooling, late := process(1), 0
+			wantIPCooldown(t, "a third corp after two refused", listOnce(t, cooling, f.apps[5]))
+			for _, r := range rs {
+				if r == cooling {
+					continue
+				}
+				for ; ; late++ {
+					err := listOnce(t, r, f.apps[6+late])
+					var ae *APIError
+					if !errors.As(err, &ae) || ae.Code != CodeFrequencyLimited || 6+late == len(f.apps)-1 {
+						wantIPCooldown(t, "a corp in another process", err)
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+			}
+			t.Logf("%d calls sent before the notice", late)
+			st := f.srv.Stats()
+			if n := st.Refusals[CodeFrequencyLimited]; n != 2+late {
+				t.Errorf("the mock answered 45009 %d times, want 2 (and %d sent before the notice)", n, late)
+			}
+			if n := st.Calls[catalog.TagList.Path()]; n != 5+late {
+				t.Errorf("the mock saw %d calls of tag/list, want 5 (and %d sent before the notice)", n, late)
+			}
+			if _, err := client(t, process(0), f.apps[5]).Tags.Create(context.Background(), TagCreateRequest{Name: "x"}); err != nil {
+				t.Errorf("another API: %v", err)
+			}
+		})
+	}
+}
+
+// wantIPCooldown fails unless err is the limiter's refusal of tag/list
+// while the egress IP's key cools down.
+func wantIPCooldown(t *testing.T, what string, err error) {
+	t.Helper()
+	wantIPRefusal(t, what, err)
+	var le *throttle.LimitError
+	if errors.As(err, &le) && le.Reason != throttle.ReasonCooldown {
+		t.Errorf("%s: refused for %s, want a cooldown", what, le.Reason)
+	}
+}
+
+// TestIPBlockedOnlyBySecondCorp: the refusals of one corp, however many
+// and from however many processes, leave the IP open; a second corp's
+// shows it blocked, once per block, and a block's marks end with it.
+func TestIPBlockedOnlyBySecondCorp(t *testing.T) {
+	t.Parallel()
+	const ipKey = "ip:" + testEgress + "/cgi-bin/tag/list"
+	for _, tc := range []struct {
+		name    string
+		limiter func(t *testing.T) throttle.Backend
+	}{
+		{"Memory", func(*testing.T) throttle.Backend { return throttle.NewMemory() }},
+		{"Redis", func(t *testing.T) throttle.Backend {
+			rdb := redistest.Single(t)
+			b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: redistest.Prefix(t, rdb)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Close() })
+			return b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lim := tc.limiter(t)
+			corp := func(id string) *pipeline {
+				c, err := New(id, testSecret, WithLimiter(lim), WithEgress(testEgress))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c.p
+			}
+			a, b := corp("wwcorpa"), corp("wwcorpb")
+			const block = 300 * time.Millisecond
+			for i, step := range []struct {
+				p    *pipeline
+				want bool
+			}{{a, false}, {a, false}, {corp("wwcorpa"), false}, {b, true}, {b, false}, {corp("wwcorpc"), true}} {
+				if got := step.p.ipBlocked(t.Context(), ipKey, block); got != step.want {
+					t.Errorf("refusal %d (%s): IP blocked %v, want %v", i, step.p.cfg.corpID, got, step.want)
+				}
+			}
+			time.Sleep(block + 100*time.Millisecond)
+			if b.ipBlocked(t.Context(), ipKey, block) {
+				t.Error("the first refusal after the block ended: IP blocked, want the corp's")
+			}
+		})
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/wecomkit/wecom/throttle"
 )
 
 // delivery is what became of an attempt's request, as settle needs it.
@@ -40,8 +42,9 @@ func (p *pipeline) settle(ctx context.Context, cl *call, el *endpointLimits, h h
 		if ae.Code == CodeFrequencyLimited {
 			// Before the leases go back: nobody starts on this API until the block ends.
 			block := p.block(cl.path, el, p.cfg.now())
-			if err := p.cfg.limiter.Cooldown(bg, p.coolKey(cl, el), block); err != nil {
-				p.cfg.logger.LogAttrs(ctx, slog.LevelError, "wecom: could not record cooldown", slog.String("path", cl.path), slog.String("error", err.Error()))
+			p.cool(bg, cl.path, p.coolKey(cl, el), block)
+			if ip := p.ipKey(cl, el); ip != "" && p.ipBlocked(bg, ip, block) {
+				p.cool(bg, cl.path, ip, block)
 			}
 			a.Err = &RateLimitError{Path: cl.path, RetryAfter: block, Err: ae}
 		}
@@ -52,6 +55,39 @@ func (p *pipeline) settle(ctx context.Context, cl *call, el *endpointLimits, h h
 		p.release(ctx, h.leases)
 	}
 	return a
+}
+
+// cool keeps every call of key's away for d, fleet-wide.
+func (p *pipeline) cool(ctx context.Context, path, key string, d time.Duration) {
+	if err := p.cfg.limiter.Cooldown(ctx, key, d); err != nil {
+		p.cfg.logger.LogAttrs(ctx, slog.LevelError, "wecom: could not record cooldown", slog.String("path", path), slog.String("error", err.Error()))
+	}
+}
+
+// ipBlocked reports whether a 45009 to a call sent from the fleet's egress
+// (its per-IP window on ipKey) shows that WeCom blocked the IP for the API,
+// every corp sent from it, rather than the call's corp. The answer does not
+// say which window was exceeded: a first corp refused is taken as its own
+// (its key cools), and a second corp refused on the same IP and API within
+// the first's block shows it was the IP's. Each refusal marks the block so
+// for the fleet, with a lock held for the block (never released): one per
+// corp, so that the calls of a corp refused together count once, and one
+// for the IP and API, which the first corp takes and the second finds
+// held. When the limiter cannot tell, the refusal stays the corp's.
+func (p *pipeline) ipBlocked(ctx context.Context, ipKey string, block time.Duration) bool {
+	mark := func(key string) bool {
+		_, err := p.cfg.limiter.TryAcquire(ctx, throttle.Request{Key: key + "~45009", Concurrency: 1, TTL: block})
+		return err == nil
+	}
+	if !mark(p.corpTag() + ipKey) {
+		return false // this corp's refusal in this block already counted
+	}
+	if mark(ipKey) {
+		return false // the first corp refused in this block
+	}
+	p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: a second corp refused 45009 from one egress: WeCom blocked the IP for the API",
+		slog.String("key", ipKey), slog.Duration("block", block))
+	return true
 }
 
 // block returns how long an API is left alone after a 45009 at now. WeCom
