@@ -322,3 +322,33 @@ func TestIPBlockedOnlyBySecondCorp(t *testing.T) {
 		})
 	}
 }
+
+// TestIPCooldownWaitedOut: a call whose context allows waits out the
+// egress IP's cooldown as it waits out its corp's (WithWaitOnRateLimit),
+// and is sent once the block has ended.
+func TestIPCooldownWaitedOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newCorpFleet(t, 4, mock.Config{IPWindows: []mock.Window{{Limit: 1, Period: time.Minute}}})
+		r := f.registry(t, nil, WithClientOptions(WithEgress(testEgress), WithWaitOnRateLimit(true)))
+		if err := listOnce(t, r, f.apps[0]); err != nil {
+			t.Fatal(err)
+		}
+		for _, app := range f.apps[1:3] {
+			if err := listOnce(t, r, app); errcodeOf(err) != CodeFrequencyLimited {
+				t.Fatalf("%s past the mock's per-IP window: %v, want errcode 45009", app, err)
+			}
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if _, err := client(t, r, f.apps[3]).Tags.List(ctx); err != nil {
+			t.Fatalf("a call allowed to wait out the IP's block: %v", err)
+		}
+		if waited := time.Since(start); waited < time.Minute-time.Second {
+			t.Errorf("sent after %s, want after the block (a minute)", waited)
+		}
+		if n := f.srv.Stats().Refusals[CodeFrequencyLimited]; n != 2 {
+			t.Errorf("the mock answered 45009 %d times, want 2", n)
+		}
+	})
+}
