@@ -124,7 +124,7 @@ for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
 
 stats=$(curl -fsS "$base/mock/stats")
-echo "== MODE=$MODE: $COPIES copies, Redis ${MODE}ed ${DOWN}s at ${fault}s, answering again at ${back}s; ${BULKTAG_EXTRA:-}"
+echo "== MODE=$MODE: $COPIES copies, Redis ${MODE%e}ed ${DOWN}s at ${fault}s, answering again at ${back}s; ${BULKTAG_EXTRA:-}"
 python3 - "$tmp/samples" "$fault" "$back" "$stats" <<'EOF'
 import json, sys
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 2]
