@@ -3,6 +3,7 @@ package wecom
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -355,4 +356,31 @@ func TestIPCooldownWaitedOut(t *testing.T) {
 			t.Errorf("the mock answered 45009 %d times, want 2", n)
 		}
 	})
+}
+
+// failingMarks is a limiter whose TryAcquire fails, not refuses, on the
+// egress IP's 45009 mark: a Redis that stopped answering after the corp's.
+type failingMarks struct{ *throttle.Memory }
+
+func (f failingMarks) TryAcquire(ctx context.Context, r throttle.Request) (throttle.Lease, error) {
+	if strings.HasPrefix(r.Key, "ip:") {
+		return throttle.Lease{}, errors.New("no answer")
+	}
+	return f.Memory.TryAcquire(ctx, r)
+}
+
+// TestIPBlockedNotWhenUnknown: a refusal whose marks the limiter could not
+// take or read stays the corp's.
+func TestIPBlockedNotWhenUnknown(t *testing.T) {
+	t.Parallel()
+	lim := failingMarks{throttle.NewMemory()}
+	for _, id := range []string{"wwcorpa", "wwcorpb"} {
+		c, err := New(id, testSecret, WithLimiter(lim), WithEgress(testEgress))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.p.ipBlocked(t.Context(), "ip:"+testEgress+"/cgi-bin/tag/list", time.Minute) {
+			t.Errorf("%s refused, the IP's mark unknown: IP blocked, want the corp's", id)
+		}
+	}
 }

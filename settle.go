@@ -57,7 +57,7 @@ func (p *pipeline) settle(ctx context.Context, cl *call, el *endpointLimits, h h
 	return a
 }
 
-// cool keeps every call of key's away for d, fleet-wide.
+// cool keeps the calls that take key from starting for d, fleet-wide.
 func (p *pipeline) cool(ctx context.Context, path, key string, d time.Duration) {
 	if err := p.cfg.limiter.Cooldown(ctx, key, d); err != nil {
 		p.cfg.logger.LogAttrs(ctx, slog.LevelError, "wecom: could not record cooldown", slog.String("path", path), slog.String("error", err.Error()))
@@ -75,14 +75,16 @@ func (p *pipeline) cool(ctx context.Context, path, key string, d time.Duration) 
 // for the IP and API, which the first corp takes and the second finds
 // held. When the limiter cannot tell, the refusal stays the corp's.
 func (p *pipeline) ipBlocked(ctx context.Context, ipKey string, block time.Duration) bool {
-	mark := func(key string) bool {
+	// mark takes key's mark; ok is false when the limiter could not tell.
+	mark := func(key string) (taken, ok bool) {
 		_, err := p.cfg.limiter.TryAcquire(ctx, throttle.Request{Key: key + "~45009", Concurrency: 1, TTL: block})
-		return err == nil
+		var le *throttle.LimitError
+		return err == nil, err == nil || errors.As(err, &le)
 	}
-	if !mark(p.corpTag() + ipKey) {
+	if taken, ok := mark(p.corpTag() + ipKey); !taken || !ok {
 		return false // this corp's refusal in this block already counted
 	}
-	if mark(ipKey) {
+	if taken, ok := mark(ipKey); taken || !ok {
 		return false // the first corp refused in this block
 	}
 	p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: a second corp refused 45009 from one egress: WeCom blocked the IP for the API",
