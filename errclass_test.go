@@ -21,10 +21,14 @@ func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
 	})
 	refused := wecom.RefusedURL(t)
 	// attempt: the attempt timeout, short only where the test wants one
-	// (a loaded machine may take longer than that to answer at all).
+	// (a loaded machine may take longer than that to answer at all). The
+	// clients share a token store, which the first one fills: a short
+	// attempt timeout then bounds only the call, not a token fetch before
+	// it.
+	tokens := wecom.NewMemoryTokenStore()
 	newClient := func(base string, attempt time.Duration) *wecom.Client {
 		c, err := wecom.New("wwcorpA", "secret-A-0123456789", wecom.WithBaseURL(base), wecom.WithAgentID(1000002),
-			wecom.WithAttemptTimeout(attempt), wecom.WithAbandonedHold(100*time.Millisecond),
+			wecom.WithAttemptTimeout(attempt), wecom.WithAbandonedHold(100*time.Millisecond), wecom.WithTokenStore(tokens),
 			wecom.WithRetryPolicy(wecom.RetryPolicy{MaxRetries: wecom.NoRetries}))
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +66,7 @@ func TestErrorsSayWhoAndWhatOnce(t *testing.T) {
 		// A long attempt timeout where none should fire: on a loaded
 		// machine, a refused dial can take longer than 100 ms to report.
 		{"refused", refused, 30 * time.Second, false, false},
-		{"attempt timeout", base, 100 * time.Millisecond, true, true},
+		{"attempt timeout", base, 500 * time.Millisecond, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
