@@ -103,15 +103,17 @@ func (p *pipeline) coolKey(cl *call, el *endpointLimits) string {
 	return p.apiKey(cl.path)
 }
 
-// ipKey is the key of cl's per-IP window, "" when it counts in none (no
-// egress declared, or an endpoint without one).
-func (p *pipeline) ipKey(cl *call, el *endpointLimits) string {
+// ipKey is the key of cl's per-IP windows and the longest of their
+// periods; "" when it counts in none (no egress declared, or an endpoint
+// without one).
+func (p *pipeline) ipKey(cl *call, el *endpointLimits) (key string, longest time.Duration) {
 	for _, r := range el.rules {
-		if r.Scope == catalog.ScopeIP {
-			return p.ruleKey(cl, r, time.Time{})
+		if r.Scope == catalog.ScopeIP && r.IsRate() {
+			key = p.ruleKey(cl, r, time.Time{})
+			longest = max(longest, r.Per.Duration())
 		}
 	}
-	return ""
+	return key, longest
 }
 
 // together folds the call's slot-only requests (a customer's lock, say)

@@ -384,3 +384,75 @@ func TestIPBlockedNotWhenUnknown(t *testing.T) {
 		}
 	}
 }
+
+// shiftingMarks is an in-process limiter whose era moves on with the
+// egress IP's 45009 mark when shift is set (Redis lost, or a fallback
+// took over, between a refusal's two marks), and which records the TTL
+// each mark asked for.
+type shiftingMarks struct {
+	*throttle.Memory
+	shift bool
+	era   uint64
+	ttls  map[string]time.Duration
+}
+
+func (s *shiftingMarks) Era() uint64 { return s.era }
+
+func (s *shiftingMarks) TryAcquire(ctx context.Context, r throttle.Request) (throttle.Lease, error) {
+	s.ttls[r.Key] = r.TTL
+	if s.shift && strings.HasPrefix(r.Key, "ip:") {
+		s.era++
+	}
+	return s.Memory.TryAcquire(ctx, r)
+}
+
+// TestIPMarksAcrossAnEraChange: a refusal whose two marks were taken in
+// different eras stays the corp's and gives both marks back, so that a
+// store that kept one of them does not read the corp's next refusal as a
+// second corp's; and a corp's mark outlives the IP's.
+func TestIPMarksAcrossAnEraChange(t *testing.T) {
+	t.Parallel()
+	const ipKey = "ip:" + testEgress + "/cgi-bin/tag/list"
+	lim := &shiftingMarks{Memory: throttle.NewMemory(), shift: true, ttls: map[string]time.Duration{}}
+	c, err := New("wwcorpa", testSecret, WithLimiter(lim), WithEgress(testEgress))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.p.ipBlocked(t.Context(), ipKey, time.Minute) {
+		t.Fatal("marks taken across an era change: IP blocked, want the corp's")
+	}
+	if corp, ip := lim.ttls["{wwcorpa}"+ipKey+"~45009"], lim.ttls[ipKey+"~45009"]; corp <= ip {
+		t.Errorf("the corp's mark asked for %s, the IP's for %s: want the corp's to outlive the IP's", corp, ip)
+	}
+	lim.shift = false
+	for _, key := range []string{"{wwcorpa}" + ipKey, ipKey} {
+		l, err := lim.Memory.TryAcquire(t.Context(), throttle.Request{Key: key + "~45009", Concurrency: 1, TTL: time.Minute})
+		if err != nil {
+			t.Errorf("the mark %s after the era change: %v, want it given back", key, err)
+			continue
+		}
+		_ = lim.Memory.Release(t.Context(), l)
+	}
+	if c.p.ipBlocked(t.Context(), ipKey, time.Minute) {
+		t.Error("the same corp's next refusal: IP blocked, want the corp's")
+	}
+}
+
+// TestIPBlockLongerThanItsWindows: a block longer than the IP's longest
+// window (an hour) is a corp's own (a day's or a month's count spent, or
+// Limits.BlockFor): it marks nothing and cools no IP, whatever the other
+// corps are answered.
+func TestIPBlockLongerThanItsWindows(t *testing.T) {
+	t.Parallel()
+	f := newCorpFleet(t, 6, mock.Config{IPWindows: []mock.Window{{Limit: 3, Period: time.Minute}}})
+	r := f.registry(t, nil, WithClientOptions(WithEgress(testEgress), WithLimits(catalog.TagList.Path(), Limits{BlockFor: 2 * time.Hour})))
+	for i, app := range f.apps {
+		err := listOnce(t, r, app)
+		if i < 3 && err != nil {
+			t.Fatalf("%s: %v", app, err)
+		}
+		if i >= 3 && errcodeOf(err) != CodeFrequencyLimited {
+			t.Fatalf("%s past the mock's per-IP window: %v, want errcode 45009 from the mock", app, err)
+		}
+	}
+}

@@ -43,7 +43,9 @@ func (p *pipeline) settle(ctx context.Context, cl *call, el *endpointLimits, h h
 			// Before the leases go back: nobody starts on this API until the block ends.
 			block := p.block(cl.path, el, p.cfg.now())
 			p.cool(bg, cl.path, p.coolKey(cl, el), block)
-			if ip := p.ipKey(cl, el); ip != "" && p.ipBlocked(bg, ip, block) {
+			// A block longer than the IP's windows (a day's or a month's
+			// count spent) is the corp's own.
+			if ip, longest := p.ipKey(cl, el); ip != "" && block <= longest && p.ipBlocked(bg, ip, block) {
 				p.cool(bg, cl.path, ip, block)
 			}
 			a.Err = &RateLimitError{Path: cl.path, RetryAfter: block, Err: ae}
@@ -56,6 +58,10 @@ func (p *pipeline) settle(ctx context.Context, cl *call, el *endpointLimits, h h
 	}
 	return a
 }
+
+// markMargin is how much longer a corp's mark of a 45009 on an egress lives
+// than the IP's (ipBlocked): more than a mark's round trip can take.
+const markMargin = 10 * time.Second
 
 // cool keeps the calls that take key from starting for d, fleet-wide.
 func (p *pipeline) cool(ctx context.Context, path, key string, d time.Duration) {
@@ -73,23 +79,47 @@ func (p *pipeline) cool(ctx context.Context, path, key string, d time.Duration) 
 // for the fleet, with a lock held for the block (never released): one per
 // corp, so that the calls of a corp refused together count once, and one
 // for the IP and API, which the first corp takes and the second finds
-// held. When the limiter cannot tell, the refusal stays the corp's.
+// held. The corp's mark outlives the IP's by markMargin, so that the
+// corp's own refusal after its block cannot find its mark gone and the IP's
+// still held. When the limiter cannot tell (an error, or its era changed
+// between the marks: Redis restarted, or stopped answering and a fallback
+// took over), the refusal stays the corp's, and the marks taken are given
+// back, as they may live in two stores.
 func (p *pipeline) ipBlocked(ctx context.Context, ipKey string, block time.Duration) bool {
-	// mark takes key's mark; ok is false when the limiter could not tell.
-	mark := func(key string) (taken, ok bool) {
-		_, err := p.cfg.limiter.TryAcquire(ctx, throttle.Request{Key: key + "~45009", Concurrency: 1, TTL: block})
-		var le *throttle.LimitError
-		return err == nil, err == nil || errors.As(err, &le)
+	era := p.era()
+	corp, err := p.mark(ctx, p.corpTag()+ipKey, block+markMargin)
+	if err != nil || corp == nil {
+		return false // unknown, or this corp's refusal in this block already counted
 	}
-	if taken, ok := mark(p.corpTag() + ipKey); !taken || !ok {
-		return false // this corp's refusal in this block already counted
+	ip, err := p.mark(ctx, ipKey, block)
+	if err != nil || p.era() != era {
+		for _, l := range []*throttle.Lease{corp, ip} {
+			if l != nil {
+				_ = p.cfg.limiter.Release(ctx, *l)
+			}
+		}
+		return false
 	}
-	if taken, ok := mark(ipKey); taken || !ok {
+	if ip != nil {
 		return false // the first corp refused in this block
 	}
 	p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "wecom: a second corp refused 45009 from one egress: WeCom blocked the IP for the API",
 		slog.String("key", ipKey), slog.Duration("block", block))
 	return true
+}
+
+// mark takes key's mark of a 45009 for ttl (ipBlocked): its lease, nil when
+// the mark is held already, or the error when the limiter could not tell.
+func (p *pipeline) mark(ctx context.Context, key string, ttl time.Duration) (*throttle.Lease, error) {
+	l, err := p.cfg.limiter.TryAcquire(ctx, throttle.Request{Key: key + "~45009", Concurrency: 1, TTL: ttl})
+	var le *throttle.LimitError
+	switch {
+	case err == nil:
+		return &l, nil
+	case errors.As(err, &le) && le.Reason == throttle.ReasonConcurrency:
+		return nil, nil
+	}
+	return nil, err
 }
 
 // block returns how long an API is left alone after a 45009 at now. WeCom
