@@ -10,18 +10,29 @@ import (
 	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
-// A 45009 seen by one process stops every process sharing the Redis limiter
-// from calling that API until the block ends; other APIs go on.
-func TestRedisSharedCooldown(t *testing.T) {
+// sharedLimiters returns n Redis limiters sharing one Redis and a key
+// prefix of the test's own, closed at its end: n processes of a fleet.
+func sharedLimiters(t *testing.T, n int) []*throttleredis.Backend {
+	t.Helper()
 	rdb := redistest.Single(t)
 	prefix := redistest.Prefix(t, rdb)
-	var clients []*fixture
-	for range 2 { // two processes: each its own backend and subscription
+	bs := make([]*throttleredis.Backend, n)
+	for i := range bs {
 		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
+		bs[i] = b
+	}
+	return bs
+}
+
+// A 45009 seen by one process stops every process sharing the Redis limiter
+// from calling that API until the block ends; other APIs go on.
+func TestRedisSharedCooldown(t *testing.T) {
+	var clients []*fixture
+	for _, b := range sharedLimiters(t, 2) { // two processes: each its own backend and subscription
 		clients = append(clients, setup(t, WithLimiter(b)))
 	}
 	a, b := clients[0], clients[1]

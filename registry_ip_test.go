@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/wecomkit/wecom/catalog"
-	"github.com/wecomkit/wecom/internal/redistest"
 	"github.com/wecomkit/wecom/mock"
 	"github.com/wecomkit/wecom/throttle"
-	throttleredis "github.com/wecomkit/wecom/throttle/redis"
 )
 
 // testEgress is the fleet's egress in the per-IP tests (TEST-NET-3).
@@ -105,16 +103,9 @@ func TestIPLimitsThirdParty(t *testing.T) {
 // corps of its own.
 func TestIPLimitsAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.Single(t)
-	prefix := redistest.Prefix(t, rdb)
 	f := newCorpFleet(t, 4, mock.Config{})
 	var rs []*Registry
-	for range 2 {
-		b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
+	for _, b := range sharedLimiters(t, 2) {
 		rs = append(rs, f.registry(t, nil, WithClientOptions(WithLimiter(b), WithEgress(testEgress), WithIPLimits(3, 0))))
 	}
 	for i, app := range f.apps[:3] {
@@ -201,19 +192,12 @@ func TestIPBlockCoolsTheIP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newCorpFleet(t, 12, mock.Config{IPWindows: []mock.Window{{Limit: 3, Period: time.Minute}}})
-			rs := make([]*Registry, tc.processes)
+			var rs []*Registry
 			if tc.processes == 1 {
-				rs[0] = f.registry(t, nil, WithClientOptions(WithEgress(testEgress)))
+				rs = append(rs, f.registry(t, nil, WithClientOptions(WithEgress(testEgress))))
 			} else {
-				rdb := redistest.Single(t)
-				prefix := redistest.Prefix(t, rdb)
-				for i := range rs {
-					b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: prefix})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { _ = b.Close() })
-					rs[i] = f.registry(t, nil, WithClientOptions(WithLimiter(b), WithEgress(testEgress)))
+				for _, b := range sharedLimiters(t, tc.processes) {
+					rs = append(rs, f.registry(t, nil, WithClientOptions(WithLimiter(b), WithEgress(testEgress))))
 				}
 			}
 			process := func(i int) *Registry { return rs[i%len(rs)] }
@@ -286,15 +270,7 @@ func TestIPBlockedOnlyBySecondCorp(t *testing.T) {
 		limiter func(t *testing.T) throttle.Backend
 	}{
 		{"Memory", func(*testing.T) throttle.Backend { return throttle.NewMemory() }},
-		{"Redis", func(t *testing.T) throttle.Backend {
-			rdb := redistest.Single(t)
-			b, err := throttleredis.New(rdb, throttleredis.Options{Prefix: redistest.Prefix(t, rdb)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
-			return b
-		}},
+		{"Redis", func(t *testing.T) throttle.Backend { return sharedLimiters(t, 1)[0] }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
